@@ -1,0 +1,23 @@
+# Two entry points: `make demo` (the quickstart walkthrough, offline) and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test bench
+
+$(BIN)/nbagent: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+setup: $(BIN)/nbagent
+
+demo: setup
+	$(BIN)/nbagent demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/core.py

@@ -1,0 +1,33 @@
+"""nbagent: an agent runtime that lives inside a Jupyter kernel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from nbagent.core.session import RunResult, Session
+
+__all__ = ["RunResult", "Session", "__version__", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so `import nbagent` in a kernel does not pull in openai and mcp until used.
+    if name in ("Session", "RunResult"):
+        from nbagent.core import session
+
+        return getattr(session, name)
+    raise AttributeError(name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from nbagent.notebook.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from nbagent.notebook.extension import unload
+
+    unload(ipython)

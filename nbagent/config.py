@@ -1,0 +1,302 @@
+"""Configuration: ``nbagent.toml`` (project) over ``~/.nbagent/config.toml`` (user) over defaults,
+then environment overrides. Reads files; writes only the one key an "always" approval adds.
+
+Errors name the file and the key, and never include a secret's value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from nbagent.protocol import ApprovalMode, Policy
+
+SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+PROJECT_FILE = "nbagent.toml"
+USER_FILE = "config.toml"
+MCP_JSON = ".mcp.json"
+
+
+class ConfigError(ValueError):
+    """A bad config value: the message names the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolConfig(_Strict):
+    approval_mode: ApprovalMode | None = None
+
+
+class McpServerConfig(_Strict):
+    """One ``[mcp_servers.NAME]`` table (Codex's keys, plus ``trusted`` and ``protocol``)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Set in the server's (otherwise cleared) environment. Values are never logged."""
+    env_vars: list[str] = Field(default_factory=list)
+    """Names of the user's environment variables passed through to the server."""
+    cwd: str | None = None
+    url: str | None = None
+    http_headers: dict[str, str] = Field(default_factory=dict)
+    env_http_headers: dict[str, str] = Field(default_factory=dict)
+    """Header name -> environment variable holding its value."""
+    bearer_token_env_var: str | None = None
+    transport: Literal["stdio", "http", "sse"] | None = None
+    """Inferred from ``command`` / ``url`` when absent."""
+    protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    startup_timeout_sec: float = 30.0
+    tool_timeout_sec: float = 300.0
+    enabled: bool = True
+    required: bool = False
+    enabled_tools: list[str] | None = None
+    disabled_tools: list[str] = Field(default_factory=list)
+    default_tools_approval_mode: ApprovalMode = "auto"
+    tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    trusted: bool = False
+    """Let this server's annotations (e.g. ``readOnlyHint``) relax approval defaults."""
+    sampling: bool = False
+    """Allow ``sampling/createMessage`` requests from this server (declined by default)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("exactly one of 'command' (stdio) or 'url' (HTTP) must be set")
+        if self.transport is None:
+            self.transport = "stdio" if self.command else "http"
+        return self
+
+    @field_validator("startup_timeout_sec", "tool_timeout_sec")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be a positive number of seconds")
+        return value
+
+    def approval_mode_for(self, tool: str) -> ApprovalMode:
+        per_tool = self.tools.get(tool)
+        if per_tool and per_tool.approval_mode:
+            return per_tool.approval_mode
+        return self.default_tools_approval_mode
+
+    def tool_enabled(self, tool: str) -> bool:
+        if self.enabled_tools is not None and tool not in self.enabled_tools:
+            return False
+        return tool not in self.disabled_tools
+
+
+class ModelProviderConfig(_Strict):
+    name: str | None = None
+    base_url: str | None = None
+    wire_api: Literal["responses", "chat"] = "responses"
+    env_key: str | None = None
+    """Environment variable holding the API key."""
+    query_params: dict[str, str] = Field(default_factory=dict)
+    http_headers: dict[str, str] = Field(default_factory=dict)
+    request_max_retries: int = Field(default=4, ge=0, le=20)
+    stream_idle_timeout_sec: float = Field(default=300.0, gt=0)
+
+
+class Config(_Strict):
+    model: str | None = None
+    model_provider: str = "openai"
+    model_providers: dict[str, ModelProviderConfig] = Field(default_factory=dict)
+    approval_policy: Policy = "on-request"
+    instructions: str | None = None
+    """Extra system instructions prepended to every request."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    tool_output_max_bytes: int = Field(default=16_384, ge=256)
+    """Cap on what the model sees of one tool result."""
+    rollout_output_max_bytes: int = Field(default=1_048_576, ge=1024)
+    server_instructions_max_bytes: int = Field(default=4096, ge=0)
+    approval_timeout_sec: float | None = Field(default=None, gt=0)
+    """Unanswered approvals are denied after this long; ``None`` waits until interrupted."""
+    elicitation_timeout_sec: float = Field(default=600.0, gt=0)
+    max_tool_rounds: int = Field(default=50, ge=1)
+    parallel_tool_calls: bool = True
+    home: str | None = None
+    """Where threads live; ``$NBAGENT_HOME`` or ``~/.nbagent`` when unset."""
+
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """Internal: which file each MCP server (``mcp_servers.NAME``) came from."""
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    """From the environment only; never written anywhere."""
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if not SERVER_NAME.match(name):
+                raise ValueError(f"server name {name!r} must match [a-zA-Z0-9_-]+")
+        return servers
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser() if self.home else default_home()
+
+    def provider(self) -> ModelProviderConfig:
+        if self.model_provider in self.model_providers:
+            return self.model_providers[self.model_provider]
+        if self.model_provider == "openai":
+            return ModelProviderConfig(name="openai")
+        raise ConfigError(
+            f"model_provider = {self.model_provider!r} names no table [model_providers.{self.model_provider}]"
+        )
+
+    def require_model(self) -> str:
+        """The configured model, or an error saying exactly what to set."""
+        if self.model:
+            return self.model
+        raise ConfigError(
+            "no model configured. Set one of: OPENAI_API_KEY plus model = \"gpt-5.1\" (or NBAGENT_MODEL); "
+            "a local server with [model_providers.local] base_url = \"http://127.0.0.1:11434/v1\", "
+            "model_provider = \"local\" and model = \"llama3.2\"; or model = \"replay:FILE\" for a scripted model "
+            "(-m replay:FILE on the command line)"
+        )
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
+
+
+def user_config_path() -> Path:
+    return default_home() / USER_FILE
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _read_mcp_json(path: Path) -> dict[str, Any]:
+    """The widespread ``{"mcpServers": {NAME: {command, args, env} | {url, headers}}}`` shape."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: key 'mcpServers' must be an object of servers")
+    out: dict[str, Any] = {}
+    for name, raw in servers.items():
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: key 'mcpServers.{name}' must be an object")
+        entry = dict(raw)
+        entry.pop("type", None)
+        if "headers" in entry:
+            entry["http_headers"] = entry.pop("headers")
+        if entry.pop("disabled", False):
+            entry["enabled"] = False
+        out[name] = entry
+    return {"mcp_servers": out}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _loc(error: Any) -> str:
+    return ".".join(str(part) for part in error["loc"])
+
+
+def _validate(data: dict[str, Any], origin: str) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"key '{_loc(e)}': {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{origin}: {problems}") from None
+
+
+def load_config(
+    cwd: str | Path | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Config:
+    """Merge defaults, user file, ``.mcp.json``, project file, environment and ``overrides``.
+
+    Each file is validated on its own first, so an error names the file it is in.
+    """
+    env = os.environ if environ is None else environ
+    cwd_path = Path(cwd or os.getcwd())
+    home = Path(env.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
+    layers: list[tuple[str, dict[str, Any]]] = []
+    user = home / USER_FILE
+    if user.is_file():
+        layers.append((str(user), _read_toml(user)))
+    mcp_json = cwd_path / MCP_JSON
+    if mcp_json.is_file():
+        layers.append((str(mcp_json), _read_mcp_json(mcp_json)))
+    project = cwd_path / PROJECT_FILE
+    if project.is_file():
+        layers.append((str(project), _read_toml(project)))
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for origin, data in layers:
+        _validate(data, origin)
+        for name in data.get("mcp_servers", {}) or {}:
+            sources[name] = origin
+        merged = _merge(merged, data)
+    env_layer: dict[str, Any] = {}
+    if env.get("NBAGENT_MODEL"):
+        env_layer["model"] = env["NBAGENT_MODEL"]
+    if env.get("NBAGENT_HOME"):
+        env_layer["home"] = env["NBAGENT_HOME"]
+    if env.get("OPENAI_BASE_URL") and merged.get("model_provider", "openai") == "openai":
+        env_layer["model_providers"] = {"openai": {"base_url": env["OPENAI_BASE_URL"]}}
+    merged = _merge(merged, env_layer)
+    if overrides:
+        merged = _merge(merged, {k: v for k, v in overrides.items() if v is not None})
+    origin = " + ".join([o for o, _ in layers] + ["environment"] + (["overrides"] if overrides else []))
+    config = _validate(merged, origin)
+    config.sources = sources
+    provider = config.provider()
+    key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
+    config.api_key = env.get(key_var) if key_var else None
+    return config
+
+
+def record_always_approval(config: Config, server: str, tool: str, cwd: str | Path | None = None) -> Path:
+    """Write ``approval_mode = "approve"`` for one tool into the file its server came from.
+
+    Uses tomlkit so the user's comments and layout survive. Servers from ``.mcp.json`` (which
+    has no such key) get the entry in the project's ``nbagent.toml``.
+    """
+    import tomlkit
+
+    origin = config.sources.get(server)
+    if origin is None or origin.endswith(MCP_JSON):
+        path = Path(cwd or os.getcwd()) / PROJECT_FILE
+    else:
+        path = Path(origin)
+    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    servers = doc.setdefault("mcp_servers", tomlkit.table(is_super_table=True))
+    entry = servers.setdefault(server, tomlkit.table(is_super_table=True))
+    tools = entry.setdefault("tools", tomlkit.table(is_super_table=True))
+    tool_table = tools.setdefault(tool, tomlkit.table())
+    tool_table["approval_mode"] = "approve"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    server_config = config.mcp_servers.get(server)
+    if server_config is not None:
+        server_config.tools[tool] = ToolConfig(approval_mode="approve")
+    return path

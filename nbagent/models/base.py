@@ -1,0 +1,111 @@
+"""The one interface every model client implements, and the stream parts it yields.
+
+Model clients know nothing of sessions, tools routing or approvals: they turn a
+``ModelRequest`` (a projection of thread state) into a stream of ``ModelEvent``s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from nbagent.protocol import Item, ProtocolModel, ToolSpec
+
+
+class ModelRequest(ProtocolModel):
+    model: str
+    instructions: str | None = None
+    items: list[Item] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    parallel_tool_calls: bool = True
+
+
+class TextDelta(ProtocolModel):
+    type: Literal["text_delta"] = "text_delta"
+    delta: str
+
+
+class ReasoningSummaryDelta(ProtocolModel):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    delta: str
+
+
+class ReasoningDone(ProtocolModel):
+    type: Literal["reasoning_done"] = "reasoning_done"
+    summary: str
+    encrypted_content: str | None = None
+
+
+class ToolCallArgumentsDelta(ProtocolModel):
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+    call_id: str
+    name: str
+    delta: str
+
+
+class ToolCallDone(ProtocolModel):
+    """A complete tool call. ``arguments`` is the raw JSON string; the core parses it."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+    arguments: str
+
+
+class Usage(ProtocolModel):
+    type: Literal["usage"] = "usage"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Completed(ProtocolModel):
+    """End of one response. ``text`` is the whole assistant message (may be empty)."""
+
+    type: Literal["completed"] = "completed"
+    text: str = ""
+
+
+ModelEvent = Annotated[
+    TextDelta | ReasoningSummaryDelta | ReasoningDone | ToolCallArgumentsDelta | ToolCallDone | Usage | Completed,
+    Field(discriminator="type"),
+]
+
+ModelErrorCode = Literal[
+    "auth",
+    "bad_base_url",
+    "unknown_model",
+    "context_length",
+    "rate_limit",
+    "server",
+    "connection",
+    "replay_exhausted",
+    "bad_request",
+    "other",
+]
+
+
+class ModelError(Exception):
+    """A request that failed after any retries. ``code`` is stable; ``str()`` is for people."""
+
+    def __init__(self, code: ModelErrorCode, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code: ModelErrorCode = code
+        self.status = status
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    label: str
+    """Shown by front ends, e.g. ``gpt-5.1 (OpenAI Responses)`` or ``scripted replay: demo.json``."""
+    scripted: bool
+    """True for the replay model: front ends must never present it as AI."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the parts of one response, ending with ``Completed``; raise ``ModelError``."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,91 @@
+"""History items: the facts of a thread, in the order they happened.
+
+A model request is a projection of these; the rollout stores them verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from nbagent.protocol._base import ProtocolModel, new_id, now
+from nbagent.protocol.tools import ContentBlock
+
+
+class _Item(ProtocolModel):
+    id: str = Field(default_factory=lambda: new_id("item"))
+    turn_id: str | None = None
+    created_at: float = Field(default_factory=now)
+
+
+class UserMessage(_Item):
+    type: Literal["user_message"] = "user_message"
+    text: str
+
+
+class AssistantMessage(_Item):
+    type: Literal["assistant_message"] = "assistant_message"
+    text: str
+
+
+class ReasoningItem(_Item):
+    type: Literal["reasoning"] = "reasoning"
+    summary: str
+    encrypted_content: str | None = None
+
+
+class FunctionCall(_Item):
+    """A tool call as the model made it. ``arguments`` is the raw JSON string the model sent."""
+
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    name: str
+    """Model-visible tool name."""
+    arguments: str
+    server: str | None = None
+    raw_tool: str | None = None
+
+
+class FunctionCallOutput(_Item):
+    """The output of one call, as the model sees it (truncated), plus display blocks."""
+
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str
+    is_error: bool = False
+    status: Literal["completed", "failed", "denied", "aborted"] = "completed"
+    content: list[ContentBlock] = Field(default_factory=list)
+    """Full blocks (images, resources) up to the rollout cap, for redrawing a card."""
+    structured: Any | None = None
+    duration_ms: float | None = None
+
+
+class ApprovalRecord(_Item):
+    """A recorded decision: no call that needed approval runs without one."""
+
+    type: Literal["approval"] = "approval"
+    call_id: str
+    tool: str
+    server: str | None = None
+    raw_tool: str | None = None
+    decision: str
+    by: str
+    message: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+class ElicitationRecord(_Item):
+    type: Literal["elicitation"] = "elicitation"
+    request_id: str
+    server: str
+    action: str
+    by: str
+    content: dict[str, Any] | None = None
+
+
+Item = Annotated[
+    UserMessage | AssistantMessage | ReasoningItem | FunctionCall | FunctionCallOutput | ApprovalRecord | ElicitationRecord,
+    Field(discriminator="type"),
+]
+ItemAdapter: TypeAdapter[Item] = TypeAdapter(Item)

@@ -1,0 +1,68 @@
+"""Ops: everything a front end can ask of a session (the submission half of the queue pair)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from nbagent.protocol._base import ProtocolModel, new_id
+
+Entry = Literal["magic", "python", "cli", "mcp_server", "notebook_server"]
+"""Which front end started a turn; recorded with every turn."""
+
+Policy = Literal["untrusted", "on-request", "never", "full-auto"]
+
+Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
+
+
+class UserTurn(ProtocolModel):
+    """Start a turn. Answered by ``turn_started`` ... ``turn_completed`` | ``turn_aborted``."""
+
+    type: Literal["user_turn"] = "user_turn"
+    prompt: str
+    turn_id: str = Field(default_factory=lambda: new_id("turn"))
+    entry: Entry = "python"
+    model: str | None = None
+    """Overrides the session's model for this turn only."""
+    policy: Policy | None = None
+    """Overrides the session's approval policy for this turn only."""
+
+
+class ApprovalDecision(ProtocolModel):
+    """Answer an ``approval_requested``. Answered by ``approval_resolved``."""
+
+    type: Literal["approval_decision"] = "approval_decision"
+    call_id: str
+    decision: Decision
+    message: str | None = None
+    """For ``deny``: what the model is told."""
+    arguments: dict[str, Any] | None = None
+    """Edited arguments; when given, these are what runs and what is recorded."""
+
+
+class ElicitationResponse(ProtocolModel):
+    """Answer an ``elicitation_requested``. Answered by ``elicitation_resolved``, or by a
+    ``warning`` naming the field when ``content`` does not match the requested schema."""
+
+    type: Literal["elicitation_response"] = "elicitation_response"
+    request_id: str
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class Interrupt(ProtocolModel):
+    """Cancel the running turn. Answered by ``turn_aborted``; pending asks are denied."""
+
+    type: Literal["interrupt"] = "interrupt"
+    reason: str = "interrupted"
+
+
+class Shutdown(ProtocolModel):
+    """Interrupt, stop MCP servers, close the rollout. Answered by ``shutdown_complete``."""
+
+    type: Literal["shutdown"] = "shutdown"
+
+
+Op = Annotated[UserTurn | ApprovalDecision | ElicitationResponse | Interrupt | Shutdown, Field(discriminator="type")]
+OpAdapter: TypeAdapter[Op] = TypeAdapter(Op)

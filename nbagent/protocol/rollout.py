@@ -1,0 +1,52 @@
+"""Rollout lines: one JSON object per line of a thread's append-only log."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter
+
+from nbagent.protocol._base import ProtocolModel, now
+from nbagent.protocol.items import Item
+from nbagent.protocol.ops import Entry, Policy
+
+
+class ThreadMeta(ProtocolModel):
+    """First line of every rollout."""
+
+    type: Literal["thread_meta"] = "thread_meta"
+    thread_id: str
+    name: str | None = None
+    created_at: float = Field(default_factory=now)
+    model: str = ""
+    cwd: str = ""
+    notebook_path: str | None = None
+
+
+class TurnRecord(ProtocolModel):
+    """Start or end of a turn: which entry started it and how it ended."""
+
+    type: Literal["turn"] = "turn"
+    turn_id: str
+    status: Literal["started", "completed", "aborted", "failed"]
+    entry: Entry = "python"
+    model: str = ""
+    policy: Policy = "on-request"
+    at: float = Field(default_factory=now)
+    reason: str | None = None
+
+
+class ItemRecord(ProtocolModel):
+    type: Literal["item"] = "item"
+    item: Item
+
+
+class NameRecord(ProtocolModel):
+    """A thread renamed after creation."""
+
+    type: Literal["name"] = "name"
+    name: str
+
+
+RolloutLine = Annotated[ThreadMeta | TurnRecord | ItemRecord | NameRecord, Field(discriminator="type")]
+RolloutLineAdapter: TypeAdapter[RolloutLine] = TypeAdapter(RolloutLine)
