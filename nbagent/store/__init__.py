@@ -1,0 +1,25 @@
+"""Persistence: rollout JSONL per thread (the facts) and a SQLite index (for finding them)."""
+
+from __future__ import annotations
+
+from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout
+from nbagent.store.repair import ABORTED_OUTPUT, open_calls, repair_open_calls
+from nbagent.store.rollout import REDACTED, Redactor, RolloutWriter, read_rollout
+from nbagent.store.threads import LoadedThread, ThreadNotFound, ThreadStore
+
+__all__ = [
+    "ABORTED_OUTPUT",
+    "REDACTED",
+    "LoadedThread",
+    "Redactor",
+    "RolloutWriter",
+    "ThreadIndex",
+    "ThreadNotFound",
+    "ThreadStats",
+    "ThreadStore",
+    "ThreadSummary",
+    "open_calls",
+    "read_rollout",
+    "repair_open_calls",
+    "summarize_rollout",
+]

@@ -1,0 +1,307 @@
+"""The thread index: ``state.sqlite`` (WAL), for listing and resolving threads quickly.
+
+The index holds no fact of its own: every row is derived from one rollout by ``ThreadStats``,
+both live (fed line by line by the writer) and on rebuild (fed from the file), so the two
+agree by construction. Losing or corrupting it costs a rebuild, never data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from nbagent.protocol.items import UserMessage
+from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, ThreadMeta, TurnRecord
+
+__all__ = ["PREVIEW_CHARS", "SCHEMA_VERSION", "ThreadIndex", "ThreadStats", "ThreadSummary", "summarize_rollout"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+PREVIEW_CHARS = 200
+
+_COLUMNS = (
+    "id",
+    "name",
+    "created_at",
+    "updated_at",
+    "model",
+    "cwd",
+    "notebook_path",
+    "turns",
+    "items",
+    "last_prompt",
+    "rollout_path",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    cwd TEXT NOT NULL DEFAULT '',
+    notebook_path TEXT,
+    turns INTEGER NOT NULL DEFAULT 0,
+    items INTEGER NOT NULL DEFAULT 0,
+    last_prompt TEXT,
+    rollout_path TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_name ON threads(name, updated_at);
+CREATE INDEX IF NOT EXISTS threads_updated ON threads(updated_at);
+"""
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Drop and create the table inside the caller's transaction."""
+    conn.execute("DROP TABLE IF EXISTS threads")
+    for stmt in _SCHEMA.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+class ThreadSummary(BaseModel):
+    """One row of the index: what a thread list shows."""
+
+    id: str
+    name: str | None = None
+    created_at: float
+    updated_at: float
+    model: str = ""
+    cwd: str = ""
+    notebook_path: str | None = None
+    turns: int = 0
+    items: int = 0
+    last_prompt: str | None = None
+    rollout_path: str
+
+
+class ThreadStats:
+    """Running summary of a rollout; the single definition of every index column."""
+
+    __slots__ = ("meta", "name", "turns", "items", "last_prompt", "updated_at", "path")
+
+    def __init__(self, meta: ThreadMeta, path: Path) -> None:
+        self.meta = meta
+        self.path = path
+        self.name: str | None = meta.name
+        self.turns = 0
+        self.items = 0
+        self.last_prompt: str | None = None
+        self.updated_at = meta.created_at
+
+    def feed(self, line: RolloutLine) -> None:
+        if isinstance(line, ItemRecord):
+            self.items += 1
+            item = line.item
+            if item.created_at > self.updated_at:
+                self.updated_at = item.created_at
+            if isinstance(item, UserMessage):
+                self.last_prompt = item.text[:PREVIEW_CHARS]
+        elif isinstance(line, TurnRecord):
+            if line.status == "started":
+                self.turns += 1
+            if line.at > self.updated_at:
+                self.updated_at = line.at
+        elif isinstance(line, NameRecord):
+            self.name = line.name
+        # A second ThreadMeta is not expected; the first one defines the thread.
+
+    def summary(self) -> ThreadSummary:
+        m = self.meta
+        return ThreadSummary(
+            id=m.thread_id,
+            name=self.name,
+            created_at=m.created_at,
+            updated_at=self.updated_at,
+            model=m.model,
+            cwd=m.cwd,
+            notebook_path=m.notebook_path,
+            turns=self.turns,
+            items=self.items,
+            last_prompt=self.last_prompt,
+            rollout_path=str(self.path),
+        )
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[RolloutLine], path: Path) -> ThreadStats | None:
+        """``None`` when the rollout has no valid ``ThreadMeta`` first line."""
+        it = iter(lines)
+        first = next(it, None)
+        if not isinstance(first, ThreadMeta):
+            return None
+        stats = cls(first, path)
+        for line in it:
+            stats.feed(line)
+        return stats
+
+
+def summarize_rollout(path: Path) -> tuple[ThreadStats | None, list[str]]:
+    """Stats of one rollout file, with the reader's warnings."""
+    from nbagent.store.rollout import read_rollout
+
+    lines, warnings = read_rollout(path)
+    stats = ThreadStats.from_lines(lines, path)
+    if stats is None:
+        warnings.append(f"{path}: no thread_meta first line; not indexed")
+    return stats, warnings
+
+
+class ThreadIndex:
+    """A thin, thread-safe wrapper over the SQLite index.
+
+    ``needs_rebuild`` is set when the file was missing, of another schema version, or corrupt
+    (then moved aside to ``state.sqlite.corrupt``); the owner then rebuilds from rollouts.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.warnings: list[str] = []
+        self.needs_rebuild = False
+        self._lock = threading.RLock()
+        self._conn = self._open()
+
+    # -- opening and recovery ------------------------------------------------------------
+
+    def _connect(self, target: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(target, timeout=5.0, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            if target != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            ok = conn.execute("PRAGMA quick_check").fetchone()
+            if not ok or ok[0] != "ok":
+                raise sqlite3.DatabaseError(f"quick_check: {ok[0] if ok else 'no answer'}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='threads'").fetchone()
+            if version != SCHEMA_VERSION or not has_table:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    _create_schema(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                self.needs_rebuild = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._connect(":memory:")
+        try:
+            return self._connect(str(self.path))
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                # Another process holds it (e.g. mid-rebuild); work from memory this time.
+                self.warnings.append(f"{self.path}: index busy ({e}); using an in-memory index")
+                return self._connect(":memory:")
+            return self._recover(e)
+        except sqlite3.DatabaseError as e:
+            return self._recover(e)
+
+    def _recover(self, error: Exception) -> sqlite3.Connection:
+        assert self.path is not None
+        msg = f"{self.path}: index unusable ({error}); rebuilding it from the rollouts"
+        log.warning(msg)
+        self.warnings.append(msg)
+        self.needs_rebuild = True
+        try:
+            os.replace(self.path, self.path.with_name(self.path.name + ".corrupt"))
+            for suffix in ("-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            return self._connect(str(self.path))
+        except (OSError, sqlite3.DatabaseError) as e:
+            self.warnings.append(f"{self.path}: cannot recreate the index ({e}); using an in-memory index")
+            return self._connect(":memory:")
+
+    def reset(self) -> None:
+        """Drop the connection and reopen (recovering a corrupt file); used after a DatabaseError."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = self._open()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, s: ThreadSummary) -> None:
+        row = s.model_dump()
+        with self._lock:
+            self._conn.execute(
+                f"INSERT OR REPLACE INTO threads ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+                [row[c] for c in _COLUMNS],
+            )
+
+    def delete(self, thread_id: str) -> None:
+        with self._lock:
+            self._conn.execute("DELETE FROM threads WHERE id=?", (thread_id,))
+
+    def replace_all(self, summaries: Iterable[ThreadSummary]) -> int:
+        """Drop and recreate the table with exactly these rows, in one transaction."""
+        rows = [[s.model_dump()[c] for c in _COLUMNS] for s in summaries]
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                _create_schema(c)
+                c.executemany(
+                    f"INSERT OR REPLACE INTO threads ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+                    rows,
+                )
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            self.needs_rebuild = False
+            return c.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: Iterable[object] = ()) -> list[ThreadSummary]:
+        with self._lock:
+            cur = self._conn.execute(f"SELECT {','.join(_COLUMNS)} FROM threads {sql}", tuple(params))
+            return [ThreadSummary(**dict(zip(_COLUMNS, r, strict=True))) for r in cur.fetchall()]
+
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        rows = self._rows("WHERE id=?", (thread_id,))
+        return rows[0] if rows else None
+
+    def by_name(self, name: str) -> ThreadSummary | None:
+        """The most recently updated thread of that name."""
+        rows = self._rows("WHERE name=? ORDER BY updated_at DESC, created_at DESC LIMIT 1", (name,))
+        return rows[0] if rows else None
+
+    def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        with self._lock:
+            cur = self._conn.execute(
+                "SELECT id FROM threads WHERE substr(id, 1, ?)=? LIMIT ?", (len(prefix), prefix, limit)
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def list(self, limit: int = 50) -> list[ThreadSummary]:
+        return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (limit,))
+
+    def all(self) -> list[ThreadSummary]:
+        return self._rows("ORDER BY id")
+
+    def paths(self) -> dict[str, str]:
+        """rollout path -> thread id, for syncing with the files on disk."""
+        with self._lock:
+            return {p: i for i, p in self._conn.execute("SELECT id, rollout_path FROM threads").fetchall()}
