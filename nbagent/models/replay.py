@@ -1,0 +1,169 @@
+"""``replay:PATH``: a scripted model for walkthroughs and tests. It is never presented as AI.
+
+PATH is JSON ``{"responses": [R1, R2, ...]}``; each request consumes the next R:
+
+    {"text": "...",                     # streamed word by word
+     "tool_calls": [{"name": "tool", "arguments": {...} | "raw string", "call_id": "optional"}],
+     "reasoning": "summary",            # optional
+     "usage": {"input_tokens": 1, "output_tokens": 2},   # optional
+     "error": {"code": "server", "message": "..."}}      # optional: raise this ModelError
+
+Every key is optional. A raw-string ``arguments`` is passed through verbatim, so a script can
+exercise malformed tool-call JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, get_args
+
+from nbagent.models.base import (
+    Completed,
+    ModelError,
+    ModelErrorCode,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDone,
+    ReasoningSummaryDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallDone,
+    Usage,
+)
+
+PREFIX = "replay:"
+_RESPONSE_KEYS = {"text", "tool_calls", "reasoning", "usage", "error"}
+_CALL_KEYS = {"name", "arguments", "call_id"}
+_USAGE_KEYS = set(Usage.model_fields) - {"type"}
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+def words(text: str) -> list[str]:
+    """Split into deltas that join back to exactly ``text``."""
+    return _WORDS.findall(text)
+
+
+def _bad(path: Path, key: str, problem: str) -> ModelError:
+    return ModelError("bad_request", f"replay script {path}: key '{key}' {problem}")
+
+
+def _check_response(path: Path, index: int, raw: Any) -> dict[str, Any]:
+    where = f"responses[{index}]"
+    if not isinstance(raw, dict):
+        raise _bad(path, where, "must be an object like {\"text\": \"...\"}")
+    for key in raw:
+        if key not in _RESPONSE_KEYS:
+            raise _bad(path, f"{where}.{key}", f"is unknown (expected one of {', '.join(sorted(_RESPONSE_KEYS))})")
+    for key in ("text", "reasoning"):
+        if key in raw and not isinstance(raw[key], str):
+            raise _bad(path, f"{where}.{key}", "must be a string")
+    calls = raw.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise _bad(path, f"{where}.tool_calls", "must be a list")
+    for n, call in enumerate(calls):
+        at = f"{where}.tool_calls[{n}]"
+        if not isinstance(call, dict):
+            raise _bad(path, at, "must be an object like {\"name\": \"tool\", \"arguments\": {}}")
+        for key in call:
+            if key not in _CALL_KEYS:
+                raise _bad(path, f"{at}.{key}", f"is unknown (expected one of {', '.join(sorted(_CALL_KEYS))})")
+        if not isinstance(call.get("name"), str) or not call["name"]:
+            raise _bad(path, f"{at}.name", "must be a non-empty string")
+        if "arguments" in call and not isinstance(call["arguments"], dict | str):
+            raise _bad(path, f"{at}.arguments", "must be an object or a string")
+        if "call_id" in call and not isinstance(call["call_id"], str):
+            raise _bad(path, f"{at}.call_id", "must be a string")
+    usage = raw.get("usage")
+    if usage is not None and (
+        not isinstance(usage, dict)
+        or any(k not in _USAGE_KEYS or not isinstance(v, int) for k, v in usage.items())
+    ):
+        raise _bad(path, f"{where}.usage", f"must map some of {', '.join(sorted(_USAGE_KEYS))} to integers")
+    error = raw.get("error")
+    if error is not None:
+        if not isinstance(error, dict) or not isinstance(error.get("message", ""), str):
+            raise _bad(path, f"{where}.error", "must be an object {\"code\": ..., \"message\": \"...\"}")
+        if error.get("code", "other") not in get_args(ModelErrorCode):
+            raise _bad(path, f"{where}.error.code", f"must be one of {', '.join(get_args(ModelErrorCode))}")
+    return raw
+
+
+def load_script(path: Path) -> list[dict[str, Any]]:
+    """Read and check a replay file; every problem names the file and the key."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError("bad_request", f"replay script {path} does not exist (check the path after 'replay:')") from None
+    except OSError as exc:
+        raise ModelError("bad_request", f"replay script {path}: cannot read: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelError("bad_request", f"replay script {path}: invalid JSON: {exc}") from None
+    if not isinstance(data, dict) or "responses" not in data:
+        raise _bad(path, "responses", "is missing: the file must be {\"responses\": [ ... ]}")
+    if not isinstance(data["responses"], list):
+        raise _bad(path, "responses", "must be a list of responses")
+    extra = sorted(set(data) - {"responses"})
+    if extra:
+        raise _bad(path, extra[0], "is unknown (only 'responses' is allowed at the top level)")
+    return [_check_response(path, i, r) for i, r in enumerate(data["responses"])]
+
+
+class ReplayModel:
+    """Plays a script in order; the position belongs to this instance (one per session)."""
+
+    scripted = True
+
+    def __init__(self, path: str | Path, *, cwd: str | Path | None = None) -> None:
+        path = Path(path).expanduser()
+        if not path.is_absolute():
+            path = Path(cwd or Path.cwd()) / path
+        self.path = path
+        self.label = f"scripted replay: {path.name}"
+        self.position = 0
+        self._script: list[dict[str, Any]] | None = None
+
+    def load(self) -> list[dict[str, Any]]:
+        """Read the file once (first request, or earlier to fail fast)."""
+        if self._script is None:
+            self._script = load_script(self.path)
+        return self._script
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return self._play(request)
+
+    async def _play(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        script = self.load()
+        if self.position >= len(script):
+            raise ModelError(
+                "replay_exhausted",
+                f"replay script {self.path} has no response left: it had {len(script)} response"
+                f"{'s' if len(script) != 1 else ''} and all were used. Add more to its \"responses\" list.",
+            )
+        index = self.position
+        self.position += 1
+        response = script[index]
+        if error := response.get("error"):
+            raise ModelError(error.get("code", "other"), error.get("message") or "scripted error")
+        if reasoning := response.get("reasoning"):
+            for part in words(reasoning):
+                yield ReasoningSummaryDelta(delta=part)
+            yield ReasoningDone(summary=reasoning)
+        text = response.get("text", "")
+        for part in words(text):
+            yield TextDelta(delta=part)
+        for n, call in enumerate(response.get("tool_calls", []), start=1):
+            arguments = call.get("arguments", {})
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            call_id = call.get("call_id") or f"call_replay_{index + 1}_{n}"
+            for start in range(0, len(raw), 16):
+                yield ToolCallArgumentsDelta(call_id=call_id, name=call["name"], delta=raw[start : start + 16])
+            yield ToolCallDone(call_id=call_id, name=call["name"], arguments=raw)
+        if usage := response.get("usage"):
+            yield Usage(**usage)
+        yield Completed(text=text)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,231 @@
+"""OpenAI Responses API client (streaming), on the real ``openai.AsyncOpenAI`` client.
+
+History is sent in full on every request (``store=False``), so the thread in nbagent's
+rollout is the only state; nothing depends on the server remembering earlier responses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from nbagent.models.base import (
+    Completed,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDone,
+    ReasoningSummaryDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallDone,
+    Usage,
+)
+from nbagent.models._wire import get_field
+from nbagent.models.endpoint import OPENAI_BASE_URL, Endpoint
+from nbagent.models.retry import RetryPolicy, StreamFailure, stream_with_retry
+from nbagent.protocol import (
+    AssistantMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    ImageBlock,
+    Item,
+    ReasoningItem,
+    ToolSpec,
+    UserMessage,
+)
+
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex)", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Reasoning models get summaries and encrypted reasoning round-tripped; others reject those keys."""
+    return bool(_REASONING_MODEL.match(model.rsplit("/", 1)[-1]))
+
+
+def to_input_items(items: list[Item]) -> list[dict[str, Any]]:
+    """Project history onto Responses input items. Approval/elicitation records stay local."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, UserMessage):
+            out.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": item.text}]})
+        elif isinstance(item, AssistantMessage):
+            if item.text:
+                out.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": item.text}]}
+                )
+        elif isinstance(item, ReasoningItem):
+            # Without the encrypted content a stateless request cannot refer to a reasoning item.
+            if item.encrypted_content:
+                out.append(
+                    {
+                        "type": "reasoning",
+                        "summary": [{"type": "summary_text", "text": item.summary}] if item.summary else [],
+                        "encrypted_content": item.encrypted_content,
+                    }
+                )
+        elif isinstance(item, FunctionCall):
+            out.append({"type": "function_call", "call_id": item.call_id, "name": item.name, "arguments": item.arguments})
+        elif isinstance(item, FunctionCallOutput):
+            out.append({"type": "function_call_output", "call_id": item.call_id, "output": _output(item)})
+    return out
+
+
+def _output(item: FunctionCallOutput) -> str | list[dict[str, Any]]:
+    images = [block for block in item.content if isinstance(block, ImageBlock)]
+    if not images:
+        return item.output
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": item.output}] if item.output else []
+    parts += [{"type": "input_image", "image_url": f"data:{b.mime_type};base64,{b.data}"} for b in images]
+    return parts
+
+
+def to_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "strict": tool.strict,
+        }
+        for tool in tools
+    ]
+
+
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    return Usage(
+        input_tokens=get_field(raw, "input_tokens") or 0,
+        output_tokens=get_field(raw, "output_tokens") or 0,
+        cached_input_tokens=get_field(get_field(raw, "input_tokens_details"), "cached_tokens") or 0,
+        reasoning_tokens=get_field(get_field(raw, "output_tokens_details"), "reasoning_tokens") or 0,
+    )
+
+
+def _message_text(item: Any) -> str:
+    return "".join(get_field(part, "text") or "" for part in get_field(item, "content") or [] if get_field(part, "type") == "output_text")
+
+
+class ResponsesModel:
+    """``wire_api = "responses"``: OpenAI itself and servers that implement ``POST /responses``."""
+
+    scripted = False
+
+    def __init__(self, model: str, endpoint: Endpoint | None = None, *, retry: RetryPolicy | None = None) -> None:
+        self.model = model
+        self.endpoint = endpoint or Endpoint()
+        self.retry = retry or RetryPolicy()
+        where = "OpenAI Responses" if self.endpoint.base_url == OPENAI_BASE_URL else f"Responses API at {self.endpoint.base_url}"
+        self.label = f"{model} ({where})"
+        self._client = self.endpoint.client()
+        self._ctx = self.endpoint.context(model, "responses", "/responses")
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body (minus ``stream``); public so tests and debugging can see it."""
+        params: dict[str, Any] = {
+            "model": request.model or self.model,
+            "input": to_input_items(request.items),
+            "store": False,
+        }
+        if request.instructions:
+            params["instructions"] = request.instructions
+        if request.tools:
+            params["tools"] = to_tools(request.tools)
+            params["tool_choice"] = "auto"
+            params["parallel_tool_calls"] = request.parallel_tool_calls
+        if is_reasoning_model(params["model"]):
+            params["reasoning"] = {"summary": "auto"}
+            params["include"] = ["reasoning.encrypted_content"]
+        return params
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        params = self.build_params(request)
+        return stream_with_retry(lambda: self._once(params), self._ctx, self.retry)
+
+    async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        stream = await self._client.responses.create(**params, stream=True)
+        calls: dict[str, tuple[str, str]] = {}
+        """item_id -> (call_id, name), from ``output_item.added``."""
+        streamed_text: set[str] = set()
+        texts: list[str] = []
+        reasoning: dict[str, list[str]] = {}
+        try:
+            async for event in stream:
+                kind = get_field(event, "type")
+                if kind == "response.output_text.delta":
+                    streamed_text.add(get_field(event, "item_id") or "")
+                    texts.append(get_field(event, "delta") or "")
+                    yield TextDelta(delta=get_field(event, "delta") or "")
+                elif kind == "response.output_item.added":
+                    item = get_field(event, "item")
+                    if get_field(item, "type") == "function_call":
+                        calls[get_field(item, "id") or ""] = (get_field(item, "call_id") or get_field(item, "id") or "", get_field(item, "name") or "")
+                elif kind == "response.function_call_arguments.delta":
+                    call_id, name = calls.get(get_field(event, "item_id") or "", ("", ""))
+                    yield ToolCallArgumentsDelta(call_id=call_id, name=name, delta=get_field(event, "delta") or "")
+                elif kind == "response.reasoning_summary_text.delta":
+                    reasoning.setdefault(get_field(event, "item_id") or "", []).append(get_field(event, "delta") or "")
+                    yield ReasoningSummaryDelta(delta=get_field(event, "delta") or "")
+                elif kind == "response.output_item.done":
+                    item = get_field(event, "item")
+                    for out in self._item_done(item, streamed_text, texts, reasoning):
+                        yield out
+                elif kind == "response.completed":
+                    response = get_field(event, "response")
+                    usage = _usage(get_field(response, "usage"))
+                    if usage is not None:
+                        yield usage
+                    yield Completed(text="".join(texts))
+                    return
+                elif kind in ("response.failed", "response.incomplete"):
+                    response = get_field(event, "response")
+                    error = get_field(response, "error")
+                    if kind == "response.incomplete":
+                        reason = get_field(get_field(response, "incomplete_details"), "reason") or "unknown reason"
+                        raise StreamFailure(f"the response stopped early ({reason})", code="incomplete")
+                    raise StreamFailure(
+                        get_field(error, "message") or "the response failed", code=get_field(error, "code") or "server_error"
+                    )
+                elif kind == "error":
+                    raise StreamFailure(get_field(event, "message") or "stream error", code=get_field(event, "code") or "server_error")
+            raise StreamFailure("the stream ended before response.completed")
+        finally:
+            await stream.close()
+
+    @staticmethod
+    def _item_done(
+        item: Any, streamed_text: set[str], texts: list[str], reasoning: dict[str, list[str]]
+    ) -> list[ModelEvent]:
+        kind = get_field(item, "type")
+        item_id = get_field(item, "id") or ""
+        if kind == "function_call":
+            return [
+                ToolCallDone(
+                    call_id=get_field(item, "call_id") or item_id,
+                    name=get_field(item, "name") or "",
+                    arguments=get_field(item, "arguments") or "",
+                )
+            ]
+        if kind == "message" and item_id not in streamed_text:
+            # A server that sends whole items without deltas still shows its text.
+            text = _message_text(item)
+            if text:
+                texts.append(text)
+                return [TextDelta(delta=text)]
+        if kind == "reasoning":
+            parts = [get_field(part, "text") or "" for part in get_field(item, "summary") or []]
+            summary = "\n\n".join(p for p in parts if p) or "".join(reasoning.get(item_id, []))
+            out: list[ModelEvent] = []
+            if summary and item_id not in reasoning:
+                out.append(ReasoningSummaryDelta(delta=summary))
+            if summary or get_field(item, "encrypted_content"):
+                out.append(ReasoningDone(summary=summary, encrypted_content=get_field(item, "encrypted_content")))
+            return out
+        return []
+
+    async def aclose(self) -> None:
+        await self._client.close()
