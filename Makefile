@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench labextension
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,3 +21,6 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/core.py
+
+labextension: setup
+	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build

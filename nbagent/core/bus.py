@@ -1,0 +1,73 @@
+"""The event bus: stamps ``seq``/``thread_id``/``turn_id`` and fans each event out, in order,
+to synchronous subscribers and to any number of async iterators."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from nbagent.protocol import Event
+
+logger = logging.getLogger(__name__)
+
+Subscriber = Callable[[Event], None]
+
+_CLOSED: Any = object()
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._seq = 0
+        self._subscribers: list[Subscriber] = []
+        self._queues: list[asyncio.Queue[Any]] = []
+        self.thread_id = ""
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def emit(self, event: Event, *, turn_id: str | None = None) -> Event:
+        """Stamp and deliver one event. A failing subscriber is logged, never propagated."""
+        self._seq += 1
+        event.seq = self._seq
+        if not event.thread_id:
+            event.thread_id = self.thread_id
+        if event.turn_id is None and turn_id is not None:
+            event.turn_id = turn_id
+        for subscriber in tuple(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception:  # boundary: a broken renderer must not break the turn
+                logger.exception("event subscriber %r failed on %s", subscriber, event.type)
+        for queue in self._queues:
+            queue.put_nowait(event)
+        return event
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def events(self) -> AsyncIterator[Event]:
+        """Every event emitted after this call (not after the first ``__anext__``), until close."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queues.append(queue)
+        return self._drain(queue)
+
+    async def _drain(self, queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
+        try:
+            while (event := await queue.get()) is not _CLOSED:
+                yield event
+        finally:
+            if queue in self._queues:
+                self._queues.remove(queue)
+
+    def close(self) -> None:
+        for queue in self._queues:
+            queue.put_nowait(_CLOSED)

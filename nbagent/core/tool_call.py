@@ -1,0 +1,144 @@
+"""One tool call, from the model's request to the output it reads: parse, approve, run, wrap.
+
+Nothing here raises into the turn except cancellation and an explicit "abort turn": malformed
+arguments, unknown tools, denials and crashing tools all become outputs the model can read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from nbagent.mcp.results import to_model_output
+from nbagent.protocol import (
+    CallInfo,
+    FunctionCall,
+    FunctionCallOutput,
+    Progress,
+    TextBlock,
+    ToolCallBegin,
+    ToolCallEnd,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from nbagent.core.turn import TurnContext
+
+
+class AbortTurn(Exception):
+    """The user chose "abort turn" at an approval."""
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(arguments, problem)``: the model's JSON string as an object, or why it is not one."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}"
+    if not isinstance(value, dict):
+        return None, f"the arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
+    kept, used = [], 0
+    for block in result.content:
+        size = len(getattr(block, "text", None) or getattr(block, "data", None) or "")
+        if used + size > max_bytes:
+            kept.append(TextBlock(text=f"[{len(result.content) - len(kept)} more block(s) not kept: rollout cap]"))
+            break
+        kept.append(block)
+        used += size
+    return kept
+
+
+async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOutput:
+    session = turn.session
+    entry = turn.catalogue.get(call.name)
+    spec = entry[0] if entry else None
+    arguments, problem = parse_arguments(call.arguments)
+    session.emit(
+        ToolCallBegin(
+            call_id=call.call_id,
+            tool=call.name,
+            server=spec.server if spec else None,
+            raw_tool=spec.raw_name if spec else None,
+            title=spec.display_name if spec else None,
+            arguments=arguments,
+            raw_arguments=call.arguments,
+        ),
+        turn_id=turn.turn_id,
+    )
+    started = time.perf_counter()
+    status = "completed"
+    if entry is None:
+        names = ", ".join(sorted(turn.catalogue)) or "none"
+        result = ToolResult.error(f"unknown tool {call.name!r}; the available tools are: {names}")
+        status = "failed"
+    elif arguments is None:
+        result = ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
+        status = "failed"
+    else:
+        spec, provider = entry
+        outcome = await session.approvals.decide(
+            spec,
+            arguments,
+            call_id=call.call_id,
+            turn_id=turn.turn_id,
+            policy=turn.policy,
+            interactive=session.interactive,
+            timeout=session.config.approval_timeout_sec,
+        )
+        if outcome.decision == "abort":
+            raise AbortTurn(f"aborted by the user at the approval of {spec.display_name}")
+        if not outcome.runs:
+            note = f" Reason: {outcome.message}" if outcome.message else ""
+            who = "The user denied this call" if outcome.by == "user" else "This call was not approved"
+            result = ToolResult.error(f"{who}; it did not run.{note}")
+            status = "denied"
+        else:
+            info = CallInfo(
+                thread_id=session.thread_id, turn_id=turn.turn_id, call_id=call.call_id, traceparent=turn.traceparent
+            )
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                session.emit(
+                    Progress(call_id=call.call_id, progress=progress, total=total, message=message),
+                    turn_id=turn.turn_id,
+                )
+
+            try:
+                result = await provider.call_tool(spec, outcome.arguments, info, on_progress)
+            except Exception as exc:  # boundary: a provider that raises still yields an output
+                result = ToolResult.error(f"{spec.display_name} failed: {type(exc).__name__}: {exc}")
+            if result.is_error:
+                status = "failed"
+    duration_ms = (time.perf_counter() - started) * 1000
+    output = to_model_output(result, session.config.tool_output_max_bytes)
+    content = _cap_for_rollout(result, session.config.rollout_output_max_bytes)
+    session.emit(
+        ToolCallEnd(
+            call_id=call.call_id,
+            tool=call.name,
+            output=output,
+            is_error=result.is_error,
+            status=status,  # type: ignore[arg-type]
+            duration_ms=duration_ms,
+            content=content,
+            structured=result.structured,
+        ),
+        turn_id=turn.turn_id,
+    )
+    return FunctionCallOutput(
+        turn_id=turn.turn_id,
+        call_id=call.call_id,
+        output=output,
+        is_error=result.is_error,
+        status=status,  # type: ignore[arg-type]
+        content=content,
+        structured=result.structured,
+        duration_ms=duration_ms,
+    )
