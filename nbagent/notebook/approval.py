@@ -1,0 +1,170 @@
+"""The approval panel: everything needed to decide on one tool call, and the five decisions.
+
+The arguments are editable JSON, checked against the tool's input schema before an approval is
+sent, so what runs is exactly what the user saw and accepted. After a decision (here, through
+``%agent approve``, a timeout or an interrupt) the panel collapses to a one-line record and its
+buttons stop working.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+import jsonschema
+
+from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
+from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
+
+Submit = Callable[[Op], object]
+
+DECISION_TEXT: dict[str, str] = {
+    "approve": "approved once",
+    "approve_session": "approved for this session",
+    "always": "always approved (saved to config)",
+    "deny": "denied",
+    "abort": "turn aborted",
+}
+BY_TEXT = {"user": "by you", "policy": "by policy", "remembered": "remembered", "timeout": "timed out", "interrupt": "interrupted"}
+
+
+def annotation_badges(event: ApprovalRequested) -> str:
+    a = event.annotations
+    if a is None:
+        return badge("no annotations", "warn")
+    out = []
+    if a.read_only_hint:
+        out.append(badge("read-only", "ok"))
+    if a.destructive_hint:
+        out.append(badge("destructive", "error"))
+    elif a.destructive_hint is None and not a.read_only_hint:
+        out.append(badge("may modify", "warn"))
+    if a.open_world_hint:
+        out.append(badge("open-world", "warn"))
+    if a.idempotent_hint:
+        out.append(badge("idempotent", "muted"))
+    return "".join(out)
+
+
+def argument_problems(schema: dict[str, Any] | None, arguments: Any) -> list[str]:
+    """Why ``arguments`` would not satisfy the tool's input schema (empty when they do)."""
+    if not isinstance(arguments, dict):
+        return ["arguments must be a JSON object"]
+    if not schema:
+        return []
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        return [f"{'/'.join(map(str, e.path)) or '(top level)'}: {e.message}" for e in validator.iter_errors(arguments)]
+    except jsonschema.SchemaError:
+        return []  # a broken schema from a server must not stop the user from deciding
+
+
+class ApprovalPanel:
+    def __init__(self, event: ApprovalRequested, submit: Submit) -> None:
+        self.event = event
+        self._submit = submit
+        self.resolved: ApprovalResolved | None = None
+        self.sent: Decision | None = None
+        title = event.title or event.raw_tool or event.tool
+        who = f"{esc(event.server)} · <code>{esc(event.raw_tool or event.tool)}</code>" if event.server else ""
+        changed = (
+            f"<div style='color:{COLORS['warn']}'>Definition changed since you last approved: {esc(event.changed)}</div>"
+            if event.changed
+            else ""
+        )
+        self.info = W.HTML(
+            f"<div><b style='color:{COLORS['warn']}'>Approval needed</b> &nbsp;<b>{esc(title)}</b> "
+            f"{who} <span style='color:{COLORS['muted']}'>(model calls it <code>{esc(event.tool)}</code>)"
+            f"</span></div><div>{annotation_badges(event)}</div>"
+            + (f"<div>{muted('why: ' + event.reason)}</div>" if event.reason else "")
+            + changed
+            + (f"<details><summary>{muted('description')}</summary>{pre(event.description)}</details>" if event.description else "")
+        )
+        self.arguments = W.Textarea(
+            value=pretty_json(event.arguments),
+            description="arguments",
+            layout=W.Layout(width="95%", height=f"{min(16, 2 + pretty_json(event.arguments).count(chr(10)))}em"),
+        )
+        self.problems = W.HTML()
+        self.reason = W.Text(placeholder="reason told to the model (optional)", description="deny reason")
+        self.buttons: dict[Decision, W.Button] = {
+            "approve": W.Button(description="Approve", button_style="success", icon="check"),
+            "approve_session": W.Button(description="Approve for session", button_style="info"),
+            "always": W.Button(description="Always", tooltip="approve and save to the config file"),
+            "deny": W.Button(description="Deny", button_style="warning", icon="ban"),
+            "abort": W.Button(description="Abort turn", button_style="danger", icon="stop"),
+        }
+        for decision, button in self.buttons.items():
+            button.on_click(lambda _b, d=decision: self.decide(d))
+        self.record = W.HTML(layout=W.Layout(display="none"))
+        self.body = W.VBox(
+            [self.info, self.arguments, self.problems, W.HBox(list(self.buttons.values())), self.reason]
+        )
+        self.widget = W.VBox(
+            [self.body, self.record],
+            layout=W.Layout(border=f"2px solid {COLORS['warn']}", padding="4px 8px", margin="4px 0"),
+        )
+
+    @property
+    def call_id(self) -> str:
+        return self.event.call_id
+
+    def edited_arguments(self) -> tuple[dict[str, Any] | None, list[str]]:
+        try:
+            value = json.loads(self.arguments.value)
+        except json.JSONDecodeError as exc:
+            return None, [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        problems = argument_problems(self.event.input_schema, value)
+        return (value if not problems else None), problems
+
+    def decide(self, decision: Decision) -> bool:
+        """Send one decision (button click). Refuses invalid edited arguments for approvals."""
+        if self.resolved is not None or self.sent is not None:
+            return False
+        arguments: dict[str, Any] | None = None
+        message: str | None = None
+        if decision in ("approve", "approve_session", "always"):
+            arguments, problems = self.edited_arguments()
+            if problems:
+                self.problems.value = "".join(
+                    f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems
+                )
+                return False
+            if arguments == self.event.arguments:
+                arguments = None  # unchanged: nothing to override
+        elif decision == "deny":
+            message = self.reason.value.strip() or None
+        self.problems.value = ""
+        try:
+            self._submit(ApprovalDecision(call_id=self.call_id, decision=decision, message=message, arguments=arguments))
+        except Exception as exc:  # e.g. already resolved elsewhere a moment ago
+            self.problems.value = f"<div style='color:{COLORS['error']}'>{esc(exc)}</div>"
+            return False
+        self.sent = decision
+        self._collapse(decision, "by you", message, arguments)
+        return True
+
+    def on_resolved(self, event: ApprovalResolved) -> None:
+        """The authoritative outcome, wherever it was decided."""
+        self.resolved = event
+        self._collapse(event.decision, BY_TEXT.get(event.by, event.by), event.message, event.arguments)
+
+    def _collapse(self, decision: str, by: str, message: str | None, arguments: dict[str, Any] | None) -> None:
+        for button in self.buttons.values():
+            button.disabled = True
+        self.arguments.disabled = True
+        self.reason.disabled = True
+        ok = decision in ("approve", "approve_session", "always")
+        color = COLORS["ok"] if ok else COLORS["error"] if decision == "abort" else COLORS["warn"]
+        title = self.event.title or self.event.raw_tool or self.event.tool
+        edited = " with edited arguments" if arguments and arguments != self.event.arguments else ""
+        said = f" — “{esc(message)}”" if message else ""
+        self.record.value = (
+            f"<span style='color:{color}'>{'✔' if ok else '⊘'} <b>{esc(title)}</b> "
+            f"{esc(DECISION_TEXT.get(decision, decision))} {esc(by)}{edited}{said}</span>"
+        )
+        self.record.layout.display = ""
+        self.body.layout.display = "none"
+        self.widget.layout.border = f"1px solid {color}"

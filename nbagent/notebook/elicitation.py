@@ -1,0 +1,199 @@
+"""The elicitation form: a server asks the user a question mid-call (DESIGN §6).
+
+Form mode renders ``requestedSchema`` as one natural widget per field (from
+``nbagent.mcp.elicitation.elicitation_fields``), validates inline and again before Accept, and
+answers with an ``ElicitationResponse``. URL mode shows the message and a link the user opens
+themselves; nothing here ever opens it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.notebook.html import COLORS, esc, link, muted
+from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
+
+Submit = Callable[[Op], object]
+_INT_LIMIT = 2**53
+_PLACEHOLDER = {"email": "name@example.com", "uri": "https://…", "date": "YYYY-MM-DD", "date-time": "YYYY-MM-DDTHH:MM:SSZ"}
+_UNSET = None
+
+
+def field_widget(field: FormField) -> W.Widget:
+    """The natural widget for one field, its default filled in."""
+    d = field.default
+    if field.kind in ("string", "email", "uri", "date", "date-time"):
+        return W.Text(value=d if isinstance(d, str) else "", placeholder=_PLACEHOLDER.get(field.kind, ""))
+    if field.kind == "integer":
+        lo = int(field.minimum) if field.minimum is not None else -_INT_LIMIT
+        hi = int(field.maximum) if field.maximum is not None else _INT_LIMIT
+        value = int(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else max(lo, min(0, hi))
+        return W.BoundedIntText(value=value, min=lo, max=hi)
+    if field.kind == "number":
+        lo_f = field.minimum if field.minimum is not None else -float(_INT_LIMIT)
+        hi_f = field.maximum if field.maximum is not None else float(_INT_LIMIT)
+        value_f = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else max(lo_f, min(0.0, hi_f))
+        return W.BoundedFloatText(value=value_f, min=lo_f, max=hi_f, step=None)
+    if field.kind == "boolean":
+        return W.Checkbox(value=bool(d) if isinstance(d, bool) else False, indent=False)
+    if field.kind == "enum":
+        options: list[tuple[str, Any]] = [(label, value) for value, label in field.options]
+        if not field.required and d is None:
+            options.insert(0, ("—", _UNSET))
+        default = d if any(v == d and type(v) is type(d) for _, v in options) else options[0][1]
+        return W.Dropdown(options=options, value=default)
+    # multi_enum
+    multi = [(label, value) for value, label in field.options]
+    chosen = tuple(v for v in (d or []) if any(v == o for _, o in multi)) if isinstance(d, list) else ()
+    return W.SelectMultiple(options=multi, value=chosen, rows=min(6, max(2, len(multi))))
+
+
+def field_value(field: FormField, widget: W.Widget) -> Any:
+    """What the widget holds, in the type the schema asks for (``None`` = left empty)."""
+    value = widget.value  # type: ignore[attr-defined]
+    if field.kind in ("string", "email", "uri", "date", "date-time"):
+        return value if value != "" else None
+    if field.kind == "multi_enum":
+        # an optional multi-select left empty is "not answered", not "zero choices"
+        return list(value) if value or field.required else None
+    return value
+
+
+class ElicitationForm:
+    def __init__(self, event: ElicitationRequested, submit: Submit) -> None:
+        self.event = event
+        self._submit = submit
+        self.sent: str | None = None
+        self.resolved: ElicitationResolved | None = None
+        self.fields: list[FormField] = []
+        self.inputs: dict[str, W.Widget] = {}
+        self.messages: dict[str, W.HTML] = {}
+        self.problems = W.HTML()
+        self.schema_error: str | None = None
+        header = W.HTML(
+            f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(event.message)}</div>"
+        )
+        rows: list[W.Widget] = [header]
+        if event.mode == "url":
+            rows.append(W.HTML(self._url_html()))
+        else:
+            rows.extend(self._form_rows())
+        self.buttons = {
+            "accept": W.Button(description="Done" if event.mode == "url" else "Accept", button_style="success"),
+            "decline": W.Button(description="Decline", button_style="warning"),
+            "cancel": W.Button(description="Cancel"),
+        }
+        if self.schema_error:
+            self.buttons["accept"].disabled = True
+        for action, button in self.buttons.items():
+            button.on_click(lambda _b, a=action: self.respond(a))
+        rows += [self.problems, W.HBox(list(self.buttons.values()))]
+        self.body = W.VBox(rows)
+        self.record = W.HTML(layout=W.Layout(display="none"))
+        self.widget = W.VBox(
+            [self.body, self.record],
+            layout=W.Layout(border=f"2px solid {COLORS['info']}", padding="4px 8px", margin="4px 0"),
+        )
+
+    @property
+    def request_id(self) -> str:
+        return self.event.request_id
+
+    def _url_html(self) -> str:
+        url = self.event.url or ""
+        return (
+            f"<div>Open this link yourself to continue: {link(url)}</div>"
+            f"<div>{muted('nbagent never opens it for you. Press Done when finished there.')}</div>"
+        )
+
+    def _form_rows(self) -> list[W.Widget]:
+        try:
+            self.fields = elicitation_fields(self.event.requested_schema or {"type": "object", "properties": {}})
+        except ElicitationSchemaError as exc:
+            self.schema_error = str(exc)
+            return [W.HTML(f"<div style='color:{COLORS['error']}'>This form cannot be shown: {esc(exc)}</div>")]
+        rows: list[W.Widget] = []
+        for f in self.fields:
+            widget = field_widget(f)
+            self.inputs[f.name] = widget
+            star = f" <b style='color:{COLORS['error']}'>*</b>" if f.required else ""
+            label = W.HTML(f"{esc(f.label)}{star}", layout=W.Layout(width="12em"))
+            message = W.HTML()
+            self.messages[f.name] = message
+            widget.observe(lambda _c, f=f: self._check_field(f), names="value")
+            help_text = W.HTML(muted(f.description)) if f.description else W.HTML()
+            rows.append(W.HBox([label, widget, help_text]))
+            rows.append(message)
+        return rows
+
+    def content(self) -> dict[str, Any]:
+        """The answer as the form holds it now; empty optional fields are left out."""
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            value = field_value(f, self.inputs[f.name])
+            if value is None:
+                continue
+            out[f.name] = value
+        return out
+
+    def _field_problems(self, f: FormField) -> list[str]:
+        value = field_value(f, self.inputs[f.name])
+        single = {"type": "object", "properties": {f.name: (self.event.requested_schema or {})["properties"][f.name]}}
+        if f.required:
+            single["required"] = [f.name]
+        return validate_content(single, {} if value is None else {f.name: value})
+
+    def _check_field(self, f: FormField) -> bool:
+        problems = self._field_problems(f)
+        self.messages[f.name].value = "".join(
+            f"<div style='color:{COLORS['error']};margin-left:12em'>{esc(p)}</div>" for p in problems
+        )
+        return not problems
+
+    def respond(self, action: str) -> bool:
+        """Send one answer (button click). Accept is refused while the form is invalid."""
+        if self.sent is not None or self.resolved is not None:
+            return False
+        content: dict[str, Any] | None = None
+        if action == "accept" and self.event.mode == "form":
+            if self.schema_error:
+                return False
+            for f in self.fields:
+                self._check_field(f)
+            content = self.content()
+            problems = validate_content(self.event.requested_schema or {}, content)
+            if problems:
+                self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems)
+                return False
+        self.problems.value = ""
+        try:
+            self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]
+        except Exception as exc:
+            self.problems.value = f"<div style='color:{COLORS['error']}'>{esc(exc)}</div>"
+            return False
+        self.sent = action
+        self._collapse(action, "by you")
+        return True
+
+    def on_resolved(self, event: ElicitationResolved) -> None:
+        self.resolved = event
+        by = {"user": "by you", "policy": "by policy", "timeout": "timed out", "interrupt": "interrupted"}
+        self._collapse(event.action, by.get(event.by, event.by))
+
+    def _collapse(self, action: str, by: str) -> None:
+        for button in self.buttons.values():
+            button.disabled = True
+        for widget in self.inputs.values():
+            widget.disabled = True  # type: ignore[attr-defined]
+        verb = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}.get(action, action)
+        color = COLORS["ok"] if action == "accept" else COLORS["warn"]
+        self.record.value = (
+            f"<span style='color:{color}'>{esc(self.event.server)}: “{esc(self.event.message)}” — {esc(verb)} {esc(by)}</span>"
+        )
+        self.record.layout.display = ""
+        self.body.layout.display = "none"
+        self.widget.layout.border = f"1px solid {color}"

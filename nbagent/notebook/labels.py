@@ -1,0 +1,23 @@
+"""How the model and the policy are named to the user. A scripted model is never called AI."""
+
+from __future__ import annotations
+
+from nbagent.protocol import SessionConfigured
+
+
+def model_text(label: str, scripted: bool) -> str:
+    if scripted:
+        return label if "scripted" in label.lower() else f"scripted model ({label})"
+    return label
+
+
+def configured_text(event: SessionConfigured) -> str:
+    return model_text(event.model_label, event.scripted)
+
+
+def policy_text(policy: str) -> str:
+    if policy == "full-auto":
+        return "full-auto: EVERY tool call runs without asking"
+    if policy == "never":
+        return "never: calls that need approval are declined"
+    return policy

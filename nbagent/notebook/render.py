@@ -1,0 +1,206 @@
+"""The live view of one turn in its cell's output, built from session events only.
+
+One root ``VBox`` is displayed when the cell runs; everything after that is a change to widget
+state (comm messages routed by widget id), so late events from the background task land in the
+right cell whatever the kernel's current parent message is (DESIGN §9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ipywidgets as W
+
+from nbagent.notebook.approval import ApprovalPanel
+from nbagent.notebook.elicitation import ElicitationForm
+from nbagent.notebook.html import COLORS, badge, esc, muted, pre
+from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.stream import MarkdownStream
+from nbagent.notebook.throttle import DEFAULT_INTERVAL
+from nbagent.notebook.toolcard import ToolCard
+from nbagent.protocol import (
+    AgentMessage,
+    AgentMessageDelta,
+    ApprovalRequested,
+    ApprovalResolved,
+    ElicitationRequested,
+    ElicitationResolved,
+    ErrorEvent,
+    Event,
+    Interrupt,
+    McpStartupUpdate,
+    Op,
+    Progress,
+    Reasoning,
+    ReasoningDelta,
+    TokenUsage,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnAborted,
+    TurnCompleted,
+    TurnStarted,
+    WarningEvent,
+)
+
+Submit = Callable[[Op], object]
+
+
+class TurnView:
+    """Widgets for one turn; ``handle(event)`` is fed every event of that turn, in order."""
+
+    def __init__(
+        self,
+        submit: Submit,
+        *,
+        model_label: str,
+        scripted: bool,
+        thread: str,
+        policy: str,
+        note: str | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        render_text: bool = True,
+    ) -> None:
+        self._submit = submit
+        self._interval = interval
+        self._render_text = render_text
+        self.done = False
+        self.streams: dict[str, MarkdownStream] = {}
+        self.reasoning: dict[str, MarkdownStream] = {}
+        self.cards: dict[str, ToolCard] = {}
+        self.approvals: dict[str, ApprovalPanel] = {}
+        self.forms: dict[str, ElicitationForm] = {}
+        self.header = W.HTML(
+            f"{badge(model_text(model_label, scripted), 'info')}{badge('thread ' + thread, 'muted')}"
+            f"{badge('policy ' + policy_text(policy), 'error' if policy == 'full-auto' else 'muted')}"
+            + (f"<div>{muted(note)}</div>" if note else "")
+        )
+        self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
+        self.stop_button.on_click(lambda _b: self.stop())
+        self.status = W.HTML(muted("waiting for the session…"))
+        self.body = W.VBox([])
+        self.footer = W.HTML()
+        self.widget = W.VBox([W.HBox([self.header, self.stop_button, self.status]), self.body, self.footer])
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if not self.done:
+            self._submit(Interrupt(reason="stopped from the turn's Stop button"))
+            self.status.value = muted("stopping…")
+
+    def _add(self, widget: W.Widget) -> None:
+        self.body.children = (*self.body.children, widget)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        method = getattr(self, f"_on_{event.type}", None)
+        if method is not None:
+            method(event)
+
+    def _on_turn_started(self, event: TurnStarted) -> None:
+        self.status.value = f"<span style='color:{COLORS['info']}'>running…</span>"
+
+    def _stream(self, item_id: str) -> MarkdownStream:
+        stream = self.streams.get(item_id)
+        if stream is None:
+            stream = self.streams[item_id] = MarkdownStream(self._interval)
+            self._add(stream.widget)
+        return stream
+
+    def _on_agent_message_delta(self, event: AgentMessageDelta) -> None:
+        if self._render_text:
+            self._stream(event.item_id).append(event.delta)
+
+    def _on_agent_message(self, event: AgentMessage) -> None:
+        if self._render_text:
+            self._stream(event.item_id).set(event.text)
+
+    def _reasoning(self, item_id: str) -> MarkdownStream:
+        stream = self.reasoning.get(item_id)
+        if stream is None:
+            stream = self.reasoning[item_id] = MarkdownStream(self._interval)
+            box = W.Accordion(children=[stream.widget], titles=("reasoning",), selected_index=None)
+            self._add(box)
+        return stream
+
+    def _on_reasoning_delta(self, event: ReasoningDelta) -> None:
+        self._reasoning(event.item_id).append(event.delta)
+
+    def _on_reasoning(self, event: Reasoning) -> None:
+        self._reasoning(event.item_id).set(event.text)
+
+    def _on_tool_call_begin(self, event: ToolCallBegin) -> None:
+        for stream in self.streams.values():
+            stream.flush()
+        card = self.cards[event.call_id] = ToolCard(event)
+        self._add(card.widget)
+        if event.call_id in self.approvals:
+            card.set_status("awaiting")
+
+    def _on_progress(self, event: Progress) -> None:
+        card = self.cards.get(event.call_id)
+        if card is not None:
+            card.on_progress(event)
+
+    def _on_tool_call_end(self, event: ToolCallEnd) -> None:
+        card = self.cards.get(event.call_id)
+        if card is not None:
+            card.on_end(event)
+
+    def _on_approval_requested(self, event: ApprovalRequested) -> None:
+        panel = self.approvals[event.call_id] = ApprovalPanel(event, self._submit)
+        self._add(panel.widget)
+        card = self.cards.get(event.call_id)
+        if card is not None:
+            card.set_status("awaiting")
+
+    def _on_approval_resolved(self, event: ApprovalResolved) -> None:
+        panel = self.approvals.get(event.call_id)
+        if panel is not None:
+            panel.on_resolved(event)
+        card = self.cards.get(event.call_id)
+        if card is not None and card.status == "awaiting":
+            card.set_status("running" if event.decision in ("approve", "approve_session", "always") else "denied")
+
+    def _on_elicitation_requested(self, event: ElicitationRequested) -> None:
+        form = self.forms[event.request_id] = ElicitationForm(event, self._submit)
+        self._add(form.widget)
+
+    def _on_elicitation_resolved(self, event: ElicitationResolved) -> None:
+        form = self.forms.get(event.request_id)
+        if form is not None:
+            form.on_resolved(event)
+
+    def _on_mcp_startup_update(self, event: McpStartupUpdate) -> None:
+        if event.status == "failed":
+            self._add(W.HTML(f"<div style='color:{COLORS['error']}'>MCP server {esc(event.server)} failed: {esc(event.error or '')}</div>"))
+
+    def _on_token_usage(self, event: TokenUsage) -> None:
+        cached = f", {event.cached_input_tokens} cached" if event.cached_input_tokens else ""
+        reasoning = f", {event.reasoning_tokens} reasoning" if event.reasoning_tokens else ""
+        self.footer.value = muted(
+            f"tokens: {event.input_tokens} in{cached}, {event.output_tokens} out{reasoning} ({event.total_tokens} total)"
+        )
+
+    def _on_warning(self, event: WarningEvent) -> None:
+        self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))
+
+    def _on_error(self, event: ErrorEvent) -> None:
+        self._add(W.HTML(f"<div style='color:{COLORS['error']}'><b>error ({esc(event.code)})</b>{pre(event.message)}</div>"))
+        self.finish("failed", event.message)
+
+    def _on_turn_completed(self, event: TurnCompleted) -> None:
+        self.finish("completed")
+
+    def _on_turn_aborted(self, event: TurnAborted) -> None:
+        self.finish("aborted", event.reason)
+
+    def finish(self, status: str, reason: str | None = None) -> None:
+        """Final flush of every stream; the Stop button goes away."""
+        for stream in (*self.streams.values(), *self.reasoning.values()):
+            stream.flush()
+        self.done = True
+        self.stop_button.layout.display = "none"
+        color = {"completed": "ok", "aborted": "warn"}.get(status, "error")
+        self.status.value = badge(status + (f": {reason}" if reason else ""), color)

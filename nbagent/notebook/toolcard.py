@@ -1,0 +1,124 @@
+"""A card per tool call: who is called, with what, how far along, and what came back.
+
+Shows the server, the raw tool name and its title (the model-visible name too), the arguments
+pretty-printed, a status line, a progress bar fed by ``progress`` events, the duration, and the
+result collapsed (images shown inline); failures are visibly marked.
+"""
+
+from __future__ import annotations
+
+import re
+
+import ipywidgets as W
+
+from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
+from nbagent.notebook.throttle import Coalescer
+from nbagent.protocol import ImageBlock, Progress, ResourceBlock, TextBlock, ToolCallBegin, ToolCallEnd
+
+STATUS_STYLE = {
+    "running": ("…", "info", "running"),
+    "awaiting": ("?", "warn", "awaiting approval"),
+    "completed": ("✔", "ok", "done"),
+    "failed": ("✖", "error", "failed"),
+    "denied": ("⊘", "warn", "denied"),
+    "aborted": ("■", "muted", "aborted"),
+}
+_IMAGE_MIME = re.compile(r"^image/(png|jpeg|gif|webp|svg\+xml)$")
+RESULT_PREVIEW_CHARS = 20_000
+
+
+def tool_label(tool: str, server: str | None, raw_tool: str | None, title: str | None) -> str:
+    """``Title — server · raw_name`` in plain text (the text renderer uses it as well)."""
+    raw = f"{server} · {raw_tool or tool}" if server else (raw_tool or tool)
+    return f"{title} — {raw}" if title and title != (raw_tool or tool) else raw
+
+
+class ToolCard:
+    def __init__(self, begin: ToolCallBegin) -> None:
+        self.call_id = begin.call_id
+        self.begin = begin
+        self.status = "running"
+        self.duration_ms: float | None = None
+        self.header = W.HTML()
+        args = begin.arguments if begin.arguments is not None else begin.raw_arguments
+        note = "" if begin.arguments is not None else " (malformed JSON, as the model sent it)"
+        self.arguments = W.HTML(
+            f"<details><summary>{muted('arguments' + note)}</summary>"
+            f"{pre(args if isinstance(args, str) else pretty_json(args))}</details>"
+        )
+        self.progress = W.FloatProgress(value=0, min=0, max=1, layout=W.Layout(display="none", width="60%"))
+        self.progress_label = W.HTML(layout=W.Layout(display="none"))
+        self.result = W.HTML()
+        self._last_progress: Progress | None = None
+        self._progress_coalescer = Coalescer(self._push_progress)
+        self.widget = W.VBox(
+            [self.header, self.arguments, W.HBox([self.progress, self.progress_label]), self.result],
+            layout=W.Layout(border="1px solid #d0d7de", padding="2px 8px", margin="4px 0"),
+        )
+        self._render_header()
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self._render_header()
+
+    def on_progress(self, event: Progress) -> None:
+        self._last_progress = event
+        self._progress_coalescer.touch()
+
+    def _push_progress(self) -> None:
+        event = self._last_progress
+        if event is None:
+            return
+        total = event.total if event.total and event.total > 0 else None
+        self.progress.max = total or max(event.progress, 1.0)
+        self.progress.value = min(event.progress, self.progress.max)
+        self.progress.bar_style = "info"
+        self.progress.layout.display = "" if total else "none"
+        shown = f"{event.progress:g}/{total:g}" if total else f"{event.progress:g}"
+        self.progress_label.value = muted(f"{shown} {event.message or ''}".strip())
+        self.progress_label.layout.display = ""
+
+    def on_end(self, end: ToolCallEnd) -> None:
+        self._progress_coalescer.flush()
+        self.duration_ms = end.duration_ms
+        if self._last_progress is not None and end.status == "completed":
+            self.progress.value = self.progress.max
+            self.progress.bar_style = "success"
+        self.result.value = self._result_html(end)
+        self.set_status(end.status if not (end.is_error and end.status == "completed") else "failed")
+
+    def _render_header(self) -> None:
+        icon, color, label = STATUS_STYLE.get(self.status, ("·", "muted", self.status))
+        b = self.begin
+        title = esc(b.title or b.raw_tool or b.tool)
+        raw = f"{esc(b.server)} · <code>{esc(b.raw_tool or b.tool)}</code>" if b.server else f"<code>{esc(b.tool)}</code>"
+        duration = f" · {self.duration_ms / 1000:.2f} s" if self.duration_ms is not None else ""
+        self.header.value = (
+            f'<span style="color:{COLORS[color]};font-weight:bold">{icon}</span> <b>{title}</b> '
+            f"<span style='color:{COLORS['muted']}'>{raw} (as <code>{esc(b.tool)}</code>)</span> "
+            f"{badge(label, color)}{muted(duration)}"
+        )
+
+    def _result_html(self, end: ToolCallEnd) -> str:
+        parts: list[str] = []
+        for block in end.content:
+            if isinstance(block, TextBlock):
+                parts.append(pre(block.text[:RESULT_PREVIEW_CHARS]))
+            elif isinstance(block, ImageBlock) and _IMAGE_MIME.match(block.mime_type):
+                parts.append(f'<img src="data:{block.mime_type};base64,{esc(block.data)}" style="max-width:100%">')
+            elif isinstance(block, ImageBlock):
+                parts.append(muted(f"[image of type {block.mime_type} not shown]"))
+            elif isinstance(block, ResourceBlock):
+                parts.append(pre(f"{block.uri}\n{block.text or ''}"[:RESULT_PREVIEW_CHARS]))
+        if end.structured is not None:
+            parts.append(pre(pretty_json(end.structured)))
+        if not parts:
+            parts.append(pre(end.output[:RESULT_PREVIEW_CHARS]))
+        failed = end.is_error or end.status != "completed"
+        summary = "error" if end.is_error else ("result" if end.status == "completed" else end.status)
+        color = COLORS["error"] if end.is_error else COLORS["muted"]
+        opened = " open" if end.is_error else ""
+        return (
+            f"<details{opened}><summary style='color:{color}'>{esc(summary)}"
+            f"{' (what the model saw)' if failed else ''}</summary>{''.join(parts)}</details>"
+        )
