@@ -1,0 +1,180 @@
+"""MCP ``CallToolResult`` -> nbagent ``ToolResult`` -> what the model reads (DESIGN §7, §13).
+
+Tool output is untrusted data: it is converted, never interpreted. Structured content is kept
+next to the text (never instead of it), an ``outputSchema`` mismatch is reported to the model
+rather than hidden, and the model's view is capped in bytes with a marker saying what was cut.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from typing import Any
+
+import mcp_types
+
+from nbagent.protocol.tools import ContentBlock, ImageBlock, ResourceBlock, TextBlock, ToolResult
+
+
+def _b64_size(data: str) -> int:
+    """Decoded size of base64 ``data`` without decoding it."""
+    n = len(data) - data.count("\n") - data.count("\r") - data.count(" ")
+    return max(0, n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0))
+
+
+def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str | None:
+    """Why ``structured`` does not match ``output_schema``, or ``None``. Never raises."""
+    try:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
+        error = jsonschema.exceptions.best_match(cls(output_schema).iter_errors(structured))
+    except Exception as e:  # a broken schema from the server is its problem, not the turn's
+        return f"the tool's outputSchema could not be used ({type(e).__name__}: {e})"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"at {where}: {error.message}"
+
+
+def _convert_block(block: Any) -> ContentBlock:
+    if isinstance(block, mcp_types.TextContent):
+        return TextBlock(text=block.text)
+    if isinstance(block, mcp_types.ImageContent):
+        return ImageBlock(data=block.data, mime_type=block.mime_type or "image/png")
+    if isinstance(block, mcp_types.AudioContent):
+        return TextBlock(text=f"[audio: {block.mime_type}, {_b64_size(block.data)} bytes, not shown]")
+    if isinstance(block, mcp_types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, mcp_types.TextResourceContents):
+            return ResourceBlock(uri=res.uri, mime_type=res.mime_type, text=res.text)
+        size = _b64_size(getattr(res, "blob", "") or "")
+        return ResourceBlock(uri=res.uri, mime_type=res.mime_type, text=f"[binary: {size} bytes]")
+    if isinstance(block, mcp_types.ResourceLink):
+        return ResourceBlock(uri=block.uri, mime_type=block.mime_type, name=block.title or block.name)
+    kind = getattr(block, "type", type(block).__name__)
+    return TextBlock(text=f"[unsupported content: {kind}]")
+
+
+def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, Any] | None = None) -> ToolResult:
+    """Wrap a server's result; text, images, resources and structured content all survive."""
+    content: list[ContentBlock] = [_convert_block(b) for b in result.content or []]
+    structured = result.structured_content
+    if output_schema is not None and isinstance(output_schema, dict):
+        if structured is None:
+            if not result.is_error:
+                content.append(TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]"))
+        else:
+            problem = _structured_problem(structured, output_schema)
+            if problem:
+                content.append(TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]"))
+    meta = result.meta if isinstance(result.meta, dict) and result.meta else None
+    return ToolResult(content=content, structured=structured, is_error=bool(result.is_error), meta=meta)
+
+
+def _compact_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except (ValueError, TypeError):
+        return json.dumps(_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe copy: NaN/inf become strings, cycles and deep nesting are cut."""
+    if depth > 100:
+        return "..."
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return value
+
+
+def _already_in_text(structured: Any, texts: list[str]) -> bool:
+    """Whether some text block already says the same JSON (servers often send both)."""
+    for t in texts:
+        s = t.strip()
+        if s[:1] in ("{", "[", '"') or s in ("null", "true", "false") or s[:1].isdigit() or s[:1] == "-":
+            try:
+                if json.loads(s) == structured:
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def render_for_model(result: ToolResult) -> str:
+    """The whole model view of ``result``, before any byte cap."""
+    parts: list[str] = []
+    texts: list[str] = []
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+            texts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            parts.append(f"[image: {block.mime_type}, {_b64_size(block.data)} bytes]")
+        elif isinstance(block, ResourceBlock):
+            head = f"[resource: {block.uri}]"
+            if block.name:
+                head = f"[resource: {block.uri} ({block.name})]"
+            parts.append(head + ("\n" + block.text if block.text else ""))
+    if result.structured is not None and not _already_in_text(result.structured, texts):
+        parts.append(_compact_json(result.structured))
+    return "\n".join(parts)
+
+
+def truncate_utf8(text: str, max_bytes: int, tail_fraction: float = 0.2) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes, keeping head and tail around a marker."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    if max_bytes <= 0:
+        return ""
+    total = len(data)
+    marker_max = len(f"\n[... {total} bytes cut ...]\n".encode())
+    budget = max_bytes - marker_max
+    if budget <= 0:  # no room for a marker: a clean prefix is the best we can do
+        return data[:max_bytes].decode("utf-8", errors="ignore")
+    tail_n = int(budget * tail_fraction)
+    head = data[: budget - tail_n].decode("utf-8", errors="ignore")
+    tail = data[total - tail_n :].decode("utf-8", errors="ignore") if tail_n else ""
+    cut = total - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+    return f"{head}\n[... {cut} bytes cut ...]\n{tail}"
+
+
+def to_model_output(result: ToolResult, max_bytes: int) -> str:
+    """What the model reads for ``result``, at most ``max_bytes`` UTF-8 bytes."""
+    return truncate_utf8(render_for_model(result), max_bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# display of untrusted text (DESIGN §13)
+
+_INVISIBLE_EXTRA = {
+    0x115F, 0x1160, 0x3164, 0xFFA0,  # Hangul fillers render as nothing
+    0x034F,  # combining grapheme joiner
+    0x2800,  # braille blank
+}
+
+
+def _is_invisible(ch: str) -> bool:
+    if ch in "\n\t":
+        return False
+    cp = ord(ch)
+    if cp in _INVISIBLE_EXTRA or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF:  # variation selectors
+        return True
+    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def describe_for_display(text: str) -> str:
+    """``text`` with invisible, zero-width, bidi and control characters shown as ``<U+XXXX>``.
+
+    Approval panels show a tool's description with this, so instructions hidden from the user
+    (tag characters, bidi overrides, zero-width joiners) cannot pass unseen.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"<U+{ord(ch):04X}>" if _is_invisible(ch) else ch for ch in text)

@@ -1,0 +1,886 @@
+"""MCP ``inputSchema`` -> a schema the OpenAI function API accepts (DESIGN §4).
+
+Servers send any JSON Schema dialect, broken ones included; models accept a subset. The
+sanitiser keeps what constrains the arguments in a form the API takes (a whitelist of
+keywords), rewrites what it can (local ``$ref``, ``const``, single-branch combinators,
+``allOf``, ``oneOf``, ``nullable``, tuple ``items``, draft-4 ``exclusiveMinimum``) and
+degrades the rest to a permissive schema with a warning. It never raises: a tool with a
+hostile schema is still callable, it just tells the model less.
+
+``openai_schema_problems`` is the checker the output is held to (the fuzz test uses it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Any
+from urllib.parse import unquote
+
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+MAX_DEPTH = 10
+"""Deepest level (in schema hops from the root) that keeps its structure; below it, a leaf."""
+MAX_NODES = 5000
+"""Budget of schema nodes per tool: ``$ref`` fan-out can otherwise blow up exponentially."""
+MAX_WARNINGS = 40
+MAX_ENUM = 1000
+
+ALLOWED_KEYWORDS = frozenset(
+    {
+        "type", "description", "title", "default", "enum", "anyOf",
+        "properties", "required", "additionalProperties",
+        "items", "minItems", "maxItems",
+        "minLength", "maxLength", "pattern", "format",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    }
+)  # fmt: skip
+"""Keywords the output may contain: the conservative common subset of the function API."""
+STRICT_KEYWORDS = frozenset(
+    {
+        "type", "description", "enum", "anyOf", "properties", "required", "additionalProperties",
+        "items", "minItems", "maxItems", "pattern", "format",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    }
+)  # fmt: skip
+"""Keywords strict mode takes; ``title``/``default`` are dropped, anything else disqualifies."""
+FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri"})
+STRICT_FORMATS = FORMATS - {"uri"}
+
+_ANNOTATION_KEYS = ("description", "title", "default")
+_SILENT_DROP = frozenset(
+    {
+        "$schema", "$id", "$comment", "$defs", "definitions", "$anchor", "$dynamicAnchor", "$vocabulary",
+        "examples", "example", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+        "discriminator", "xml", "externalDocs", "markdownDescription", "uniqueItems",
+        "minProperties", "maxProperties", "propertyNames", "$dynamicRef", "$recursiveAnchor",
+    }
+)  # fmt: skip
+"""Dropped without a warning: annotations, or constraints too minor to tell anyone about."""
+_OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties")
+_ARRAY_KEYS = ("items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems")
+_STRING_KEYS = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_MIN_KEYS = ("minimum", "exclusiveMinimum", "minLength", "minItems")
+_MAX_KEYS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems")
+
+_KEY_OWNER = {
+    **{k: "object" for k in _OBJECT_KEYS},
+    **{k: "array" for k in _ARRAY_KEYS},
+    **{k: "string" for k in _STRING_KEYS},
+    **{k: "number" for k in _NUMBER_KEYS},
+}
+"""Type each type-specific keyword belongs to: on a schema of another type it means nothing."""
+
+
+def _owner_applies(owner: str, types: list[str]) -> bool:
+    return owner in types or (owner == "number" and "integer" in types)
+
+
+_LEAF_TYPES = ["string", "number", "boolean", "object", "null"]
+_ANY_TYPES = ["string", "number", "boolean", "object", "array", "null"]
+
+
+def permissive() -> dict[str, Any]:
+    """A schema that accepts (almost) any JSON value yet names a type, as the API wants."""
+    return {"type": list(_ANY_TYPES), "items": {"type": list(_LEAF_TYPES)}}
+
+
+def _is_num(v: Any) -> bool:
+    return not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and math.isfinite(v)))
+
+
+def _is_count(v: Any) -> bool:
+    return _is_num(v) and v >= 0 and v == int(v)
+
+
+def _ok_str(v: Any) -> bool:
+    """A string that encodes as UTF-8 (no lone surrogates)."""
+    if not isinstance(v, str):
+        return False
+    if v.isascii():
+        return True
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _fix_str(v: str) -> str:
+    return v if _ok_str(v) else v.encode("utf-8", "replace").decode("utf-8")
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int)) or (isinstance(v, float) and math.isfinite(v)) or _ok_str(v)
+
+
+def _scalar_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    return "string"
+
+
+def _fits(v: Any, types: list[str]) -> bool:
+    t = _scalar_type(v)
+    return t in types or (t == "integer" and "number" in types)
+
+
+def _json_safe(v: Any, depth: int = 0) -> bool:
+    """Whether ``v`` is finite, acyclic-enough JSON (used for ``default`` values)."""
+    if depth > 20:
+        return False
+    if _is_scalar(v):
+        return True
+    if isinstance(v, list):
+        return all(_json_safe(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(_ok_str(k) and _json_safe(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def _norm_types(t: Any) -> list[str] | None:
+    """Valid declared types, ``integer`` folded into ``number`` when both appear."""
+    raw = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+    if raw is None:
+        return None
+    out: list[str] = []
+    for x in raw:
+        if isinstance(x, str) and x in JSON_TYPES and x not in out:
+            out.append(x)
+    if "integer" in out and "number" in out:
+        out.remove("integer")
+    return out or None
+
+
+def _infer_types(s: dict[str, Any]) -> list[str] | None:
+    enum = s.get("enum")
+    if isinstance(enum, list) and enum:
+        found: list[str] = []
+        for v in enum:
+            if _is_scalar(v):
+                t = _scalar_type(v)
+                if t not in found:
+                    found.append(t)
+        return _norm_types(found)
+    found = []
+    for keys, t in ((_OBJECT_KEYS, "object"), (_ARRAY_KEYS, "array"), (_STRING_KEYS, "string"), (_NUMBER_KEYS, "number")):
+        if any(k in s for k in keys):
+            found.append(t)
+    return found or None
+
+
+class _Sanitizer:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.warnings: list[str] = []
+        self._seen_warnings: set[str] = set()
+        self.nodes = 0
+        self.active: set[int] = set()
+
+    def warn(self, path: str, msg: str) -> None:
+        text = f"{path or '/'}: {msg}"
+        if text in self._seen_warnings:
+            return
+        self._seen_warnings.add(text)
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(text)
+        elif len(self.warnings) == MAX_WARNINGS:
+            self.warnings.append("further warnings omitted")
+
+    # -- $ref ------------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> Any:
+        """The target of a local JSON pointer ``#/...``; ``None`` when absent or not local."""
+        if ref in ("#", ""):
+            return self.root
+        if not ref.startswith("#/"):
+            return None
+        node = self.root
+        for part in ref[2:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return node
+
+    def expand(self, s: dict[str, Any], path: str, refs: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+        """Replace ``$ref`` at the top of ``s`` by its target (siblings merged in)."""
+        for _ in range(64):
+            if not isinstance(s, dict) or "$ref" not in s:
+                return s, refs
+            ref = s["$ref"]
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            if not isinstance(ref, str):
+                self.warn(path, "dropped a non-string $ref")
+                s = rest
+                continue
+            if ref in refs:
+                self.warn(path, f"recursive $ref {ref!r} cut; the inner level accepts any value of its type")
+                return self.leaf(self.resolve(ref), rest), refs
+            target = self.resolve(ref)
+            if target is None:
+                self.warn(path, f"unresolvable $ref {ref!r} dropped (only local #/... references are followed)")
+                s = rest
+                continue
+            refs = refs + (ref,)
+            if target is True or (isinstance(target, dict) and not target):
+                s = rest
+            elif not isinstance(target, dict):
+                return target, refs
+            elif not rest or all(k in _ANNOTATION_KEYS for k in rest):
+                s = {**target, **rest}
+            else:
+                s = {"allOf": [target, rest]}
+        self.warn(path, "$ref chain too long; made permissive")
+        return True, refs
+
+    # -- leaves ----------------------------------------------------------------------------
+
+    def leaf(self, s: Any, annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A childless stand-in for ``s``: its (inferred) type and description, nothing more."""
+        types = None
+        if isinstance(s, dict) and "$ref" not in s:
+            types = _norm_types(s.get("type")) or _infer_types(s)
+        if not types:
+            out = permissive()
+        else:
+            out = {"type": types[0] if len(types) == 1 else types}
+            if "array" in types:
+                out["items"] = {"type": list(_LEAF_TYPES)}
+        src = {**(s if isinstance(s, dict) else {}), **(annotations or {})}
+        for k in ("description", "title"):
+            if _ok_str(src.get(k)):
+                out[k] = src[k]
+        return out
+
+    # -- merging (allOf) -------------------------------------------------------------------
+
+    def merge(self, a: dict[str, Any], b: dict[str, Any], path: str) -> dict[str, Any]:
+        """``allOf: [a, b]`` as one schema where the rule is simple; conflicts keep ``a``."""
+        out = dict(a)
+        for k, bv in b.items():
+            if k not in out:
+                out[k] = bv
+                continue
+            av = out[k]
+            if av == bv and type(av) is type(bv):
+                continue
+            if k == "properties" and isinstance(av, dict) and isinstance(bv, dict):
+                props = dict(av)
+                for pk, pv in bv.items():
+                    props[pk] = {"allOf": [props[pk], pv]} if pk in props and props[pk] != pv else pv
+                out[k] = props
+            elif k == "required" and isinstance(av, list) and isinstance(bv, list):
+                out[k] = av + [x for x in bv if x not in av]
+            elif k == "type":
+                ta, tb = _norm_types(av), _norm_types(bv)
+                if ta is None or tb is None:
+                    out[k] = av if ta is not None else bv
+                    continue
+                both = [t for t in ta if t in tb or (t == "integer" and "number" in tb)]
+                both += [t for t in tb if t == "integer" and "number" in ta and t not in both]
+                if both:
+                    out[k] = both
+                else:
+                    self.warn(path, f"allOf branches disagree on type ({av!r} vs {bv!r}); kept the first")
+            elif k == "enum" and isinstance(av, list) and isinstance(bv, list):
+                common = [x for x in av if any(x == y and type(x) is type(y) for y in bv)]
+                if common:
+                    out[k] = common
+                else:
+                    self.warn(path, "allOf branches share no enum value; kept the first")
+            elif k in _MIN_KEYS and _is_num(av) and _is_num(bv):
+                out[k] = max(av, bv)
+            elif k in _MAX_KEYS and _is_num(av) and _is_num(bv):
+                out[k] = min(av, bv)
+            elif k in ("items", "additionalProperties"):
+                if av is False or bv is False:
+                    out[k] = False
+                elif av is True or bv is True:
+                    out[k] = bv if av is True else av
+                else:
+                    out[k] = {"allOf": [av, bv]}
+            elif k == "allOf" and isinstance(av, list) and isinstance(bv, list):
+                out[k] = av + bv
+            elif k in ("anyOf", "oneOf") and isinstance(av, list) and isinstance(bv, list):
+                if len(av) * len(bv) <= 16:
+                    out[k] = [{"allOf": [x, y]} for x in av for y in bv]
+                else:
+                    self.warn(path, f"allOf of two large {k} lists; kept the first")
+            elif k in _ANNOTATION_KEYS or k in _SILENT_DROP:
+                continue
+            else:
+                self.warn(path, f"allOf branches disagree on {k!r}; kept the first")
+        return out
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def walk(self, s: Any, path: str, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self.warn("", f"schema larger than {MAX_NODES} nodes; the rest is permissive")
+            return self.leaf(s)
+        if s is True or s is None:
+            return permissive()
+        if s is False:
+            self.warn(path, "a 'false' schema (nothing allowed) cannot be expressed; made permissive")
+            return permissive()
+        if not isinstance(s, dict):
+            self.warn(path, f"not a schema ({type(s).__name__}); made permissive")
+            return permissive()
+        if id(s) in self.active:
+            self.warn(path, "self-containing schema object cut")
+            return self.leaf(s)
+        if depth > MAX_DEPTH:
+            self.warn(path, f"nested deeper than {MAX_DEPTH} levels; the rest accepts any value of its type")
+            return self.leaf(s)
+        self.active.add(id(s))
+        try:
+            return self.node(s, path, depth, refs)
+        finally:
+            self.active.discard(id(s))
+
+    def normalise(self, s: dict[str, Any], path: str, refs: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+        """Rewrite ``$ref``, ``allOf``, ``oneOf`` and single-branch ``anyOf`` away at this level."""
+        for _ in range(32):
+            s, refs = self.expand(s, path, refs)
+            if not isinstance(s, dict):
+                return s, refs
+            if "allOf" in s:
+                branches = s["allOf"]
+                merged = {k: v for k, v in s.items() if k != "allOf"}
+                if not isinstance(branches, list):
+                    self.warn(path, "dropped a non-list allOf")
+                    branches = []
+                for b in branches:
+                    b, refs = self.expand(b, path, refs)
+                    if b is True or b is None:
+                        continue
+                    if not isinstance(b, dict):
+                        self.warn(path, "dropped an allOf branch that is not a schema")
+                        continue
+                    merged = self.merge(merged, b, path)
+                s = merged
+                continue
+            if "oneOf" in s:
+                rest = {k: v for k, v in s.items() if k != "oneOf"}
+                one = s["oneOf"]
+                if isinstance(one, list) and len(one) > 1:
+                    self.warn(path, "oneOf exposed as anyOf (exclusivity not enforced)")
+                if not isinstance(one, list):
+                    self.warn(path, "dropped a non-list oneOf")
+                    s = rest
+                else:
+                    s = self.merge(rest, {"anyOf": one}, path) if "anyOf" in rest else {**rest, "anyOf": one}
+                continue
+            if "anyOf" in s:
+                branches = s["anyOf"]
+                rest = {k: v for k, v in s.items() if k != "anyOf"}
+                if not isinstance(branches, list):
+                    self.warn(path, "dropped a non-list anyOf")
+                    s = rest
+                    continue
+                live = [b for b in branches if b is not False]
+                if any(b is True or b is None or b == {} for b in live):
+                    s = rest  # one branch accepts anything: the anyOf constrains nothing
+                    continue
+                if len(live) == 0:
+                    self.warn(path, "anyOf without usable branches dropped")
+                    s = rest
+                    continue
+                if len(live) == 1:
+                    b, refs = self.expand(live[0], path, refs)
+                    s = self.merge(rest, b, path) if isinstance(b, dict) else rest
+                    continue
+            return s, refs
+        self.warn(path, "combinators nested too deeply; made permissive")
+        return True, refs
+
+    def node(self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:
+        s, refs = self.normalise(s, path, refs)
+        if not isinstance(s, dict):
+            return self.walk(s, path, depth, refs) if s is not True else permissive()
+
+        out: dict[str, Any] = {}
+        for k in ("description", "title"):
+            v = s.get(k)
+            if v is not None:
+                if isinstance(v, str):
+                    out[k] = _fix_str(v)
+                else:
+                    self.warn(path, f"non-string {k} dropped")
+
+        if "anyOf" in s:  # several branches: push the siblings into each, so each is complete
+            rest = {k: v for k, v in s.items() if k not in ("anyOf", "description", "title", "default")}
+            branches: list[dict[str, Any]] = []
+            keys: set[str] = set()
+            for i, b in enumerate(x for x in s["anyOf"] if x is not False):
+                if rest and isinstance(b, dict):
+                    b, _ = self.expand(b, path, refs)
+                    b = self.merge(rest, b, path) if isinstance(b, dict) else rest
+                sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
+                flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
+                for f in flat:
+                    key = json.dumps(f, sort_keys=True)
+                    if key not in keys:
+                        keys.add(key)
+                        branches.append(f)
+            if len(branches) == 1:
+                merged = {**branches[0], **{k: v for k, v in out.items() if k not in branches[0]}}
+                return merged
+            out["anyOf"] = branches
+            if "default" in s and _json_safe(s["default"]):
+                out["default"] = s["default"]
+            return out
+
+        if "const" in s:
+            c = s["const"]
+            if "enum" in s and isinstance(s["enum"], list):
+                if not any(c == v and type(c) is type(v) for v in s["enum"]):
+                    self.warn(path, "const not among enum values; kept const")
+            s = {**s, "enum": [c]}
+        types = _norm_types(s.get("type"))
+        if "type" in s and types is None:
+            self.warn(path, f"invalid type {s['type']!r} ignored")
+        if types is None:
+            types = _infer_types(s)
+            if types is None:
+                types = list(_ANY_TYPES)
+        if s.get("nullable") is True and "null" not in types:
+            types = types + ["null"]
+
+        # enum: scalars of the declared type; if none fit, the enum wins over the type
+        if "enum" in s:
+            enum = s["enum"]
+            vals: list[Any] = []
+            if isinstance(enum, list):
+                seen: set[tuple[str, Any]] = set()
+                for v in enum:
+                    if not _is_scalar(v):
+                        continue
+                    key = (_scalar_type(v) if not isinstance(v, float) else "number", v)
+                    if key not in seen:
+                        seen.add(key)
+                        vals.append(v)
+            if len(vals) != (len(enum) if isinstance(enum, list) else -1):
+                self.warn(path, "enum values that are not distinct JSON scalars dropped")
+            fitting = [v for v in vals if _fits(v, types)]
+            if vals and not fitting:
+                self.warn(path, "enum values do not match the declared type; type taken from the values")
+                types = _infer_types({"enum": vals}) or types
+                fitting = vals
+            elif len(fitting) != len(vals):
+                self.warn(path, "enum values of the wrong type dropped")
+            if fitting:
+                if len(fitting) > MAX_ENUM:
+                    self.warn(path, f"enum cut to {MAX_ENUM} values")
+                    fitting = fitting[:MAX_ENUM]
+                out["enum"] = fitting
+            else:
+                self.warn(path, "empty enum dropped")
+
+        out_type: Any = types[0] if len(types) == 1 else types
+        result: dict[str, Any] = {"type": out_type, **out}
+        if "default" in s:
+            if _json_safe(s["default"]):
+                result["default"] = s["default"]
+            else:
+                self.warn(path, "default that is not plain JSON dropped")
+
+        used = {"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"}
+        if "object" in types:
+            used.update(("properties", "required", "additionalProperties"))
+            self.object_keywords(s, result, path, depth, refs)
+        if "array" in types:
+            used.update(("items", "prefixItems", "minItems", "maxItems"))
+            self.array_keywords(s, result, path, depth, refs)
+        if "string" in types:
+            used.update(_STRING_KEYS)
+            for k in ("minLength", "maxLength"):
+                if k in s:
+                    if _is_count(s[k]):
+                        result[k] = int(s[k])
+                    else:
+                        self.warn(path, f"invalid {k} dropped")
+            pat = s.get("pattern")
+            if pat is not None:
+                try:
+                    if not _ok_str(pat):
+                        raise TypeError
+                    re.compile(pat)
+                    result["pattern"] = pat
+                except (TypeError, re.error, RecursionError, OverflowError):
+                    self.warn(path, "invalid pattern dropped")
+            fmt = s.get("format")
+            if fmt is not None:
+                if fmt in FORMATS:
+                    result["format"] = fmt
+                elif isinstance(fmt, str):
+                    self.warn(path, f"format {fmt!r} dropped (not one the API knows)")
+        if "number" in types or "integer" in types:
+            used.update(_NUMBER_KEYS)
+            self.number_keywords(s, result, path)
+
+        dropped = sorted(
+            str(k)
+            for k in s
+            if k not in used
+            and k not in _SILENT_DROP
+            and not (isinstance(k, str) and k.startswith("x-"))
+            and not (k in _KEY_OWNER and not _owner_applies(_KEY_OWNER[k], types))
+        )
+        if dropped:
+            self.warn(path, f"unsupported keyword(s) dropped: {', '.join(dropped)}")
+        return result
+
+    def object_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> None:
+        props_in = s.get("properties")
+        props: dict[str, Any] = {}
+        if props_in is not None and not isinstance(props_in, dict):
+            self.warn(path, "properties is not an object; dropped")
+        elif isinstance(props_in, dict):
+            for k, v in props_in.items():
+                name = k if isinstance(k, str) else str(k)
+                if not _ok_str(name) or name in props:
+                    self.warn(path, f"property name {name!r} unusable; dropped")
+                    continue
+                props[name] = self.walk(v, f"{path}/properties/{name}", depth + 1, refs)
+        req = s.get("required")
+        required: list[str] = []
+        if isinstance(req, list):
+            for r in req:
+                if not isinstance(r, str) or r in required:
+                    continue
+                if r not in props:
+                    if not _ok_str(r) or "patternProperties" in s or len(props) > MAX_NODES:
+                        continue
+                    self.warn(path, f"required {r!r} has no schema; exposed as accepting any value")
+                    props[r] = permissive()
+                required.append(r)
+        elif req is not None and req is not True:
+            self.warn(path, "required is not a list; dropped")
+        if props or depth == 0 or props_in is not None:
+            out["properties"] = props
+        if required:
+            out["required"] = required
+        ap = s.get("additionalProperties")
+        if isinstance(ap, bool):
+            out["additionalProperties"] = ap
+        elif isinstance(ap, dict):
+            out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
+        elif ap is not None:
+            self.warn(path, "invalid additionalProperties dropped")
+
+    def array_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> None:
+        items = s.get("items")
+        if isinstance(items, list) or (items is None and isinstance(s.get("prefixItems"), list)):
+            tup = items if isinstance(items, list) else s["prefixItems"]
+            self.warn(path, "tuple items exposed as a list of any of the positions' schemas")
+            items = {"anyOf": tup} if tup else True
+        if items is False:
+            out["maxItems"] = 0
+            items = True
+        out["items"] = self.walk(items if items is not None else True, f"{path}/items", depth + 1, refs)
+        for k in ("minItems", "maxItems"):
+            if k in s and k not in out:
+                if _is_count(s[k]):
+                    out[k] = int(s[k])
+                else:
+                    self.warn(path, f"invalid {k} dropped")
+
+    def number_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str) -> None:
+        for k in _NUMBER_KEYS:
+            v = s.get(k)
+            if v is None:
+                continue
+            if k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):  # draft 4
+                base = "minimum" if k == "exclusiveMinimum" else "maximum"
+                if v and _is_num(s.get(base)):
+                    out[k] = s[base]
+                    out.pop(base, None)
+                continue
+            if not _is_num(v) or (k == "multipleOf" and v <= 0):
+                self.warn(path, f"invalid {k} dropped")
+                continue
+            if k in ("minimum", "maximum") and isinstance(s.get("exclusive" + k.capitalize()), bool) and s.get("exclusive" + k.capitalize()):
+                continue  # already turned into the exclusive form
+            out[k] = v
+
+    # -- the root --------------------------------------------------------------------------
+
+    def root_object(self, out: dict[str, Any]) -> dict[str, Any]:
+        """The API wants ``type: object`` with ``properties`` at the top; make it so."""
+        t = out.get("type")
+        if t == "object":
+            out.setdefault("properties", {})
+            return out
+        if isinstance(t, list) and "object" in t:
+            if t != _ANY_TYPES:
+                self.warn("", f"top-level type {t!r} narrowed to object (tool arguments are an object)")
+            res = {k: v for k, v in out.items() if k in ("description", "title", "properties", "required", "additionalProperties")}
+            res.setdefault("properties", {})
+            return {"type": "object", **res}
+        if "anyOf" in out:
+            objs = [b for b in out["anyOf"] if b.get("type") == "object"]
+            if len(objs) != len(out["anyOf"]):
+                self.warn("", "top-level anyOf branches that are not objects dropped")
+            self.warn("", "top-level anyOf flattened into one object (only fields required by every variant stay required)")
+            props: dict[str, Any] = {}
+            for b in objs:
+                for k, v in b.get("properties", {}).items():
+                    if k not in props:
+                        props[k] = v
+                    elif props[k] != v:
+                        prev = props[k]["anyOf"] if set(props[k]) == {"anyOf"} else [props[k]]
+                        props[k] = {"anyOf": prev + [v]} if v not in prev else props[k]
+            required = [r for r in (objs[0].get("required", []) if objs else []) if all(r in b.get("required", []) for b in objs)]
+            res: dict[str, Any] = {"type": "object", "properties": props}
+            if required:
+                res["required"] = required
+            for k in ("description", "title"):
+                if k in out:
+                    res[k] = out[k]
+            return res
+        self.warn("", f"top-level type {t!r} is not an object; exposed as an object without parameters")
+        res = {"type": "object", "properties": {}}
+        if "description" in out:
+            res["description"] = out["description"]
+        return res
+
+
+def sanitize_schema(schema: object) -> tuple[dict[str, Any], list[str]]:
+    """A schema the OpenAI function API accepts, and what had to change. Never raises."""
+    try:
+        if schema is None:
+            return {"type": "object", "properties": {}}, []
+        if not isinstance(schema, dict):
+            return {"type": "object", "properties": {}}, [f"/: input schema is a {type(schema).__name__}, not an object; no parameters exposed"]
+        if _fast_clean(schema):
+            props = schema.get("properties", {})
+            out = {k: v for k, v in schema.items() if k != "$schema"}
+            out["properties"] = {k: dict(v) for k, v in props.items()}
+            return out, []
+        san = _Sanitizer(schema)
+        out = san.root_object(san.walk(schema, "", 0, ()))
+        return out, san.warnings
+    except RecursionError:
+        return {"type": "object", "properties": {}}, ["/: schema too deeply nested to read; no parameters exposed"]
+    except Exception as e:  # last line of defence: a schema must never break a catalogue
+        return {"type": "object", "properties": {}}, [f"/: schema could not be sanitised ({type(e).__name__}); no parameters exposed"]
+
+
+_FAST_LEAF = {"type", "description", "title"}
+
+
+def _fast_clean(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is the everyday shape that is already fine: skips the full walk.
+
+    Accepts only ``{type: object, properties: {name: {type: scalar, description?, title?}}, required?}``
+    with string keys and a valid ``required``; anything else takes the careful path.
+    """
+    if schema.get("type") != "object":
+        return False
+    for k in schema:
+        if k not in ("type", "properties", "required", "description", "title", "additionalProperties", "$schema"):
+            return False
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        return False
+    for name, p in props.items():
+        if not isinstance(name, str) or not isinstance(p, dict) or not name.isascii():
+            return False
+        t = p.get("type")
+        if t not in ("string", "integer", "number", "boolean") or not p.keys() <= _FAST_LEAF:
+            return False
+        for k in ("description", "title"):
+            if k in p and not (isinstance(p[k], str) and p[k].isascii()):
+                return False
+    req = schema.get("required")
+    if req is not None and (not isinstance(req, list) or not all(isinstance(r, str) and r in props for r in req) or len(set(req)) != len(req)):
+        return False
+    for k in ("description", "title"):
+        if k in schema and not (isinstance(schema[k], str) and schema[k].isascii()):
+            return False
+    ap = schema.get("additionalProperties")
+    return ap is None or isinstance(ap, bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker
+
+
+def openai_schema_problems(schema: object) -> list[str]:
+    """What the OpenAI function API (non-strict) would reject in ``schema``; empty when fine."""
+    problems: list[str] = []
+    if not isinstance(schema, dict):
+        return ["/: parameters must be a JSON object"]
+    if schema.get("type") != "object":
+        problems.append(f"/: top-level type must be 'object', got {schema.get('type')!r}")
+    if not isinstance(schema.get("properties"), dict):
+        problems.append("/: top-level properties must be an object")
+    try:
+        json.dumps(schema, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError) as e:
+        problems.append(f"/: not plain JSON ({type(e).__name__})")
+        return problems
+    _check(schema, "", 0, problems)
+    return problems
+
+
+def _check(s: Any, path: str, depth: int, problems: list[str]) -> None:
+    where = path or "/"
+    if not isinstance(s, dict):
+        problems.append(f"{where}: schema must be an object")
+        return
+    if depth > MAX_DEPTH + 1:
+        problems.append(f"{where}: nested deeper than {MAX_DEPTH + 1}")
+        return
+    extra = [k for k in s if k not in ALLOWED_KEYWORDS]
+    if extra:
+        problems.append(f"{where}: keywords not accepted: {extra!r}")
+    types = None
+    if "type" in s:
+        t = s["type"]
+        raw = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+        if not raw or not all(isinstance(x, str) and x in JSON_TYPES for x in raw) or len(set(raw)) != len(raw):
+            problems.append(f"{where}: invalid type {t!r}")
+        else:
+            types = raw
+    elif "anyOf" not in s:
+        problems.append(f"{where}: needs a type or anyOf")
+    if "anyOf" in s:
+        branches = s["anyOf"]
+        if not isinstance(branches, list) or not branches:
+            problems.append(f"{where}: anyOf must be a non-empty list")
+        else:
+            for i, b in enumerate(branches):
+                _check(b, f"{path}/anyOf/{i}", depth + 1, problems)
+    if types and "array" in types and not isinstance(s.get("items"), dict):
+        problems.append(f"{where}: array schema missing items")
+    if "items" in s:
+        _check(s["items"], f"{path}/items", depth + 1, problems)
+    if "properties" in s:
+        props = s["properties"]
+        if not isinstance(props, dict):
+            problems.append(f"{where}: properties must be an object")
+        else:
+            for k, v in props.items():
+                _check(v, f"{path}/properties/{k}", depth + 1, problems)
+    if "required" in s:
+        req = s["required"]
+        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        if not isinstance(req, list) or not all(isinstance(r, str) for r in req) or len(set(req)) != len(req):
+            problems.append(f"{where}: required must be a list of distinct names")
+        else:
+            missing = [r for r in req if r not in props]
+            if missing:
+                problems.append(f"{where}: required names missing from properties: {missing!r}")
+    if "additionalProperties" in s and not isinstance(s["additionalProperties"], bool):
+        _check(s["additionalProperties"], f"{path}/additionalProperties", depth + 1, problems)
+    if "enum" in s:
+        e = s["enum"]
+        if not isinstance(e, list) or not e or not all(_is_scalar(v) for v in e):
+            problems.append(f"{where}: enum must be a non-empty list of JSON scalars")
+    for k in ("description", "title", "pattern", "format"):
+        if k in s and not isinstance(s[k], str):
+            problems.append(f"{where}: {k} must be a string")
+    for k in _NUMBER_KEYS:
+        if k in s and not _is_num(s[k]):
+            problems.append(f"{where}: {k} must be a finite number")
+    for k in ("minLength", "maxLength", "minItems", "maxItems"):
+        if k in s and not (isinstance(s[k], int) and not isinstance(s[k], bool) and s[k] >= 0):
+            problems.append(f"{where}: {k} must be a non-negative integer")
+
+
+# ---------------------------------------------------------------------------------------------
+# strict mode
+
+
+def make_strict(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A strict-mode copy of a *sanitised* schema, or ``None`` when strict would change its meaning.
+
+    Strict mode needs every property required and ``additionalProperties: false``. Closing an
+    object only narrows what the model may send, so absent ``additionalProperties`` is set to
+    false; but an optional property or an open map cannot be made strict without forcing the
+    model to invent values, and a keyword strict mode lacks cannot be dropped without letting
+    invalid arguments through. ``title``/``default`` (annotations) are dropped.
+    """
+    if openai_schema_problems(schema):
+        return None
+    try:
+        return _strict(schema, 0)
+    except _NotStrict:
+        return None
+
+
+def strict_compatible(schema: dict[str, Any]) -> bool:
+    """Whether ``make_strict`` would succeed."""
+    return make_strict(schema) is not None
+
+
+class _NotStrict(Exception):
+    pass
+
+
+def _strict(s: dict[str, Any], depth: int) -> dict[str, Any]:
+    if depth > MAX_DEPTH:
+        raise _NotStrict
+    out: dict[str, Any] = {}
+    for k, v in s.items():
+        if k in ("title", "default"):
+            continue
+        if k not in STRICT_KEYWORDS:
+            raise _NotStrict
+        if k == "format" and v not in STRICT_FORMATS:
+            raise _NotStrict
+        if k == "enum" and len(v) > MAX_ENUM:
+            raise _NotStrict
+        out[k] = v
+    types = s.get("type")
+    types = [types] if isinstance(types, str) else types or []
+    if "object" in types:
+        props = s.get("properties")
+        if not props or s.get("additionalProperties", False) is not False:
+            raise _NotStrict
+        if set(s.get("required", [])) != set(props):
+            raise _NotStrict
+        out["properties"] = {k: _strict(v, depth + 1) for k, v in props.items()}
+        out["additionalProperties"] = False
+    if "items" in s:
+        out["items"] = _strict(s["items"], depth + 1)
+    if "anyOf" in s:
+        if depth == 0:
+            raise _NotStrict
+        out["anyOf"] = [_strict(b, depth + 1) for b in s["anyOf"]]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# definition hash
+
+
+def definition_hash(description: str | None, input_schema: Any, annotations: Any) -> str:
+    """Stable short hash of what a tool claims to be; remembered approvals are bound to it.
+
+    Canonical JSON (sorted keys, no whitespace) of description, schema and annotations, so a
+    server reordering keys does not reset approvals but changing any text or value does.
+    """
+    if hasattr(annotations, "model_dump"):
+        annotations = annotations.model_dump(mode="json", exclude_none=True)
+    payload = {"annotations": annotations, "description": description, "input_schema": input_schema}
+    try:
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (ValueError, TypeError, RecursionError):  # cycles or mixed-type keys: still deterministic
+        text = repr(payload)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
