@@ -249,6 +249,16 @@ class ThreadIndex:
                 [row[c] for c in _COLUMNS],
             )
 
+    def update_progress(self, s: ThreadSummary) -> None:
+        """The columns a writer changes (cheaper than a replace); inserts the row if missing."""
+        with self._lock:
+            cur = self._conn.execute(
+                "UPDATE threads SET name=?, updated_at=?, turns=?, items=?, last_prompt=? WHERE id=?",
+                (s.name, s.updated_at, s.turns, s.items, s.last_prompt, s.id),
+            )
+            if cur.rowcount == 0:
+                self.upsert(s)
+
     def delete(self, thread_id: str) -> None:
         with self._lock:
             self._conn.execute("DELETE FROM threads WHERE id=?", (thread_id,))

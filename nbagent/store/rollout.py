@@ -12,9 +12,9 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
@@ -77,22 +77,47 @@ class Redactor:
             return out
         except ValidationError:
             pass
-        # The secret collided with the line's structure: redact string values only, keep keys
-        # and the ``type`` discriminators.
+        # The secret collided with the line's structure (a field name or a literal such as
+        # "completed"): redact value by value, sparing schema field names and literal fields.
         structured = json.dumps(self._walk(json.loads(data)), ensure_ascii=False, separators=(",", ":")).encode()
-        if self.contains_secret(structured):
-            log.warning("a secret occurs in a key of a rollout line; the line is written redacted but invalid")
+        try:
+            RolloutLineAdapter.validate_json(structured)
+            return structured
+        except ValidationError:
+            log.warning("redacting a secret made a rollout line invalid; it is written redacted and will be skipped")
             return out
-        return structured
 
     def _walk(self, value: Any, key: str | None = None) -> Any:
         if isinstance(value, str):
-            return value if key == "type" else self.text(value)
+            return value if key in _LITERAL_FIELDS else self.text(value)
         if isinstance(value, list):
             return [self._walk(v) for v in value]
         if isinstance(value, dict):
-            return {k: self._walk(v, k) for k, v in value.items()}
+            return {(k if k in _FIELD_NAMES else self.text(k)): self._walk(v, k) for k, v in value.items()}
         return value
+
+
+def _field_names() -> frozenset[str]:
+    """Every field name of the rollout models: keys a byte-level redaction must not touch."""
+    seen: set[type] = set()
+    names: set[str] = set()
+
+    def visit(tp: Any) -> None:
+        for arg in get_args(tp):
+            visit(arg)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+            seen.add(tp)
+            for name, f in tp.model_fields.items():
+                names.add(name)
+                visit(f.annotation)
+
+    visit(RolloutLine)
+    return frozenset(names)
+
+
+_FIELD_NAMES = _field_names()
+_LITERAL_FIELDS = frozenset({"type", "status", "entry", "policy"})
+"""Fields whose values are literals: redacting them would make the line invalid."""
 
 
 class RolloutWriter:
