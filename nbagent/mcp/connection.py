@@ -1,0 +1,563 @@
+"""One MCP server connection, held by one owner task (DESIGN §9).
+
+The SDK's client contexts must be entered and exited in the same task, so each connection
+runs an owner task that opens the transport and the ``mcp.Client``, lists the tools and then
+waits for a close signal (or the server's death). Calls from other tasks only send requests
+through the live session; they never enter or exit a context.
+
+The tool-call deadline is a cancel scope whose deadline is pushed out while an elicitation
+for that call waits for a human: waiting for the user does not count as the tool's time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+import nbagent
+from nbagent.config import McpServerConfig
+from nbagent.mcp.elicitation import ElicitOutcome
+from nbagent.mcp.env import missing_env_vars, server_env
+from nbagent.mcp.stdio import ChildProcess, group_alive, kill_group, stdio_transport
+from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
+
+log = logging.getLogger(__name__)
+
+EventFn = Callable[[Event], None]
+ElicitFn = Callable[[ElicitationRequested], Awaitable[ElicitOutcome]]
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+State = Literal["starting", "ready", "failed", "stopped"]
+
+MAX_TOOL_PAGES = 100
+"""A server whose ``tools/list`` cursor never ends cannot hang startup."""
+CLOSE_TIMEOUT_SEC = 5.0
+STDERR_TAIL_LINES = 20
+STDERR_TAIL_BYTES = 4000
+LOG_LEVEL: types.LoggingLevel = "info"
+"""What 2026-07-28 servers are asked to send (logging there is opt-in per request)."""
+_NO_BACKCHANNEL = "no back-channel"
+
+
+class McpStartupError(RuntimeError):
+    """A server did not become ready; carries the tail of its stderr log."""
+
+    def __init__(self, message: str, stderr_tail: str | None = None) -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
+class McpUnavailable(RuntimeError):
+    """The server is not connected (failed, crashed, stopped)."""
+
+
+@dataclass(eq=False)
+class CallControl:
+    """One in-flight call's deadline, pausable while an elicitation waits for the user."""
+
+    call_id: str | None
+    scope: anyio.CancelScope
+    remaining: float | None = None
+    paused: int = 0
+    waited: float = 0.0
+    _paused_at: float = 0.0
+
+    def pause(self) -> None:
+        if self.paused == 0:
+            self._paused_at = time.monotonic()
+            if math.isfinite(self.scope.deadline):
+                self.remaining = max(0.0, self.scope.deadline - anyio.current_time())
+                self.scope.deadline = math.inf
+        self.paused += 1
+
+    def resume(self) -> None:
+        self.paused -= 1
+        if self.paused == 0:
+            self.waited += time.monotonic() - self._paused_at
+            if self.remaining is not None:
+                self.scope.deadline = anyio.current_time() + self.remaining
+                self.remaining = None
+
+
+_current_call: contextvars.ContextVar[tuple[McpConnection, CallControl] | None] = contextvars.ContextVar(
+    "nbagent_mcp_current_call", default=None
+)
+
+
+def _client_mode(protocol: str) -> str:
+    return {"auto": "auto", "legacy": "legacy"}.get(protocol, protocol)
+
+
+@dataclass
+class _Stderr:
+    path: Path
+    offset: int = 0
+    file: IO[str] | None = None
+
+    def open(self) -> IO[str]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - lives with the process
+        self.file.write(f"--- nbagent: server start {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        self.file.flush()
+        self.offset = self.file.tell()
+        return self.file
+
+    def close(self) -> None:
+        if self.file is not None:
+            with suppress(OSError):
+                self.file.close()
+            self.file = None
+
+    def tail(self) -> str | None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return None
+        text = data[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace")
+        lines = text.splitlines()[-STDERR_TAIL_LINES:]
+        return "\n".join(lines) or None
+
+
+@dataclass
+class ConnectionInfo:
+    """What a started connection learnt from its server."""
+
+    tools: list[types.Tool] = field(default_factory=list)
+    instructions: str | None = None
+    protocol_version: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+
+
+class McpConnection:
+    """One server: start, list tools (to the end), call, follow changes, close without leftovers."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: McpServerConfig,
+        *,
+        log_dir: Path,
+        on_event: EventFn,
+        on_elicit: ElicitFn,
+        on_tools_changed: Callable[[McpConnection], None] | None = None,
+        force_legacy: bool = False,
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.state: State = "stopped"
+        self.error: str | None = None
+        self.info = ConnectionInfo()
+        self.force_legacy = force_legacy
+        """Set after a call showed the server needs the legacy protocol (push elicitation)."""
+        self._on_event = on_event
+        self._on_elicit = on_elicit
+        self._on_tools_changed = on_tools_changed
+        self._stderr = _Stderr(log_dir / f"{name}.log")
+        self._client: Client | None = None
+        self._child: list[ChildProcess] = []
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._close = anyio.Event()
+        self._changed = anyio.Event()
+        self._closing = False
+        self._inflight: set[CallControl] = set()
+        self.generation = 0
+        """Bumped whenever the tool list or the state changes, so catalogues know to rebuild."""
+
+    # ----- facts -------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._child[0].pid if self._child else None
+
+    @property
+    def mode(self) -> str:
+        return "legacy" if self.force_legacy else _client_mode(self.cfg.protocol)
+
+    @property
+    def log_path(self) -> Path:
+        return self._stderr.path
+
+    def stderr_tail(self) -> str | None:
+        return self._stderr.tail() if self.cfg.transport == "stdio" else None
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._on_event(event)
+        except Exception:  # a broken subscriber must not break the connection
+            log.exception("on_event raised for %s", type(event).__name__)
+
+    # ----- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, bounded by ``startup_timeout_sec``; raise :class:`McpStartupError` on failure."""
+        if self._task is not None:
+            raise RuntimeError(f"MCP server {self.name!r} was already started")
+        self.state = "starting"
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._task = loop.create_task(self._own(), name=f"nbagent-mcp-{self.name}")
+        timeout = self.cfg.startup_timeout_sec
+        try:
+            with anyio.fail_after(timeout):
+                await asyncio.shield(self._ready)
+        except TimeoutError:
+            await self.aclose(state="failed")
+            self.error = f"MCP server {self.name!r} did not start within {timeout:g} s"
+            raise McpStartupError(self.error, self.stderr_tail()) from None
+        except McpStartupError as exc:
+            await self.aclose(state="failed")
+            self.error = str(exc)
+            raise
+        except BaseException:
+            await self.aclose(state="failed")
+            raise
+        self.state = "ready"
+        self.generation += 1
+
+    async def aclose(self, state: State = "stopped") -> None:
+        """Signal the owner task, wait (bounded), cancel it if needed, then kill the group."""
+        self._closing = True
+        self._close.set()
+        task = self._task
+        if task is not None and not task.done():
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC)
+            if not done:
+                task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC)
+        for child in self._child:
+            if group_alive(child.pid):
+                kill_group(child.pid)
+        self._stderr.close()
+        if self.state != "failed" or state == "failed":
+            self.state = state
+        self.generation += 1
+
+    def _fail_ready(self, exc: BaseException) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(exc)
+
+    async def _own(self) -> None:
+        """The owner task: every SDK context is entered and exited here."""
+        try:
+            async with AsyncExitStack() as stack:
+                transport = self._transport(stack)
+                client = Client(
+                    transport,
+                    mode=self.mode,
+                    client_info=types.Implementation(name="nbagent", version=nbagent.__version__),
+                    elicitation_callback=self._elicit,
+                    sampling_callback=self._sampling,
+                    logging_callback=self._log,
+                    message_handler=self._message,
+                    log_level=LOG_LEVEL,
+                    cache=None,
+                )
+                await stack.enter_async_context(client)
+                self._client = client
+                self.info = ConnectionInfo(
+                    tools=await self._list_tools(client),
+                    instructions=client.instructions,
+                    protocol_version=client.protocol_version,
+                    server_name=client.server_info.name if client.server_info else None,
+                    server_version=client.server_info.version if client.server_info else None,
+                )
+                if self._ready is not None and not self._ready.done():
+                    self._ready.set_result(None)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._follow_changes, client)
+                    if self._child:
+                        tg.start_soon(self._watch_exit, self._child[0])
+                    if self._listens(client):
+                        tg.start_soon(self._listen, client)
+                    await self._close.wait()
+                    tg.cancel_scope.cancel()
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of the owner
+            if isinstance(exc, asyncio.CancelledError) and self._closing:
+                self._fail_ready(McpStartupError(f"MCP server {self.name!r}: startup cancelled"))
+            else:
+                self._fail_ready(McpStartupError(self._describe(exc), self.stderr_tail()))
+                if self.state == "ready" and not self._closing:
+                    self._crashed(self._describe(exc))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._client = None
+            for child in self._child:
+                kill_group(child.pid)
+
+    def _describe(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if isinstance(exc, McpStartupError):
+            return str(exc)
+        if isinstance(exc, FileNotFoundError):
+            return f"MCP server {self.name!r}: command not found: {self.cfg.command!r}"
+        if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+            code = self._child[0].returncode if self._child else None
+            how = f" (exit code {code})" if code is not None else ""
+            return f"MCP server {self.name!r} closed the connection during startup{how}"
+        text = str(exc) or type(exc).__name__
+        return f"MCP server {self.name!r} failed to start: {type(exc).__name__}: {text}"
+
+    def _crashed(self, message: str) -> None:
+        self.state = "failed"
+        self.generation += 1
+        self.error = message
+        self._emit(McpStartupUpdate(server=self.name, status="failed", error=message, stderr_tail=self.stderr_tail()))
+
+    async def _watch_exit(self, child: ChildProcess) -> None:
+        await child.exited.wait()
+        if self._closing:
+            return
+        with anyio.move_on_after(1.0):
+            while child.returncode is None:
+                await anyio.sleep(0.01)
+        code = child.returncode
+        self._crashed(f"MCP server {self.name!r} exited unexpectedly (exit code {code})")
+        self._close.set()
+
+    # ----- transports --------------------------------------------------------------------
+
+    def _transport(self, stack: AsyncExitStack) -> AbstractAsyncContextManager[Any]:
+        cfg = self.cfg
+        if cfg.transport == "stdio":
+            assert cfg.command is not None
+            missing = missing_env_vars(cfg)
+            if missing:
+                self._emit(WarningEvent(message=f"MCP server {self.name!r}: env_vars not set: {', '.join(missing)}"))
+            cwd = str(Path(cfg.cwd).expanduser()) if cfg.cwd else None
+            errlog = self._stderr.open()
+            return stdio_transport(
+                cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=errlog, child=self._child
+            )
+        headers = self._http_headers()
+        assert cfg.url is not None
+        if cfg.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(cfg.url, headers=headers)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        stack.push_async_callback(http.aclose)
+        return streamable_http_client(cfg.url, http_client=http)
+
+    def _http_headers(self) -> dict[str, str]:
+        """Static headers, headers from environment variables, and the bearer token (never logged)."""
+        cfg = self.cfg
+        headers = dict(cfg.http_headers)
+        for header, var in cfg.env_http_headers.items():
+            value = os.environ.get(var)
+            if value is None:
+                self._emit(WarningEvent(message=f"MCP server {self.name!r}: header {header} needs ${var}, not set"))
+            else:
+                headers[header] = value
+        if cfg.bearer_token_env_var:
+            token = os.environ.get(cfg.bearer_token_env_var)
+            if not token:
+                raise McpStartupError(
+                    f"MCP server {self.name!r}: bearer_token_env_var {cfg.bearer_token_env_var} is not set"
+                )
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    # ----- tools catalogue ---------------------------------------------------------------
+
+    async def _list_tools(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+            if cursor in seen:
+                break
+            seen.add(cursor)
+        self._emit(WarningEvent(message=f"MCP server {self.name!r}: tools/list did not end; kept {len(tools)} tools"))
+        return tools
+
+    def _listens(self, client: Client) -> bool:
+        """2026-07-28 servers announce tool changes on a ``subscriptions/listen`` stream."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        caps = client.server_capabilities
+        return bool(
+            client.protocol_version in MODERN_PROTOCOL_VERSIONS and caps.tools is not None and caps.tools.list_changed
+        )
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as sub:
+                async for _event in sub:
+                    self._changed.set()
+        except Exception as exc:  # noqa: BLE001 - the catalogue then only refreshes on restart
+            if not self._closing:
+                log.debug("MCP server %s: listen ended: %s", self.name, exc)
+
+    async def _follow_changes(self, client: Client) -> None:
+        """Re-list after ``tools/list_changed``; run here, never inside the notification handler."""
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            try:
+                with anyio.fail_after(self.cfg.startup_timeout_sec):
+                    tools = await self._list_tools(client)
+            except Exception as exc:  # noqa: BLE001
+                self._emit(WarningEvent(message=f"MCP server {self.name!r}: re-listing tools failed: {exc}"))
+                continue
+            self.info.tools = tools
+            self.generation += 1
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self)
+
+    # ----- SDK callbacks -----------------------------------------------------------------
+
+    async def _message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._changed.set()
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self._emit(McpLog(server=self.name, level=str(params.level), logger=params.logger, data=params.data))
+
+    async def _sampling(self, context: Any, params: Any) -> types.ErrorData:
+        if self.cfg.sampling:
+            message = (
+                f"MCP server {self.name!r} asked to sample the model; sampling = true is set, "
+                "but nbagent does not support sampling yet, so the request was declined"
+            )
+        else:
+            message = f"MCP server {self.name!r} asked to sample the model; declined (sampling is not enabled)"
+        self._emit(WarningEvent(message=message))
+        return types.ErrorData(code=types.INVALID_REQUEST, message="sampling is not supported by this client")
+
+    def _targets(self) -> tuple[list[CallControl], str | None]:
+        """Which in-flight calls an elicitation belongs to, and their call id when knowable."""
+        current = _current_call.get()
+        if current is not None and current[0] is self:
+            return [current[1]], current[1].call_id
+        inflight = list(self._inflight)
+        return inflight, inflight[0].call_id if len(inflight) == 1 else None
+
+    async def _elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        targets, call_id = self._targets()
+        if isinstance(params, types.ElicitRequestURLParams):
+            event = ElicitationRequested(
+                request_id=new_id("elicit"), server=self.name, mode="url", message=params.message,
+                url=params.url, call_id=call_id,
+            )  # fmt: skip
+        else:
+            event = ElicitationRequested(
+                request_id=new_id("elicit"), server=self.name, mode="form", message=params.message,
+                requested_schema=dict(params.requested_schema), call_id=call_id,
+            )  # fmt: skip
+        for control in targets:
+            control.pause()
+        try:
+            outcome = await self._on_elicit(event)
+        except Exception as exc:  # noqa: BLE001 - a broken front end cancels, never hangs the call
+            self._emit(WarningEvent(message=f"MCP server {self.name!r}: elicitation handler failed ({exc}); cancelled"))
+            outcome = ElicitOutcome(action="cancel")
+        finally:
+            for control in targets:
+                control.resume()
+        content = outcome.content if outcome.action == "accept" else None
+        return types.ElicitResult(action=outcome.action, content=content)
+
+    # ----- requests ----------------------------------------------------------------------
+
+    def _live(self) -> Client:
+        client = self._client
+        if client is None or self.state != "ready":
+            reason = f": {self.error}" if self.error else ""
+            raise McpUnavailable(f"MCP server {self.name!r} is not connected ({self.state}){reason}")
+        return client
+
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None = None,
+        call_id: str | None = None,
+        timeout: float | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> tuple[types.CallToolResult, CallControl]:
+        """One ``tools/call``; raises ``TimeoutError`` when the (elicitation-paused) deadline passes."""
+        client = self._live()
+        limit = self.cfg.tool_timeout_sec if timeout is None else timeout
+        control = CallControl(call_id=call_id, scope=anyio.CancelScope(deadline=anyio.current_time() + limit))
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                await on_progress(value, total, message)
+
+        self._inflight.add(control)
+        token = _current_call.set((self, control))
+        try:
+            with control.scope:
+                result = await client.call_tool(tool, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
+                return result, control
+        finally:
+            _current_call.reset(token)
+            self._inflight.discard(control)
+        raise TimeoutError(limit)
+
+    def needs_legacy(self, exc: BaseException) -> bool:
+        """Whether a failure shows a push-style server on a 2026-07-28 connection opened by ``auto``."""
+        return (
+            isinstance(exc, MCPError)
+            and _NO_BACKCHANNEL in str(exc)
+            and self.cfg.protocol == "auto"
+            and not self.force_legacy
+        )
+
+    async def list_resources(self) -> list[types.Resource]:
+        client = self._live()
+        out: list[types.Resource] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_resources(cursor=cursor)
+            out.extend(page.resources)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return out
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        return await self._live().read_resource(uri)
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        client = self._live()
+        out: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_prompts(cursor=cursor)
+            out.extend(page.prompts)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return out
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> types.GetPromptResult:
+        return await self._live().get_prompt(name, arguments)

@@ -1,0 +1,166 @@
+"""A stdio transport that knows its child: pid, exit, and the whole process group.
+
+The SDK's ``stdio_client`` hides the process, and nbagent must (a) report a crashed server
+at once, (b) prove at shutdown that nothing it started is still alive, and (c) pass a
+cleared environment verbatim (the SDK merges its own defaults in). So the connection owns
+the process here and speaks newline-delimited JSON-RPC over its pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import IO
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process
+from mcp.shared.message import SessionMessage
+
+STDIN_GRACE_SEC = 1.0
+"""How long a server may take to exit by itself after its stdin closes (the spec's first step)."""
+TERM_GRACE_SEC = 1.0
+"""How long after SIGTERM to the group before SIGKILL."""
+
+_POLL = 0.01
+
+
+@dataclass
+class ChildProcess:
+    """What the connection knows about its server process."""
+
+    pid: int
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the server's stdout reaches EOF: it exited or closed its end."""
+    process: Process | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still exists (signal 0; only ESRCH proves it gone)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal a whole process group, ignoring one that is already gone."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _wait_exit(process: Process, timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(_POLL)
+        return True
+    return False
+
+
+async def _wait_group_gone(pgid: int, process: Process, timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while group_alive(pgid):
+            _ = process.returncode  # lets the loop reap a zombie leader
+            await anyio.sleep(_POLL)
+        return True
+    return False
+
+
+async def stop_process(process: Process) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Every wait is bounded."""
+    pgid = process.pid
+    if process.stdin is not None:
+        with suppress(Exception):
+            await process.stdin.aclose()
+    if not await _wait_exit(process, STDIN_GRACE_SEC):
+        kill_group(pgid, signal.SIGTERM)
+        if not await _wait_group_gone(pgid, process, TERM_GRACE_SEC):
+            kill_group(pgid, signal.SIGKILL)
+            await _wait_exit(process, TERM_GRACE_SEC)
+    # The leader is gone; anything it left behind in its group goes too.
+    kill_group(pgid, signal.SIGKILL)
+    with anyio.move_on_after(TERM_GRACE_SEC):
+        await process.aclose()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | None,
+    errlog: IO[str],
+    child: list[ChildProcess],
+) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
+    """Spawn the server in its own session (process group) and yield the message streams.
+
+    ``child`` receives the :class:`ChildProcess` as soon as the spawn succeeds, so the owner can
+    kill the group even if everything after the spawn fails.
+    """
+    process = await anyio.open_process(
+        [command, *args], env=env, cwd=cwd, stderr=errlog, start_new_session=True
+    )
+    info = ChildProcess(pid=process.pid, process=process)
+    child.append(info)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        try:
+            async with read_send:
+                async for chunk in process.stdout:
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            await read_send.send(_parse(line))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            pass
+        finally:
+            info.exited.set()
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server stopped reading: end the session's read side so no request hangs.
+            await read_send.aclose()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            try:
+                yield read_recv, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    write_send.close()
+                    read_recv.close()
+                    await stop_process(process)
+                tg.cancel_scope.cancel()
+    finally:
+        kill_group(process.pid)

@@ -1,0 +1,18 @@
+"""Server-side evidence for tests: every tool execution is appended to $RECORD_FILE as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+
+def record(tool: str, **data: Any) -> None:
+    path = os.environ.get("RECORD_FILE")
+    if not path:
+        return
+    line = json.dumps({"tool": tool, "pid": os.getpid(), "at": time.time(), **data}, default=str)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+        fh.flush()
