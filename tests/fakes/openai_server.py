@@ -167,35 +167,36 @@ class FakeOpenAIServer:
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "test"}]})
 
-    async def _begin(self, request: Request) -> tuple[dict[str, Any], dict[str, Any] | Response]:
-        body, key = await self._record(request)
+    def _step(self, body: dict[str, Any], key: str) -> dict[str, Any] | Response:
+        """The next scripted step, or the error response it (or an empty script) asks for."""
         step = self._next()
         if step is None:
-            return body, JSONResponse(
+            return JSONResponse(
                 {"error": {"message": "fake server: no scripted step left", "type": "invalid_request_error",
                            "code": "script_exhausted"}},
                 status_code=400,
             )
         if "status" in step and not step.get("fail_mid_stream") and "error_mid_stream" not in step:
-            return body, self._error(step, body, key)
-        return body, step
+            return self._error(step, body, key)
+        return step
 
     async def _responses(self, request: Request) -> Response:
-        body, step = await self._begin(request)
+        body, key = await self._record(request)
+        step = self._step(body, key)
         if isinstance(step, Response):
             return step
         return self._sse(step, responses_events(step, body), chat=False)
 
     async def _chat(self, request: Request) -> Response:
-        if self.reject_stream_options:
-            raw = await request.body()
-            if b"stream_options" in raw:
-                return JSONResponse(
-                    {"error": {"message": "Unrecognized request argument supplied: stream_options",
-                               "type": "invalid_request_error", "code": None}},
-                    status_code=400,
-                )
-        body, step = await self._begin(request)
+        body, key = await self._record(request)
+        if self.reject_stream_options and "stream_options" in body:
+            # Rejected before a step is consumed, like a server that validates arguments first.
+            return JSONResponse(
+                {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                           "type": "invalid_request_error", "code": None}},
+                status_code=400,
+            )
+        step = self._step(body, key)
         if isinstance(step, Response):
             return step
         return self._sse(step, chat_events(step, body), chat=True)
