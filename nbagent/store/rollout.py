@@ -38,18 +38,15 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
+        texts = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
         forms: set[bytes] = set()
-        for s in secrets:
-            if not isinstance(s, str) or len(s) < MIN_SECRET_LEN:
-                continue
+        for s in texts:
             forms.add(s.encode())
             forms.add(json.dumps(s)[1:-1].encode())
             forms.add(json.dumps(s, ensure_ascii=False)[1:-1].encode())
         # Longest first, so a secret containing another is removed whole.
         self._forms: list[bytes] = sorted(forms, key=len, reverse=True)
-        self._texts: list[str] = sorted(
-            {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True
-        )
+        self._texts: list[str] = sorted(texts, key=len, reverse=True)
 
     def __bool__(self) -> bool:
         return bool(self._forms)
@@ -169,7 +166,10 @@ class RolloutWriter:
             data = self.redactor.line(data)
         os.write(self._fd, data + b"\n")
         if self._on_line is not None:
-            self._on_line(line, data)
+            try:
+                self._on_line(line, data)
+            except Exception:  # the line is written; bookkeeping must not turn that into a failure
+                log.exception("rollout line hook failed for %s", self.path)
 
     def append_item(self, item: Item) -> None:
         self.append(ItemRecord(item=item))

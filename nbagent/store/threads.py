@@ -72,16 +72,16 @@ class LoadedThread:
 class _Tracker:
     """Keeps one thread's index row current from a writer, without a write per item."""
 
-    def __init__(self, store: ThreadStore, path: Path, stats: ThreadStats | None, writer_redacts: Callable[[], bool]) -> None:
+    def __init__(self, store: ThreadStore, path: Path, stats: ThreadStats | None) -> None:
         self.store = store
         self.path = path
         self.stats = stats
-        self._redacts = writer_redacts
+        self.redacts = False
         self._last_flush = float("-inf")
 
     def on_line(self, line: RolloutLine, data: bytes) -> None:
         is_item = isinstance(line, ItemRecord)
-        if self._redacts() and (not is_item or isinstance(line.item, UserMessage)):  # type: ignore[union-attr]
+        if self.redacts and (not is_item or isinstance(line.item, UserMessage)):  # type: ignore[union-attr]
             # Index values (name, preview) must be what the rollout holds: redacted.
             try:
                 line = RolloutLineAdapter.validate_json(data)
@@ -199,10 +199,9 @@ class ThreadStore:
     # -- writing -------------------------------------------------------------------------
 
     def _writer(self, path: Path, stats: ThreadStats | None, secrets: Iterable[str], create: bool) -> RolloutWriter:
-        holder: list[RolloutWriter] = []
-        tracker = _Tracker(self, path, stats, lambda: bool(holder and holder[0].redactor))
+        tracker = _Tracker(self, path, stats)
         writer = RolloutWriter(path, secrets, on_line=tracker.on_line, on_close=tracker.flush, create=create)
-        holder.append(writer)
+        tracker.redacts = bool(writer.redactor)
         return writer
 
     def create(self, meta: ThreadMeta, secrets: Iterable[str] = ()) -> RolloutWriter:
@@ -222,7 +221,7 @@ class ThreadStore:
             raise ThreadNotFound(thread_id)
         stats = self._cached_stats(thread_id, path)
         if stats is None:
-            stats, warnings = summarize_rollout(path)
+            stats, _ = summarize_rollout(path)
             if stats is None:
                 raise ThreadNotFound(f"{thread_id}: rollout {path} has no valid thread_meta line")
         return self._writer(path, stats, secrets, create=False)

@@ -149,3 +149,19 @@ def test_writer_flushes_every_line(tmp_path: Path) -> None:
     lines, warnings = read_rollout(path)
     assert len(lines) == 2 and warnings == []
     w.close()
+
+
+def test_secrets_may_be_a_generator_and_hooks_cannot_break_appends(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+
+    def broken_hook(line: object, data: bytes) -> None:
+        raise RuntimeError("index down")
+
+    secrets = (s for s in ["generated-secret"])
+    with RolloutWriter(path, secrets=secrets, on_line=broken_hook, create=True) as w:
+        w.append(ThreadMeta(thread_id="t"))
+        w.append_item(UserMessage(text="a generated-secret here"))
+    data = path.read_bytes()
+    assert b"generated-secret" not in data
+    lines, warnings = read_rollout(path)
+    assert len(lines) == 2 and warnings == []
