@@ -1,0 +1,162 @@
+/**
+ * Messages between the kernel and this extension over the `nbagent.bridge` comm.
+ *
+ * Mirrors `nbagent/notebook/bridge_protocol.py` name for name and field for field
+ * (tests/bridge/test_protocol_mirror.py compares them). Fields stay snake_case: they are
+ * the JSON on the wire. Change both files together.
+ */
+
+export const BRIDGE_PROTOCOL_VERSION = 1;
+
+export const COMM_TARGET = 'nbagent.bridge';
+
+export type BridgeMethod =
+  | 'hello'
+  | 'read_notebook'
+  | 'insert_cell'
+  | 'replace_cell'
+  | 'delete_cell'
+  | 'run_cell'
+  | 'notebook_path'
+  | 'note_thread';
+
+export type CellType = 'code' | 'markdown' | 'raw';
+
+/** Base of every bridge message; unknown fields are ignored on both sides. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface BridgeMessage {}
+
+/** Which agent call wrote a cell; stored as the cell's `metadata.nbagent`. */
+export interface Provenance extends BridgeMessage {
+  thread_id: string;
+  turn_id: string;
+  call_id: string;
+}
+
+/** Kernel -> extension. */
+export interface BridgeRequest extends BridgeMessage {
+  id: string;
+  method: BridgeMethod;
+  params: { [key: string]: any };
+}
+
+export interface BridgeErrorInfo extends BridgeMessage {
+  code: string;
+  message: string;
+}
+
+/** Extension -> kernel: exactly one per request. */
+export interface BridgeReply extends BridgeMessage {
+  id: string;
+  ok: boolean;
+  result?: { [key: string]: any } | null;
+  error?: BridgeErrorInfo | null;
+}
+
+/** Sent as the comm's open data. */
+export interface HelloParams extends BridgeMessage {
+  protocol_version: number;
+  kernel_package_version?: string;
+}
+
+export interface HelloResponse extends BridgeMessage {
+  protocol_version: number;
+  extension_version?: string;
+  app?: string;
+  path?: string;
+}
+
+export interface OutputSummary extends BridgeMessage {
+  output_type: string;
+  text?: string;
+  mime_types?: string[];
+  truncated?: boolean;
+}
+
+export interface CellInfo extends BridgeMessage {
+  id: string;
+  index: number;
+  cell_type: CellType;
+  source: string;
+  execution_count?: number | null;
+  outputs?: OutputSummary[];
+  provenance?: Provenance | null;
+}
+
+export interface ReadNotebookParams extends BridgeMessage {
+  include_outputs?: boolean;
+  max_output_chars?: number;
+}
+
+export interface ReadNotebookResponse extends BridgeMessage {
+  path: string;
+  cells?: CellInfo[];
+  threads?: string[];
+}
+
+export interface InsertCellParams extends BridgeMessage {
+  source: string;
+  cell_type?: CellType;
+  index?: number | null;
+  after_cell_id?: string | null;
+  provenance?: Provenance | null;
+  save?: boolean;
+}
+
+export interface InsertCellResponse extends BridgeMessage {
+  cell_id: string;
+  index: number;
+}
+
+export interface ReplaceCellParams extends BridgeMessage {
+  cell_id: string;
+  source: string;
+  provenance?: Provenance | null;
+  save?: boolean;
+}
+
+export interface ReplaceCellResponse extends BridgeMessage {
+  cell_id: string;
+  index: number;
+  old_source?: string;
+}
+
+export interface DeleteCellParams extends BridgeMessage {
+  cell_id: string;
+  save?: boolean;
+}
+
+export interface DeleteCellResponse extends BridgeMessage {
+  cell_id: string;
+  index: number;
+}
+
+export interface RunCellParams extends BridgeMessage {
+  cell_id: string;
+  wait?: boolean;
+  max_output_chars?: number;
+}
+
+export interface RunCellResponse extends BridgeMessage {
+  cell_id: string;
+  status: 'ok' | 'error' | 'aborted' | 'queued';
+  execution_count?: number | null;
+  outputs?: OutputSummary[];
+}
+
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface NotebookPathParams extends BridgeMessage {}
+
+export interface NotebookPathResponse extends BridgeMessage {
+  path: string;
+  name?: string;
+}
+
+export interface NoteThreadParams extends BridgeMessage {
+  thread_id: string;
+  save?: boolean;
+}
+
+export interface NoteThreadResponse extends BridgeMessage {
+  threads?: string[];
+}

@@ -1,0 +1,162 @@
+/**
+ * The nbagent JupyterLab / Notebook 7 plugin: wires each notebook panel's kernel to a
+ * `NotebookBridgeModel`, marks the cells the agent wrote, and offers to resume the threads
+ * recorded in the notebook's metadata.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { Notification } from '@jupyterlab/apputils';
+import { CodeCell, MarkdownCell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { Kernel } from '@jupyterlab/services';
+
+import { COMM_TARGET } from './bridge_protocol';
+import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance } from './model';
+
+// The bundler inlines package.json; declared here so the typings need no @types/node.
+declare function require(name: string): any;
+const VERSION: string = require('../package.json').version;
+
+export namespace CommandIDs {
+  export const resume = 'nbagent:resume-thread';
+}
+
+/** CSS class of a cell an agent call wrote. */
+export const AGENT_CELL_CLASS = 'nbagent-agent-cell';
+
+class PanelHost implements INotebookHost {
+  constructor(
+    private panel: NotebookPanel,
+    readonly appName: string
+  ) {}
+
+  get model() {
+    return this.panel.content.model;
+  }
+
+  get path() {
+    return this.panel.context.path;
+  }
+
+  async save(): Promise<void> {
+    await this.panel.context.save();
+  }
+
+  async runCell(cellId: string, wait: boolean): Promise<'ok' | 'error' | 'aborted' | 'queued'> {
+    const cell = this.panel.content.widgets.find(c => c.model.id === cellId);
+    if (!cell) {
+      throw new Error(`no cell with id ${cellId}`);
+    }
+    if (cell instanceof MarkdownCell) {
+      cell.rendered = true;
+      return 'ok';
+    }
+    if (!(cell instanceof CodeCell)) {
+      return 'ok';
+    }
+    const done = CodeCell.execute(cell, this.panel.sessionContext);
+    if (!wait) {
+      done.catch(() => undefined);
+      return 'queued';
+    }
+    const reply = await done;
+    const status = reply ? reply.content.status : 'aborted';
+    return status === 'ok' ? 'ok' : status === 'error' ? 'error' : 'aborted';
+  }
+}
+
+/** Add the marker class and a tooltip to every cell carrying agent provenance. */
+function markAgentCells(panel: NotebookPanel): void {
+  for (const cell of panel.content.widgets) {
+    const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
+    cell.toggleClass(AGENT_CELL_CLASS, provenance !== null);
+    if (provenance) {
+      cell.node.dataset.nbagentCallId = provenance.call_id;
+      cell.node.title = `Written by nbagent: thread ${provenance.thread_id}, turn ${provenance.turn_id}, call ${provenance.call_id}`;
+    } else if (cell.node.dataset.nbagentCallId) {
+      delete cell.node.dataset.nbagentCallId;
+      cell.node.removeAttribute('title');
+    }
+  }
+}
+
+function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel): void {
+  const bridge = new NotebookBridgeModel(new PanelHost(panel, app.name), VERSION);
+  const register = (kernel: Kernel.IKernelConnection | null | undefined) => {
+    kernel?.registerCommTarget(COMM_TARGET, (comm, msg) => bridge.attach(comm, msg));
+  };
+  register(panel.sessionContext.session?.kernel);
+  panel.sessionContext.kernelChanged.connect((_, change) => register(change.newValue));
+
+  let pending = false;
+  const schedule = () => {
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        if (!panel.isDisposed) {
+          markAgentCells(panel);
+        }
+      });
+    }
+  };
+  panel.content.modelContentChanged.connect(schedule);
+
+  void panel.context.ready.then(() => {
+    markAgentCells(panel);
+    offerResume(app, panel, bridge.threads());
+  });
+}
+
+/** Reopening a notebook with recorded threads offers to resume the latest ones. */
+function offerResume(app: JupyterFrontEnd, panel: NotebookPanel, threads: string[]): void {
+  if (threads.length === 0) {
+    return;
+  }
+  const latest = threads.slice(-3).reverse();
+  Notification.info(
+    `This notebook has ${threads.length} nbagent thread(s). Resume one in the kernel?`,
+    {
+      autoClose: false,
+      actions: latest.map(id => ({
+        label: `Resume ${id.length > 16 ? id.slice(0, 16) + '…' : id}`,
+        caption: `Run %agent resume ${id}`,
+        callback: () => void app.commands.execute(CommandIDs.resume, { id, path: panel.context.path })
+      }))
+    }
+  );
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'nbagent:bridge',
+  description: 'Lets the nbagent agent in the kernel read and write this notebook.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    app.commands.addCommand(CommandIDs.resume, {
+      label: 'Resume nbagent thread',
+      execute: async args => {
+        const id = String(args.id ?? '');
+        const panel = tracker.find(p => p.context.path === args.path) ?? tracker.currentWidget;
+        if (!id || !panel || !panel.content.model) {
+          return;
+        }
+        // A visible cell, so the user sees the resumed thread's status where it runs.
+        const model = panel.content.model;
+        const index = model.cells.length;
+        model.sharedModel.insertCell(index, {
+          cell_type: 'code',
+          source: `%load_ext nbagent\n%agent resume ${id}`
+        } as any);
+        const cell = panel.content.widgets[index];
+        panel.content.activeCellIndex = index;
+        if (cell instanceof CodeCell) {
+          await CodeCell.execute(cell, panel.sessionContext);
+        }
+      }
+    });
+    tracker.widgetAdded.connect((_, panel) => watchPanel(app, panel));
+    tracker.forEach(panel => watchPanel(app, panel));
+  }
+};
+
+export default plugin;

@@ -1,0 +1,333 @@
+/**
+ * The bridge logic, without DOM: turns kernel requests into notebook model changes.
+ *
+ * Everything that needs widgets (running a cell, saving) comes in through `INotebookHost`,
+ * so this file only touches the notebook *model* and the comm.
+ */
+import type { INotebookModel } from '@jupyterlab/notebook';
+import type { Kernel, KernelMessage } from '@jupyterlab/services';
+
+import {
+  BRIDGE_PROTOCOL_VERSION,
+  BridgeReply,
+  BridgeRequest,
+  CellInfo,
+  CellType,
+  DeleteCellParams,
+  DeleteCellResponse,
+  HelloResponse,
+  InsertCellParams,
+  InsertCellResponse,
+  NotebookPathResponse,
+  NoteThreadParams,
+  NoteThreadResponse,
+  OutputSummary,
+  Provenance,
+  ReadNotebookParams,
+  ReadNotebookResponse,
+  ReplaceCellParams,
+  ReplaceCellResponse,
+  RunCellParams,
+  RunCellResponse
+} from './bridge_protocol';
+
+export const METADATA_KEY = 'nbagent';
+
+/** What the bridge needs from the notebook panel that it serves. */
+export interface INotebookHost {
+  readonly model: INotebookModel | null;
+  readonly path: string;
+  readonly appName: string;
+  save(): Promise<void>;
+  /** Execute a cell; resolves when it finished (or at once when `wait` is false). */
+  runCell(cellId: string, wait: boolean): Promise<'ok' | 'error' | 'aborted' | 'queued'>;
+}
+
+/** A request that cannot be served; becomes an error reply with this code. */
+export class BridgeFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/** Serves one notebook's requests; one instance per notebook panel. */
+export class NotebookBridgeModel {
+  constructor(
+    readonly host: INotebookHost,
+    readonly version: string
+  ) {}
+
+  /** Serve the requests of one kernel comm: the open data is the hello. */
+  attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg): void {
+    const respond = async (data: unknown) => {
+      const reply = await this.handle(data as BridgeRequest);
+      if (!comm.isDisposed) {
+        comm.send(reply as any);
+      }
+    };
+    comm.onMsg = msg => respond(msg.content.data);
+    void respond(openMsg.content.data);
+  }
+
+  /** One request in, one reply out; never throws. */
+  async handle(request: BridgeRequest): Promise<BridgeReply> {
+    const id = request && typeof request.id === 'string' ? request.id : '';
+    try {
+      const result = await this.dispatch(request);
+      return { id, ok: true, result: result as any, error: null };
+    } catch (e) {
+      const code = e instanceof BridgeFailure ? e.code : 'internal';
+      const message = e instanceof Error ? e.message : String(e);
+      return { id, ok: false, result: null, error: { code, message } };
+    }
+  }
+
+  private dispatch(request: BridgeRequest): Promise<unknown> | unknown {
+    const params = (request && request.params) || {};
+    switch (request?.method) {
+      case 'hello':
+        return this.hello();
+      case 'read_notebook':
+        return this.readNotebook(params as ReadNotebookParams);
+      case 'insert_cell':
+        return this.insertCell(params as InsertCellParams);
+      case 'replace_cell':
+        return this.replaceCell(params as ReplaceCellParams);
+      case 'delete_cell':
+        return this.deleteCell(params as DeleteCellParams);
+      case 'run_cell':
+        return this.runCell(params as RunCellParams);
+      case 'notebook_path':
+        return this.notebookPath();
+      case 'note_thread':
+        return this.noteThread(params as NoteThreadParams);
+      default:
+        throw new BridgeFailure('bad_request', `unknown method ${JSON.stringify(request?.method)}`);
+    }
+  }
+
+  hello(): HelloResponse {
+    return {
+      protocol_version: BRIDGE_PROTOCOL_VERSION,
+      extension_version: this.version,
+      app: this.host.appName,
+      path: this.host.path
+    };
+  }
+
+  readNotebook(params: ReadNotebookParams): ReadNotebookResponse {
+    const model = this.requireModel();
+    const includeOutputs = params.include_outputs ?? true;
+    const max = params.max_output_chars ?? 2000;
+    const cells: CellInfo[] = [];
+    for (let index = 0; index < model.cells.length; index++) {
+      const cell = model.cells.get(index);
+      const json = cell.toJSON() as any;
+      cells.push({
+        id: cell.id,
+        index,
+        cell_type: cell.type as CellType,
+        source: cell.sharedModel.getSource(),
+        execution_count: cell.type === 'code' ? (json.execution_count ?? null) : null,
+        outputs: includeOutputs && cell.type === 'code' ? summarizeOutputs(json.outputs ?? [], max) : [],
+        provenance: readProvenance(cell.getMetadata(METADATA_KEY))
+      });
+    }
+    return { path: this.host.path, cells, threads: this.threads() };
+  }
+
+  async insertCell(params: InsertCellParams): Promise<InsertCellResponse> {
+    const model = this.requireModel();
+    if (typeof params.source !== 'string') {
+      throw new BridgeFailure('bad_request', 'insert_cell needs a string source');
+    }
+    const cellType: CellType = params.cell_type ?? 'code';
+    if (!['code', 'markdown', 'raw'].includes(cellType)) {
+      throw new BridgeFailure('bad_request', `unknown cell type ${JSON.stringify(cellType)}`);
+    }
+    let index = model.cells.length;
+    if (params.after_cell_id) {
+      index = this.indexOf(params.after_cell_id) + 1;
+    } else if (params.index !== null && params.index !== undefined) {
+      if (!Number.isInteger(params.index) || params.index < 0 || params.index > model.cells.length) {
+        throw new BridgeFailure(
+          'bad_request',
+          `index ${params.index} is out of range 0..${model.cells.length}`
+        );
+      }
+      index = params.index;
+    }
+    const metadata: { [key: string]: any } = {};
+    if (params.provenance) {
+      metadata[METADATA_KEY] = provenanceJSON(params.provenance);
+    }
+    const shared = model.sharedModel.insertCell(index, {
+      cell_type: cellType,
+      source: params.source,
+      metadata
+    } as any);
+    if (params.provenance) {
+      this.addThread(params.provenance.thread_id);
+    }
+    await this.maybeSave(params.save);
+    return { cell_id: shared.getId(), index };
+  }
+
+  async replaceCell(params: ReplaceCellParams): Promise<ReplaceCellResponse> {
+    const model = this.requireModel();
+    const index = this.indexOf(params.cell_id);
+    const cell = model.cells.get(index);
+    const oldSource = cell.sharedModel.getSource();
+    cell.sharedModel.setSource(params.source ?? '');
+    if (params.provenance) {
+      cell.setMetadata(METADATA_KEY, provenanceJSON(params.provenance));
+      this.addThread(params.provenance.thread_id);
+    }
+    await this.maybeSave(params.save);
+    return { cell_id: params.cell_id, index, old_source: oldSource };
+  }
+
+  async deleteCell(params: DeleteCellParams): Promise<DeleteCellResponse> {
+    const model = this.requireModel();
+    const index = this.indexOf(params.cell_id);
+    model.sharedModel.deleteCell(index);
+    await this.maybeSave(params.save);
+    return { cell_id: params.cell_id, index };
+  }
+
+  async runCell(params: RunCellParams): Promise<RunCellResponse> {
+    const model = this.requireModel();
+    const wait = params.wait ?? true;
+    this.indexOf(params.cell_id);
+    const status = await this.host.runCell(params.cell_id, wait);
+    // The cell may have been deleted while it ran: report what is left.
+    const cell = findCell(model, params.cell_id);
+    const json = (cell?.toJSON() ?? {}) as any;
+    return {
+      cell_id: params.cell_id,
+      status,
+      execution_count: json.execution_count ?? null,
+      outputs: wait ? summarizeOutputs(json.outputs ?? [], params.max_output_chars ?? 2000) : []
+    };
+  }
+
+  notebookPath(): NotebookPathResponse {
+    const path = this.host.path;
+    return { path, name: path.split('/').pop() ?? path };
+  }
+
+  async noteThread(params: NoteThreadParams): Promise<NoteThreadResponse> {
+    this.requireModel();
+    if (!params.thread_id) {
+      throw new BridgeFailure('bad_request', 'note_thread needs a thread_id');
+    }
+    this.addThread(params.thread_id);
+    await this.maybeSave(params.save ?? false);
+    return { threads: this.threads() };
+  }
+
+  /** Thread ids recorded in `metadata.nbagent.threads`, oldest first. */
+  threads(): string[] {
+    const meta = this.host.model?.getMetadata(METADATA_KEY) as any;
+    const threads = meta && Array.isArray(meta.threads) ? meta.threads : [];
+    return threads.filter((t: unknown) => typeof t === 'string');
+  }
+
+  private addThread(threadId: string): void {
+    const model = this.host.model;
+    if (!model || !threadId || this.threads().includes(threadId)) {
+      return;
+    }
+    const meta = { ...((model.getMetadata(METADATA_KEY) as any) ?? {}) };
+    meta.threads = [...this.threads(), threadId];
+    model.setMetadata(METADATA_KEY, meta);
+  }
+
+  private async maybeSave(save: boolean | undefined): Promise<void> {
+    if (save ?? true) {
+      await this.host.save();
+    }
+  }
+
+  private requireModel(): INotebookModel {
+    const model = this.host.model;
+    if (!model) {
+      throw new BridgeFailure('no_notebook', 'the notebook is not loaded');
+    }
+    return model;
+  }
+
+  private indexOf(cellId: string): number {
+    const model = this.requireModel();
+    for (let i = 0; i < model.cells.length; i++) {
+      if (model.cells.get(i).id === cellId) {
+        return i;
+      }
+    }
+    throw new BridgeFailure('not_found', `no cell with id ${JSON.stringify(cellId)}`);
+  }
+}
+
+function findCell(model: INotebookModel, cellId: string) {
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.id === cellId) {
+      return cell;
+    }
+  }
+  return undefined;
+}
+
+function provenanceJSON(p: Provenance): { [key: string]: string } {
+  return { thread_id: p.thread_id, turn_id: p.turn_id, call_id: p.call_id };
+}
+
+/** The provenance stored on a cell, when an agent call wrote it. */
+export function readProvenance(value: unknown): Provenance | null {
+  const v = value as any;
+  if (v && typeof v === 'object' && typeof v.call_id === 'string') {
+    return { thread_id: String(v.thread_id ?? ''), turn_id: String(v.turn_id ?? ''), call_id: v.call_id };
+  }
+  return null;
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
+
+function joinText(value: unknown): string {
+  return Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : '';
+}
+
+/** Reduce nbformat outputs to text the model can read, each cut at `max` characters. */
+export function summarizeOutputs(outputs: any[], max: number): OutputSummary[] {
+  return outputs.map(out => {
+    let text = '';
+    let mimeTypes: string[] = [];
+    switch (out.output_type) {
+      case 'stream':
+        text = joinText(out.text);
+        break;
+      case 'error':
+        text = `${out.ename}: ${out.evalue}\n${(out.traceback ?? []).join('\n')}`.replace(ANSI, '');
+        break;
+      default: {
+        const data = out.data ?? {};
+        mimeTypes = Object.keys(data);
+        text = joinText(data['text/plain']);
+        if (!text && data['text/markdown']) {
+          text = joinText(data['text/markdown']);
+        }
+      }
+    }
+    const truncated = text.length > max;
+    return {
+      output_type: String(out.output_type),
+      text: truncated ? text.slice(0, max) : text,
+      mime_types: mimeTypes,
+      truncated
+    };
+  });
+}

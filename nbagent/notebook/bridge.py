@@ -1,0 +1,352 @@
+"""Kernel side of the notebook bridge: a comm client of the nbagent JupyterLab extension.
+
+The kernel opens a comm to the ``nbagent.bridge`` target (registered by the extension on each
+notebook's kernel), sends requests with ids and awaits each reply as an asyncio future. The
+futures are resolved from the comm's message handler, which ipykernel runs on the kernel's
+event loop, so a turn running as a background task simply awaits them; the one thing that must
+never happen is blocking the loop while waiting, because the reply arrives through that loop.
+
+Absence of the extension (VS Code, Colab, classic Notebook, nbclient) is detected by the hello
+sent as the comm's open data: JupyterLab without the extension closes an unknown comm at once,
+other front ends stay silent and a short timeout decides. Both results are cached.
+
+This module knows nothing of tools or sessions: ``nbagent.tools.notebook`` builds on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from nbagent.notebook.bridge_protocol import (
+    COMM_TARGET,
+    RESPONSE_BY_METHOD,
+    BridgeMessage,
+    BridgeReply,
+    BridgeRequest,
+    DeleteCellParams,
+    DeleteCellResponse,
+    HelloParams,
+    HelloResponse,
+    InsertCellParams,
+    InsertCellResponse,
+    NotebookPathParams,
+    NotebookPathResponse,
+    NoteThreadParams,
+    NoteThreadResponse,
+    ReadNotebookParams,
+    ReadNotebookResponse,
+    ReplaceCellParams,
+    ReplaceCellResponse,
+    RunCellParams,
+    RunCellResponse,
+)
+
+R = TypeVar("R", bound=BridgeMessage)
+
+
+class CommLike(Protocol):
+    """What the bridge needs of a comm (ipykernel's ``Comm`` or a test double)."""
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None: ...
+    def on_msg(self, callback: Callable[[dict[str, Any]], Any]) -> None: ...
+    def on_close(self, callback: Callable[[dict[str, Any]], Any]) -> None: ...
+    def close(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None: ...
+
+
+CommFactory = Callable[[str, dict[str, Any]], CommLike]
+"""``(target_name, open_data) -> comm``; the comm is open when it returns."""
+
+
+class BridgeError(Exception):
+    """A request failed: the extension answered with an error, or the comm closed."""
+
+    def __init__(self, method: str, message: str, code: str = "error") -> None:
+        super().__init__(message)
+        self.method = method
+        self.code = code
+
+
+class BridgeTimeout(BridgeError):
+    """No reply in time; the message names the request."""
+
+
+class BridgeUnavailable(BridgeError):
+    """The extension is not active in this front end (or there is no front end)."""
+
+
+def _kernel_comm_factory(target_name: str, data: dict[str, Any]) -> CommLike:
+    """Open a real comm through ipykernel; refuse at once when not inside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError as exc:  # pragma: no cover - IPython is a dependency of ipykernel
+        raise BridgeUnavailable("hello", "IPython is not installed") from exc
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        raise BridgeUnavailable("hello", "not running inside a Jupyter kernel, so there is no notebook to talk to")
+    from comm import create_comm
+
+    return create_comm(target_name=target_name, data=data)
+
+
+class NotebookBridge:
+    """Request/reply client over one comm, reopened on demand after the front end closes it.
+
+    Args:
+        comm_factory: opens the comm; defaults to ipykernel's comm manager.
+        hello_timeout: seconds to wait for the extension's hello before calling it absent.
+        request_timeout: default seconds to wait for any other reply.
+        absent_ttl: seconds an "absent" verdict is cached before probing again (a user may
+            install the extension and reload the page).
+    """
+
+    def __init__(
+        self,
+        comm_factory: CommFactory | None = None,
+        *,
+        hello_timeout: float = 2.0,
+        request_timeout: float = 30.0,
+        absent_ttl: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._factory = comm_factory or _kernel_comm_factory
+        self.hello_timeout = hello_timeout
+        self.request_timeout = request_timeout
+        self.absent_ttl = absent_ttl
+        self._clock = clock
+        self._ids = itertools.count(1)
+        self._comm: CommLike | None = None
+        self._hello: HelloResponse | None = None
+        self._absent_since: float | None = None
+        self._absent_reason = ""
+        self._pending: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[BridgeReply]]] = {}
+        self._connect_lock: asyncio.Lock | None = None
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @property
+    def hello(self) -> HelloResponse | None:
+        """The extension's hello while connected."""
+        return self._hello
+
+    async def available(self) -> bool:
+        """Whether the extension answers; at most one hello timeout per ``absent_ttl``."""
+        try:
+            await self.connect()
+        except BridgeError:
+            return False
+        return True
+
+    async def connect(self) -> HelloResponse:
+        """Open the comm and exchange hellos, or raise :class:`BridgeUnavailable` (cached)."""
+        if self._comm is not None and self._hello is not None:
+            return self._hello
+        if self._absent_since is not None and self._clock() - self._absent_since < self.absent_ttl:
+            raise BridgeUnavailable("hello", self._absent_reason)
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            if self._comm is not None and self._hello is not None:
+                return self._hello
+            try:
+                hello = await self._open()
+            except BridgeError as exc:
+                self._absent_since = self._clock()
+                self._absent_reason = str(exc)
+                raise BridgeUnavailable("hello", str(exc)) from exc
+            self._absent_since = None
+            self._hello = hello
+            return hello
+
+    async def _open(self) -> HelloResponse:
+        request = BridgeRequest(id=self._next_id(), method="hello", params=HelloParams(kernel_package_version=_version()).model_dump())
+        future = self._expect(request)
+        try:
+            comm = self._factory(COMM_TARGET, request.model_dump())
+        except BridgeError:
+            self._pending.pop(request.id, None)
+            raise
+        except Exception as exc:  # a broken comm manager must read as "absent", not crash the tool
+            self._pending.pop(request.id, None)
+            raise BridgeUnavailable("hello", f"could not open the notebook bridge comm: {exc!r}") from exc
+        comm.on_msg(self._on_msg)
+        comm.on_close(lambda msg, comm=comm: self._on_close(comm))
+        self._comm = comm
+        try:
+            reply = await self._await(request, future, self.hello_timeout)
+        except BridgeTimeout as exc:
+            self._drop_comm(comm, close=True)
+            raise BridgeUnavailable(
+                "hello",
+                f"the nbagent JupyterLab extension did not answer within {self.hello_timeout:g} s "
+                "(front end without the extension, e.g. VS Code, Colab, classic Notebook or a headless run)",
+            ) from exc
+        except BridgeError:
+            self._drop_comm(comm, close=False)
+            raise
+        return HelloResponse.model_validate(reply)
+
+    def close(self) -> None:
+        """Close the comm and fail every pending request."""
+        if self._comm is not None:
+            self._drop_comm(self._comm, close=True)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def request(self, method: str, params: BridgeMessage, *, timeout: float | None = None) -> BridgeMessage:
+        """Send one request and return its typed response.
+
+        Raises:
+            BridgeUnavailable: the extension is not there.
+            BridgeTimeout: no reply within ``timeout`` (default ``request_timeout``).
+            BridgeError: the extension answered with an error, or the comm closed meanwhile.
+        """
+        await self.connect()
+        comm = self._comm
+        assert comm is not None
+        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"))  # type: ignore[arg-type]
+        future = self._expect(request)
+        try:
+            comm.send(request.model_dump(mode="json"))
+        except Exception as exc:
+            self._pending.pop(request.id, None)
+            raise BridgeError(method, f"notebook bridge: could not send {method}: {exc!r}") from exc
+        result = await self._await(request, future, self.request_timeout if timeout is None else timeout)
+        response_type = RESPONSE_BY_METHOD[method]
+        try:
+            return response_type.model_validate(result)
+        except ValidationError as exc:
+            raise BridgeError(method, f"notebook bridge: malformed {method} reply: {exc}", "bad_reply") from exc
+
+    async def read_notebook(self, params: ReadNotebookParams | None = None) -> ReadNotebookResponse:
+        return await self._typed("read_notebook", params or ReadNotebookParams(), ReadNotebookResponse)
+
+    async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse:
+        return await self._typed("insert_cell", params, InsertCellResponse)
+
+    async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse:
+        return await self._typed("replace_cell", params, ReplaceCellResponse)
+
+    async def delete_cell(self, params: DeleteCellParams) -> DeleteCellResponse:
+        return await self._typed("delete_cell", params, DeleteCellResponse)
+
+    async def run_cell(self, params: RunCellParams, *, timeout: float | None = None) -> RunCellResponse:
+        return await self._typed("run_cell", params, RunCellResponse, timeout=timeout)
+
+    async def notebook_path(self) -> NotebookPathResponse:
+        return await self._typed("notebook_path", NotebookPathParams(), NotebookPathResponse)
+
+    async def note_thread(self, thread_id: str, *, save: bool = False) -> NoteThreadResponse:
+        return await self._typed("note_thread", NoteThreadParams(thread_id=thread_id, save=save), NoteThreadResponse)
+
+    async def _typed(self, method: str, params: BridgeMessage, kind: type[R], *, timeout: float | None = None) -> R:
+        response = await self.request(method, params, timeout=timeout)
+        assert isinstance(response, kind)
+        return response
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _next_id(self) -> str:
+        return f"r{next(self._ids)}"
+
+    def _expect(self, request: BridgeRequest) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[request.id] = (request.method, loop, future)
+        return future
+
+    async def _await(self, request: BridgeRequest, future: asyncio.Future[Any], timeout: float) -> dict[str, Any]:
+        try:
+            reply: BridgeReply = await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            self._pending.pop(request.id, None)
+            future.cancel()
+            raise BridgeTimeout(
+                request.method,
+                f"notebook bridge: no reply to {request.method} (request {request.id}) within {timeout:g} s",
+                "timeout",
+            ) from None
+        except asyncio.CancelledError:
+            self._pending.pop(request.id, None)
+            future.cancel()
+            raise
+        if not reply.ok:
+            info = reply.error
+            code = info.code if info else "error"
+            message = info.message if info else "no error message"
+            raise BridgeError(request.method, f"notebook bridge: {request.method} failed ({code}): {message}", code)
+        return reply.result or {}
+
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        """Comm message handler: resolve the matching future on its own loop."""
+        data = (msg.get("content") or {}).get("data") or {}
+        try:
+            reply = BridgeReply.model_validate(data)
+        except ValidationError:
+            return  # not a reply (or garbage): nothing waits for it
+        entry = self._pending.pop(reply.id, None)
+        if entry is None:
+            return  # late reply to a request that timed out, or a second front end answering
+        _method, loop, future = entry
+        self._resolve(loop, future, reply)
+
+    def _on_close(self, comm: CommLike) -> None:
+        if comm is self._comm:
+            self._drop_comm(comm, close=False)
+
+    def _drop_comm(self, comm: CommLike, *, close: bool) -> None:
+        if comm is self._comm:
+            self._comm = None
+            self._hello = None
+        if close:
+            try:
+                comm.close()
+            except Exception:
+                pass
+        pending, self._pending = self._pending, {}
+        for method, loop, future in pending.values():
+            self._resolve(loop, future, BridgeError(method, f"notebook bridge: the comm closed before {method} was answered", "closed"))
+
+    @staticmethod
+    def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
+        def settle() -> None:
+            if future.done():
+                return
+            if isinstance(value, BaseException):
+                future.set_exception(value)
+            else:
+                future.set_result(value)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            settle()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(settle)
+
+
+def _version() -> str:
+    try:
+        from nbagent import __version__
+
+        return __version__
+    except Exception:  # pragma: no cover
+        return ""
+
+
+_default: NotebookBridge | None = None
+
+
+def get_bridge() -> NotebookBridge:
+    """The kernel's one bridge (one comm per kernel, shared by every tool and front end)."""
+    global _default
+    if _default is None:
+        _default = NotebookBridge()
+    return _default

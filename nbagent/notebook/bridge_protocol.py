@@ -1,0 +1,224 @@
+"""Messages between the kernel and the nbagent JupyterLab extension over the ``nbagent.bridge`` comm.
+
+The kernel opens the comm (the extension registers the target on every notebook's kernel) and
+sends :class:`BridgeRequest` envelopes; the extension answers each with one :class:`BridgeReply`
+carrying the same ``id``. The payloads (``*Params`` / ``*Response``) know nothing of the envelope,
+so they can be built and tested without a comm.
+
+``labextension/src/bridge_protocol.ts`` mirrors this module name for name and field for field
+(a test compares them): change both together and bump :data:`BRIDGE_PROTOCOL_VERSION` when a
+change is not backwards compatible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BRIDGE_PROTOCOL_VERSION = 1
+"""Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`."""
+
+COMM_TARGET = "nbagent.bridge"
+"""The comm target name the extension registers on each notebook's kernel."""
+
+BridgeMethod = Literal[
+    "hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "run_cell", "notebook_path", "note_thread"
+]
+CellType = Literal["code", "markdown", "raw"]
+
+
+class BridgeMessage(BaseModel):
+    """Base of every bridge message. Unknown fields are ignored so that a newer extension
+    (extra fields in replies) still works with an older kernel package, and vice versa."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class Provenance(BridgeMessage):
+    """Which agent call wrote a cell; stored as the cell's ``metadata.nbagent``."""
+
+    thread_id: str
+    turn_id: str
+    call_id: str
+
+
+# -- envelope -----------------------------------------------------------------------------------
+
+
+class BridgeRequest(BridgeMessage):
+    """Kernel -> extension."""
+
+    id: str
+    """Correlates the reply; unique per kernel process."""
+    method: BridgeMethod
+    params: dict[str, Any] = Field(default_factory=dict)
+    """One of the ``*Params`` models below, dumped to JSON."""
+
+
+class BridgeErrorInfo(BridgeMessage):
+    code: str
+    """Stable kind: ``not_found``, ``bad_request``, ``no_notebook``, ``kernel``, ``internal``..."""
+    message: str
+
+
+class BridgeReply(BridgeMessage):
+    """Extension -> kernel: exactly one per request, ``result`` on success or ``error``."""
+
+    id: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    """One of the ``*Response`` models below, as JSON."""
+    error: BridgeErrorInfo | None = None
+
+
+# -- payloads -----------------------------------------------------------------------------------
+
+
+class HelloParams(BridgeMessage):
+    """Sent as the comm's open data, so one round trip both opens the comm and proves the
+    extension is there."""
+
+    protocol_version: int = BRIDGE_PROTOCOL_VERSION
+    kernel_package_version: str = ""
+
+
+class HelloResponse(BridgeMessage):
+    protocol_version: int
+    extension_version: str = ""
+    app: str = ""
+    """``JupyterLab`` or ``Jupyter Notebook`` (the application's name)."""
+    path: str = ""
+    """The notebook's path relative to the server root."""
+
+
+class OutputSummary(BridgeMessage):
+    """One output of a cell, reduced to text the model can read."""
+
+    output_type: str
+    """``stream``, ``execute_result``, ``display_data`` or ``error``."""
+    text: str = ""
+    """Stream text, ``text/plain`` of data outputs, or ``ename: evalue`` plus the traceback."""
+    mime_types: list[str] = Field(default_factory=list)
+    truncated: bool = False
+
+
+class CellInfo(BridgeMessage):
+    id: str
+    index: int
+    cell_type: CellType
+    source: str
+    execution_count: int | None = None
+    outputs: list[OutputSummary] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    """Set when an agent call wrote the cell."""
+
+
+class ReadNotebookParams(BridgeMessage):
+    include_outputs: bool = True
+    max_output_chars: int = 2000
+    """Per output; longer text is cut and marked ``truncated``."""
+
+
+class ReadNotebookResponse(BridgeMessage):
+    path: str
+    cells: list[CellInfo] = Field(default_factory=list)
+    threads: list[str] = Field(default_factory=list)
+    """Thread ids recorded in the notebook's ``metadata.nbagent.threads``."""
+
+
+class InsertCellParams(BridgeMessage):
+    source: str
+    cell_type: CellType = "code"
+    index: int | None = None
+    """Position of the new cell; ``None`` with no ``after_cell_id`` appends."""
+    after_cell_id: str | None = None
+    """Insert right after this cell (wins over ``index``)."""
+    provenance: Provenance | None = None
+    save: bool = True
+    """Save the notebook after the write, so the file on disk has what the agent wrote."""
+
+
+class InsertCellResponse(BridgeMessage):
+    cell_id: str
+    index: int
+
+
+class ReplaceCellParams(BridgeMessage):
+    cell_id: str
+    source: str
+    provenance: Provenance | None = None
+    save: bool = True
+
+
+class ReplaceCellResponse(BridgeMessage):
+    cell_id: str
+    index: int
+    old_source: str = ""
+
+
+class DeleteCellParams(BridgeMessage):
+    cell_id: str
+    save: bool = True
+
+
+class DeleteCellResponse(BridgeMessage):
+    cell_id: str
+    index: int
+
+
+class RunCellParams(BridgeMessage):
+    cell_id: str
+    wait: bool = True
+    """Reply when the cell finished (with its outputs); ``False`` replies once it is queued,
+    which is the only safe choice while the kernel is busy with the cell that awaits the turn."""
+    max_output_chars: int = 2000
+
+
+class RunCellResponse(BridgeMessage):
+    cell_id: str
+    status: Literal["ok", "error", "aborted", "queued"]
+    execution_count: int | None = None
+    outputs: list[OutputSummary] = Field(default_factory=list)
+
+
+class NotebookPathParams(BridgeMessage):
+    pass
+
+
+class NotebookPathResponse(BridgeMessage):
+    path: str
+    name: str = ""
+
+
+class NoteThreadParams(BridgeMessage):
+    """Record a thread id in the notebook's metadata so reopening offers to resume it."""
+
+    thread_id: str
+    save: bool = False
+
+
+class NoteThreadResponse(BridgeMessage):
+    threads: list[str] = Field(default_factory=list)
+
+
+PARAMS_BY_METHOD: dict[str, type[BridgeMessage]] = {
+    "hello": HelloParams,
+    "read_notebook": ReadNotebookParams,
+    "insert_cell": InsertCellParams,
+    "replace_cell": ReplaceCellParams,
+    "delete_cell": DeleteCellParams,
+    "run_cell": RunCellParams,
+    "notebook_path": NotebookPathParams,
+    "note_thread": NoteThreadParams,
+}
+RESPONSE_BY_METHOD: dict[str, type[BridgeMessage]] = {
+    "hello": HelloResponse,
+    "read_notebook": ReadNotebookResponse,
+    "insert_cell": InsertCellResponse,
+    "replace_cell": ReplaceCellResponse,
+    "delete_cell": DeleteCellResponse,
+    "run_cell": RunCellResponse,
+    "notebook_path": NotebookPathResponse,
+    "note_thread": NoteThreadResponse,
+}
