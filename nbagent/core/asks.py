@@ -82,13 +82,14 @@ class ApprovalDesk:
             reason=reason,
             changed=changed,
         )
-        self._bus.emit(request, turn_id=turn_id)
         if policy == "never" or not interactive:
+            self._bus.emit(request, turn_id=turn_id)
             why = "policy 'never'" if policy == "never" else "no front end is attached to ask"
             message = f"This call needs approval ({reason}) and {why}: it was declined without running."
             return self._resolve(spec, call_id, turn_id, Outcome("deny", "policy", arguments, message))
         pending = PendingApproval(request=request, spec=spec)
-        self.pending[call_id] = pending
+        self.pending[call_id] = pending  # before the event, so a subscriber may answer at once
+        self._bus.emit(request, turn_id=turn_id)
         try:
             async with asyncio.timeout(timeout):
                 answer = await asyncio.shield(pending.future)
@@ -169,11 +170,12 @@ class ElicitationDesk:
     async def ask(
         self, request: ElicitationRequested, *, turn_id: str | None, policy: Policy, interactive: bool, timeout: float
     ) -> ElicitOutcome:
-        self._bus.emit(request, turn_id=turn_id)
         if policy == "never" or not interactive:
+            self._bus.emit(request, turn_id=turn_id)
             return self._resolve(request, ElicitOutcome(action="decline"), "policy")
         future: asyncio.Future[tuple[ElicitOutcome, str]] = asyncio.get_running_loop().create_future()
         self.pending[request.request_id] = (request, future)
+        self._bus.emit(request, turn_id=turn_id)
         try:
             async with asyncio.timeout(timeout):
                 outcome, by = await asyncio.shield(future)

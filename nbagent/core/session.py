@@ -229,7 +229,7 @@ class Session:
 
     def interrupt(self, reason: str = "interrupted") -> bool:
         """Cancel the running turn; pending approvals are denied and questions cancelled."""
-        self.cancel_asks()
+        self.elicitations.cancel_all()
         if self._current is None or self._current[1].done():
             return False
         self.interrupt_reason = reason
@@ -237,6 +237,7 @@ class Session:
         return True
 
     def cancel_asks(self) -> None:
+        """Close every open question; an approval's own wait ends with its turn task."""
         self.approvals.cancel_all()
         self.elicitations.cancel_all()
 
@@ -427,6 +428,11 @@ class Session:
                 self._current = (op, task)
                 try:
                     outcome = await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    if not task.cancelled():
+                        raise
+                    # Cancelled in its last step, after it recorded and announced the abort.
+                    outcome = TurnOutcome(op.turn_id, "aborted", error=self.interrupt_reason)
                 finally:
                     self._current = None
             future = self._results.pop(op.turn_id, None)

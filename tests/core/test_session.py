@@ -1,0 +1,317 @@
+"""The session and turn loop through the public API, on the scripted model and Python tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from nbagent import Session
+from nbagent.protocol import (
+    ApprovalDecision,
+    ApprovalRecord,
+    Event,
+    EventAdapter,
+    FunctionCall,
+    FunctionCallOutput,
+    Interrupt,
+    UserMessage,
+)
+
+
+def outputs_by_call(items: list) -> dict[str, FunctionCallOutput]:
+    return {i.call_id: i for i in items if isinstance(i, FunctionCallOutput)}
+
+
+def assert_thread_valid(items: list) -> None:
+    """Every function_call has exactly one output: what a model API requires of a history."""
+    calls = [i.call_id for i in items if isinstance(i, FunctionCall)]
+    outs = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
+    assert sorted(calls) == sorted(outs)
+
+
+async def test_a_text_turn_returns_the_text_and_events_carry_ids_in_order(home: Path, script) -> None:
+    model = script({"text": "Hello from the script."})
+    seen: list[Event] = []
+    async with Session(model=model) as session:
+        session.subscribe(seen.append)
+        result = await session.run("say hello")
+    assert result.ok and result.text == "Hello from the script."
+    assert [type(i).__name__ for i in result.items] == ["UserMessage", "AssistantMessage"]
+    kinds = [e.type for e in seen]
+    assert "turn_started" in kinds and kinds[-2:] == ["turn_completed", "shutdown_complete"]
+    seen = seen[kinds.index("turn_started") :]
+    assert "".join(e.delta for e in seen if e.type == "agent_message_delta") == "Hello from the script."
+    seqs = [e.seq for e in seen]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    turn_events = [e for e in seen if e.type != "shutdown_complete"]
+    assert {e.thread_id for e in seen} == {result.thread_id}
+    assert {e.turn_id for e in turn_events} == {result.turn_id}
+    for event in seen:
+        assert EventAdapter.validate_json(EventAdapter.dump_json(event)) == event
+
+
+async def test_a_three_step_tool_loop_backfills_outputs_until_the_model_answers(home: Path, script) -> None:
+    calls: list[int] = []
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        calls.append(a + b)
+        return a + b
+
+    model = script(
+        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+        {"tool_calls": [{"name": "add", "arguments": {"a": 3, "b": 4}}]},
+        {"tool_calls": [{"name": "add", "arguments": {"a": 5, "b": 6}}]},
+        {"text": "done"},
+    )
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(add)
+        result = await session.run("add things")
+    assert calls == [3, 7, 11]
+    assert result.text == "done"
+    outputs = [i.output for i in result.items if isinstance(i, FunctionCallOutput)]
+    assert outputs == ["3", "7", "11"]
+    assert_thread_valid(result.items)
+
+
+async def test_read_only_calls_run_in_parallel(home: Path, script) -> None:
+    """Each tool waits for the other to start: sequential execution would time out."""
+    started = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    async def meet(me: str, other: str) -> str:
+        started[me].set()
+        await asyncio.wait_for(started[other].wait(), 5)
+        return me
+
+    model = script(
+        {
+            "tool_calls": [
+                {"name": "meet", "arguments": {"me": "a", "other": "b"}},
+                {"name": "meet", "arguments": {"me": "b", "other": "a"}},
+            ]
+        },
+        {"text": "met"},
+    )
+    async with Session(model=model) as session:
+        session.register_tool(meet, read_only=True)
+        result = await asyncio.wait_for(session.run("meet"), 10)
+    assert result.ok
+    assert sorted(o.output for o in outputs_by_call(result.items).values()) == ["a", "b"]
+
+
+async def test_malformed_arguments_and_unknown_tools_become_outputs_the_model_reads(home: Path, script) -> None:
+    model = script(
+        {"tool_calls": [{"name": "echo", "arguments": "{not json"}, {"name": "nope", "arguments": {}}]},
+        {"text": "recovered"},
+    )
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(lambda text: text, name="echo")
+        result = await session.run("go")
+    outs = list(outputs_by_call(result.items).values())
+    assert result.text == "recovered"
+    assert all(o.is_error for o in outs)
+    assert "not valid JSON" in outs[0].output
+    assert "unknown tool 'nope'" in outs[1].output and "echo" in outs[1].output
+
+
+async def test_a_crashing_tool_is_a_failed_result_not_a_dead_session(home: Path, script) -> None:
+    def boom() -> None:
+        raise RuntimeError("kaput")
+
+    model = script({"tool_calls": [{"name": "boom", "arguments": {}}]}, {"text": "ok"}, {"text": "again"})
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(boom)
+        first = await session.run("go")
+        second = await session.run("go on")
+    out = next(iter(outputs_by_call(first.items).values()))
+    assert out.is_error and "RuntimeError: kaput" in out.output
+    assert first.ok and second.text == "again"
+
+
+async def test_without_a_front_end_a_call_needing_approval_is_declined_and_recorded(home: Path, script) -> None:
+    ran: list[str] = []
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "ok"})
+    async with Session(model=model, policy="on-request") as session:
+        session.register_tool(lambda text: ran.append(text), name="write")
+        result = await session.run("write")
+    assert ran == []
+    record = next(i for i in result.items if isinstance(i, ApprovalRecord))
+    assert (record.decision, record.by) == ("deny", "policy")
+    out = next(iter(outputs_by_call(result.items).values()))
+    assert out.status == "denied" and "declined" in out.output
+
+
+async def _answer_approvals(session: Session, **fields) -> None:
+    async for event in session.events():
+        if event.type == "approval_requested":
+            session.submit(ApprovalDecision(call_id=event.call_id, **fields))
+            return
+
+
+@pytest.mark.parametrize(
+    ("decision", "message", "ran"),
+    [("approve", None, ["x"]), ("approve_session", None, ["x"]), ("deny", "not today", [])],
+)
+async def test_a_front_end_decision_is_what_happens(home: Path, script, decision, message, ran) -> None:
+    done: list[str] = []
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "ok"})
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(lambda text: done.append(text), name="write")
+        answer = asyncio.ensure_future(_answer_approvals(session, decision=decision, message=message))
+        await asyncio.sleep(0)
+        result = await asyncio.wait_for(session.run("write"), 10)
+        await answer
+    assert done == ran
+    record = next(i for i in result.items if isinstance(i, ApprovalRecord))
+    assert (record.decision, record.by, record.message) == (decision, "user", message)
+    out = next(iter(outputs_by_call(result.items).values()))
+    if decision == "deny":
+        assert out.status == "denied" and "not today" in out.output
+
+
+async def test_edited_arguments_are_what_runs_and_what_is_recorded(home: Path, script) -> None:
+    done: list[str] = []
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "model's"}}]}, {"text": "ok"})
+
+    def write(text: str) -> None:
+        done.append(text)
+
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(write)
+
+        async def answer() -> None:
+            async for event in session.events():
+                if event.type == "approval_requested":
+                    bad = ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": 5})
+                    assert session.approvals.answer(bad) is False  # refused: schema says string
+                    session.submit(ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": "mine"}))
+                    return
+
+        task = asyncio.ensure_future(answer())
+        await asyncio.sleep(0)
+        result = await asyncio.wait_for(session.run("write"), 10)
+        await task
+    assert done == ["mine"]
+    assert next(i for i in result.items if isinstance(i, ApprovalRecord)).arguments == {"text": "mine"}
+
+
+async def test_approve_for_session_is_remembered_for_the_next_call(home: Path, script) -> None:
+    done: list[str] = []
+    call = {"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}
+    model = script(call, {"text": "one"}, call, {"text": "two"})
+    asked: list[str] = []
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(lambda text: done.append(text), name="write")
+
+        def on_event(event: Event) -> None:
+            if event.type == "approval_requested":
+                asked.append(event.call_id)
+                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve_session"))
+
+        session.subscribe(on_event)
+        await asyncio.wait_for(session.run("first"), 10)
+        second = await asyncio.wait_for(session.run("second"), 10)
+    assert len(asked) == 1 and done == ["x", "x"]
+    assert next(i for i in second.items if isinstance(i, ApprovalRecord)).by == "remembered"
+
+
+async def test_abort_at_an_approval_aborts_the_turn_and_keeps_the_thread_valid(home: Path, script) -> None:
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "next turn"})
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(lambda text: None, name="write")
+        session.subscribe(
+            lambda e: e.type == "approval_requested" and session.submit(ApprovalDecision(call_id=e.call_id, decision="abort"))
+        )
+        result = await asyncio.wait_for(session.run("write"), 10)
+        assert result.status == "aborted"
+        assert_thread_valid(session.history)
+        after = await asyncio.wait_for(session.run("go on"), 10)
+    assert after.text == "next turn"
+
+
+async def test_interrupt_while_waiting_for_approval_denies_it_and_the_thread_stays_valid(home: Path, script) -> None:
+    ran: list[str] = []
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "fresh"})
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(lambda text: ran.append(text), name="write")
+        session.subscribe(lambda e: e.type == "approval_requested" and session.submit(Interrupt()))
+        result = await asyncio.wait_for(session.run("write"), 10)
+        assert result.status == "aborted"
+        record = next(i for i in session.history if isinstance(i, ApprovalRecord))
+        assert (record.decision, record.by) == ("deny", "interrupt")
+        assert_thread_valid(session.history)
+        after = await asyncio.wait_for(session.run("again"), 10)
+    assert ran == [] and after.text == "fresh"
+
+
+async def test_several_consumers_each_get_every_event(home: Path, script) -> None:
+    model = script({"text": "a b c"})
+    async with Session(model=model) as session:
+        streams = [session.events(), session.events()]
+
+        async def collect(stream) -> list[int]:
+            seqs = []
+            async for event in stream:
+                seqs.append(event.seq)
+                if event.type == "turn_completed":
+                    return seqs
+            return seqs
+
+        tasks = [asyncio.ensure_future(collect(s)) for s in streams]
+        await session.run("go")
+        first, second = await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert first == second and len(first) >= 5
+
+
+async def test_a_thread_resumes_in_a_new_session_with_the_same_history(home: Path, script) -> None:
+    model = script({"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}, {"text": "two"}, {"text": "three"})
+    async with Session(model=model, policy="full-auto", thread_name="sums") as session:
+        session.register_tool(lambda a, b: a + b, name="add")
+        first = await session.run("add")
+        before = list(session.history)
+    async with Session(model=script({"text": "resumed"}), thread="sums") as again:
+        assert again.thread_id == first.thread_id
+        assert again.history == before
+        result = await again.run("more")
+    assert result.text == "resumed"
+    assert isinstance(result.items[0], UserMessage)
+
+
+async def test_a_script_that_runs_out_is_an_error_event_and_the_session_survives(home: Path, script) -> None:
+    model = script({"text": "only one"})
+    errors: list[Event] = []
+    async with Session(model=model) as session:
+        session.subscribe(lambda e: e.type == "error" and errors.append(e))
+        assert (await session.run("one")).ok
+        second = await session.run("two")
+        assert second.status == "failed" and second.error_code == "replay_exhausted"
+        assert session.history[-1].type == "user_message"
+    assert errors and "script" in errors[0].message
+
+
+async def test_no_model_configured_says_what_to_set(home: Path) -> None:
+    async with Session() as session:
+        result = await session.run("hello")
+    assert result.status == "failed" and result.error_code == "config"
+    assert "OPENAI_API_KEY" in result.error and "replay:" in result.error and "base_url" in result.error
+
+
+def test_run_sync_works_outside_an_event_loop(home: Path, script) -> None:
+    result = Session.run_sync("hi", model=script({"text": "sync"}))
+    assert result.text == "sync"
+
+
+async def test_rollout_holds_every_item_in_order(home: Path, script) -> None:
+    model = script({"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 2}}]}, {"text": "4"})
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(lambda a, b: a + b, name="add")
+        await session.run("add")
+        history = list(session.history)
+        thread_id = session.thread_id
+    lines = [json.loads(line) for line in (home / "threads" / f"{thread_id}.jsonl").read_text().splitlines()]
+    stored = [line["item"]["id"] for line in lines if line["type"] == "item"]
+    assert stored == [item.id for item in history]
+    assert [line["status"] for line in lines if line["type"] == "turn"] == ["started", "completed"]
