@@ -40,7 +40,13 @@ def to_messages(instructions: str | None, items: list[Item]) -> list[dict[str, A
         if isinstance(item, UserMessage):
             messages.append({"role": "user", "content": item.text})
         elif isinstance(item, AssistantMessage):
-            messages.append({"role": "assistant", "content": item.text})
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and not last["content"]:
+                # Text recorded after the calls of the same response: one message, so the
+                # tool messages still follow the assistant message that holds the calls.
+                last["content"] = item.text
+            else:
+                messages.append({"role": "assistant", "content": item.text})
         elif isinstance(item, FunctionCall):
             call = {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
             last = messages[-1] if messages else None

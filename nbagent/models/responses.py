@@ -156,7 +156,7 @@ class ResponsesModel:
         try:
             async for event in stream:
                 kind = get_field(event, "type")
-                if kind == "response.output_text.delta":
+                if kind in ("response.output_text.delta", "response.refusal.delta"):
                     streamed_text.add(get_field(event, "item_id") or "")
                     texts.append(get_field(event, "delta") or "")
                     yield TextDelta(delta=get_field(event, "delta") or "")

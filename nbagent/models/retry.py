@@ -13,10 +13,12 @@ appears in them (it is redacted even when a server echoes it back).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import socket
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -301,13 +303,17 @@ async def stream_with_retry(
     while True:
         yielded = False
         try:
-            async for event in open_stream():
-                yielded = True
-                yield event
+            # aclosing: a caller that stops early (interrupt) releases the HTTP stream at once.
+            async with aclosing(open_stream()) as events:
+                async for event in events:
+                    yielded = True
+                    yield event
             return
         except ModelError:
             raise
-        except (openai.OpenAIError, StreamFailure) as exc:
+        except (openai.OpenAIError, StreamFailure, json.JSONDecodeError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                exc = StreamFailure(f"the server sent malformed stream data ({exc.msg})")
             failure = classify(exc, ctx, attempts=attempt + 1)
             if yielded:
                 raise _partial(failure.error) from None

@@ -103,3 +103,17 @@ def test_name_after_arguments_and_empty_arguments() -> None:
 def test_parsed_dict_arguments_are_serialised() -> None:
     [call] = _feed([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": {"z": [1, 2]}}}])
     assert json.loads(call.arguments) == {"z": [1, 2]}
+
+
+def test_text_recorded_after_calls_joins_their_message() -> None:
+    from nbagent.models.chat import to_messages
+    from nbagent.protocol import AssistantMessage, FunctionCall, FunctionCallOutput, UserMessage
+
+    messages = to_messages(None, [
+        UserMessage(text="go"),
+        FunctionCall(call_id="c1", name="a", arguments="{}"),
+        AssistantMessage(text="Calling a."),
+        FunctionCallOutput(call_id="c1", output="done"),
+    ])
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert messages[1]["content"] == "Calling a." and messages[1]["tool_calls"][0]["id"] == "c1"

@@ -277,3 +277,15 @@ async def test_chat_request_body(openai_server: FakeOpenAIServer) -> None:
     assert [c["id"] for c in messages[2]["tool_calls"]] == ["call_1", "call_2"]
     assert messages[2]["tool_calls"][1]["function"] == {"name": "ls", "arguments": '{"dir": "src"}'}
     assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}
+
+
+async def test_stopping_early_releases_the_stream(openai_server: FakeOpenAIServer, make_client: MakeClient) -> None:
+    """An interrupt closes the generator: the HTTP stream is released and the client stays usable."""
+    openai_server.script([{"text": "a b c d e f g h", "delay": 0.2}, {"text": "next"}])
+    client = make_client()
+    stream = client.stream(ask())
+    started = time.monotonic()
+    first = await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert isinstance(first, TextDelta) and time.monotonic() - started < 1.0
+    assert text_of(await collect(client)) == "next"
