@@ -83,7 +83,7 @@ class ApprovalDesk:
             changed=changed,
         )
         if policy == "never" or not interactive:
-            self._bus.emit(request, turn_id=turn_id)
+            # No one can answer: no live request is shown, only its recorded resolution.
             why = "policy 'never'" if policy == "never" else "no front end is attached to ask"
             message = f"This call needs approval ({reason}) and {why}: it was declined without running."
             return self._resolve(spec, call_id, turn_id, Outcome("deny", "policy", arguments, message))
