@@ -98,7 +98,9 @@ _current_call: contextvars.ContextVar[tuple[McpConnection, CallControl] | None] 
 
 
 def _client_mode(protocol: str) -> str:
-    return {"auto": "auto", "legacy": "legacy"}.get(protocol, protocol)
+    """A pinned modern version still probes ``server/discover`` (for instructions and
+    capabilities); the connection then refuses a server that answered with the legacy handshake."""
+    return "legacy" if protocol == "legacy" else "auto"
 
 
 @dataclass
@@ -176,6 +178,7 @@ class McpConnection:
         self._close = anyio.Event()
         self._changed = anyio.Event()
         self._closing = False
+        self._serving = False
         self._inflight: set[CallControl] = set()
         self.generation = 0
         """Bumped whenever the tool list or the state changes, so catalogues know to rebuild."""
@@ -212,6 +215,7 @@ class McpConnection:
         self.state = "starting"
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
+        self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task = loop.create_task(self._own(), name=f"nbagent-mcp-{self.name}")
         timeout = self.cfg.startup_timeout_sec
         try:
@@ -237,7 +241,8 @@ class McpConnection:
         self._close.set()
         task = self._task
         if task is not None and not task.done():
-            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC)
+            # Only a serving owner waits for the close signal; one still connecting is cancelled.
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC if self._serving else 0)
             if not done:
                 task.cancel()
                 await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC)
@@ -270,6 +275,11 @@ class McpConnection:
                     cache=None,
                 )
                 await stack.enter_async_context(client)
+                if self.cfg.protocol not in ("auto", "legacy") and client.protocol_version != self.cfg.protocol:
+                    raise McpStartupError(
+                        f"MCP server {self.name!r} speaks protocol {client.protocol_version}, "
+                        f"but protocol = {self.cfg.protocol!r} is configured"
+                    )
                 self._client = client
                 self.info = ConnectionInfo(
                     tools=await self._list_tools(client),
@@ -281,6 +291,7 @@ class McpConnection:
                 if self._ready is not None and not self._ready.done():
                     self._ready.set_result(None)
                 async with anyio.create_task_group() as tg:
+                    self._serving = True
                     tg.start_soon(self._follow_changes, client)
                     if self._child:
                         tg.start_soon(self._watch_exit, self._child[0])

@@ -1,0 +1,306 @@
+"""All configured MCP servers behind one ``ToolProvider`` (docs/contracts.md).
+
+Servers start concurrently and each is bounded by its own startup timeout, so a slow or
+broken server is reported (with its stderr tail) without holding up the others. The
+model-visible catalogue is rebuilt only when a server's tools or state change, and every
+call failure comes back as ``ToolResult(is_error=True)`` naming the server and the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+import mcp_types as types
+
+from nbagent.config import SERVER_NAME, McpServerConfig
+from nbagent.mcp.catalog import build_catalog
+from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable
+from nbagent.mcp.meta import call_meta
+from nbagent.mcp.results import from_call_result
+from nbagent.mcp.status import ServerStatus
+from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, McpToolsChanged, ToolResult, ToolSpec
+from nbagent.protocol import WarningEvent
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Any  # nbagent.core.provider.ProgressFn; not imported: mcp/ never imports core/
+
+
+class McpConnectionManager:
+    """Start, route to, watch and stop every MCP server of a session."""
+
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        on_event: EventFn,
+        on_elicit: ElicitFn,
+        log_dir: Path,
+    ) -> None:
+        for name in servers:
+            _check_name(name)
+        self._configs: dict[str, McpServerConfig] = dict(servers)
+        self._on_event = on_event
+        self._on_elicit = on_elicit
+        self._log_dir = Path(log_dir)
+        self._conns: dict[str, McpConnection] = {}
+        self._catalog: list[ToolSpec] = []
+        self._catalog_key: tuple[Any, ...] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    # ----- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every enabled server concurrently; then emit ``McpStartupComplete``."""
+        names = [name for name, cfg in self._configs.items() if cfg.enabled]
+        results = await asyncio.gather(*(self._start_one(name) for name in names))
+        ready = [name for name, ok in zip(names, results, strict=True) if ok]
+        failed = [name for name, ok in zip(names, results, strict=True) if not ok]
+        self._emit(McpStartupComplete(ready=ready, failed=failed))
+
+    async def _start_one(self, name: str, *, force_legacy: bool = False) -> bool:
+        cfg = self._configs[name]
+        conn = McpConnection(
+            name, cfg, log_dir=self._log_dir, on_event=self._emit, on_elicit=self._on_elicit,
+            on_tools_changed=self._tools_changed, force_legacy=force_legacy,
+        )  # fmt: skip
+        self._conns[name] = conn
+        self._emit(McpStartupUpdate(server=name, status="starting"))
+        try:
+            await conn.start()
+        except McpStartupError as exc:
+            self._emit(McpStartupUpdate(server=name, status="failed", error=str(exc), stderr_tail=exc.stderr_tail))
+            return False
+        except asyncio.CancelledError:
+            self._emit(McpStartupUpdate(server=name, status="cancelled"))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug in one server's startup must not stop the rest
+            log.exception("MCP server %s: unexpected startup failure", name)
+            self._emit(McpStartupUpdate(server=name, status="failed", error=f"{type(exc).__name__}: {exc}"))
+            return False
+        count = sum(1 for tool in conn.info.tools if cfg.tool_enabled(tool.name))
+        self._emit(
+            McpStartupUpdate(server=name, status="ready", tools=count, protocol_version=conn.info.protocol_version)
+        )
+        return True
+
+    async def restart(self, name: str) -> bool:
+        """Stop one server (if running) and start it again; ``True`` when it is ready."""
+        if name not in self._configs:
+            raise KeyError(f"no MCP server named {name!r}")
+        old = self._conns.pop(name, None)
+        force_legacy = old.force_legacy if old is not None else False
+        if old is not None:
+            await old.aclose()
+        return await self._start_one(name, force_legacy=force_legacy)
+
+    async def add(self, name: str, cfg: McpServerConfig) -> bool:
+        """Add (or replace) a server and start it; ``True`` when it is ready."""
+        _check_name(name)
+        old = self._conns.pop(name, None)
+        if old is not None:
+            await old.aclose()
+        self._configs[name] = cfg
+        if not cfg.enabled:
+            return False
+        return await self._start_one(name)
+
+    async def remove(self, name: str) -> None:
+        """Stop a server and forget it; its tools leave the catalogue at once."""
+        self._configs.pop(name, None)
+        conn = self._conns.pop(name, None)
+        if conn is not None:
+            await conn.aclose()
+            self._emit(McpStartupUpdate(server=name, status="stopped"))
+
+    async def aclose(self) -> None:
+        """Stop every server; on return no process started for a server is alive."""
+        self._closed = True
+        for task in list(self._background):
+            task.cancel()
+        if self._background:
+            await asyncio.wait(self._background, timeout=5.0)
+        conns = list(self._conns.values())
+        await asyncio.gather(*(conn.aclose() for conn in conns), return_exceptions=True)
+
+    async def __aenter__(self) -> McpConnectionManager:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ----- facts -------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> dict[str, McpServerConfig]:
+        return dict(self._configs)
+
+    def connection(self, name: str) -> McpConnection | None:
+        return self._conns.get(name)
+
+    def status(self) -> dict[str, ServerStatus]:
+        out: dict[str, ServerStatus] = {}
+        for name, cfg in self._configs.items():
+            conn = self._conns.get(name)
+            if conn is None:
+                out[name] = ServerStatus(
+                    name=name, state="disabled" if not cfg.enabled else "stopped", transport=cfg.transport or "stdio",
+                    required=cfg.required,
+                )  # fmt: skip
+                continue
+            out[name] = ServerStatus(
+                name=name,
+                state=conn.state,
+                transport=cfg.transport or "stdio",
+                protocol_version=conn.info.protocol_version,
+                tools=sum(1 for t in conn.info.tools if cfg.tool_enabled(t.name)) if conn.state == "ready" else 0,
+                error=conn.error,
+                stderr_tail=conn.stderr_tail() if conn.state == "failed" else None,
+                pid=conn.pid,
+                log_path=str(conn.log_path) if cfg.transport == "stdio" else None,
+                required=cfg.required,
+            )
+        return out
+
+    def instructions(self) -> dict[str, str]:
+        """Each ready server's ``instructions`` (uncapped; the caller caps what the model sees)."""
+        return {
+            name: conn.info.instructions
+            for name, conn in self._conns.items()
+            if conn.state == "ready" and conn.info.instructions
+        }
+
+    def pids(self) -> list[int]:
+        """Process ids of every stdio server started so far (for shutdown checks)."""
+        return [conn.pid for conn in self._conns.values() if conn.pid is not None]
+
+    # ----- the catalogue -----------------------------------------------------------------
+
+    def list_tools(self) -> list[ToolSpec]:
+        """The model-visible catalogue over all ready servers; cached until something changes."""
+        ready = [(name, conn) for name, conn in self._conns.items() if conn.state == "ready"]
+        key = tuple((name, id(conn), conn.generation, id(conn.cfg)) for name, conn in ready)
+        if key != self._catalog_key:
+            specs, warnings = build_catalog({name: (conn.cfg, conn.info.tools) for name, conn in ready})
+            for message in warnings:
+                self._emit(WarningEvent(message=message))
+            self._catalog, self._catalog_key = specs, key
+        return list(self._catalog)
+
+    def _tools_changed(self, conn: McpConnection) -> None:
+        count = sum(1 for tool in conn.info.tools if conn.cfg.tool_enabled(tool.name))
+        self._emit(McpToolsChanged(server=conn.name, tools=count))
+
+    # ----- calls -------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        call: CallInfo,
+        on_progress: ProgressFn | None = None,
+    ) -> ToolResult:
+        """Route by raw identity; every failure is an error result naming server and tool."""
+        server, tool = spec.server or "", spec.raw_name
+        where = f"MCP tool {tool!r} on server {server!r}"
+        conn = self._conns.get(server)
+        if conn is None:
+            return ToolResult.error(f"{where}: no such server is configured")
+        if conn.state != "ready":
+            reason = f" ({conn.error})" if conn.error else ""
+            return ToolResult.error(f"{where}: the server is not connected: {conn.state}{reason}")
+        if not conn.cfg.tool_enabled(tool) or all(t.name != tool for t in conn.info.tools):
+            return ToolResult.error(f"{where}: the server does not offer this tool (now)")
+        meta = call_meta(call, progress_token=call.call_id)
+        try:
+            result, _control = await conn.call_tool(
+                tool, arguments, meta=meta, call_id=call.call_id, on_progress=on_progress
+            )
+        except TimeoutError:
+            return ToolResult.error(f"{where} timed out after {conn.cfg.tool_timeout_sec:g} s")
+        except McpUnavailable as exc:
+            return ToolResult.error(f"{where}: {exc}")
+        except MCPError as exc:
+            return ToolResult.error(self._mcp_error(conn, where, exc))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - transport errors become results, never exceptions
+            if not isinstance(exc, Exception) and not isinstance(exc, BaseExceptionGroup):
+                raise
+            return ToolResult.error(f"{where} failed: {_describe(exc)}")
+        try:
+            return from_call_result(result, spec.output_schema)
+        except Exception as exc:  # noqa: BLE001
+            return ToolResult.error(f"{where} returned a result nbagent could not read: {exc}")
+
+    def _mcp_error(self, conn: McpConnection, where: str, exc: MCPError) -> str:
+        if exc.code == types.CONNECTION_CLOSED:
+            tail = conn.stderr_tail()
+            text = f"{where}: the server closed the connection (crashed?) during the call"
+            return text + (f"; stderr tail:\n{tail}" if tail else "")
+        if conn.needs_legacy(exc):
+            self._spawn(self._downgrade(conn.name))
+            return (
+                f"{where} tried to ask the user in a way only the legacy protocol allows; nbagent is reconnecting "
+                f"to {conn.name!r} with protocol = \"legacy\" (set it in the config to skip this) - retry the call"
+            )
+        return f"{where} failed: MCP error {exc.code}: {exc}"
+
+    async def _downgrade(self, name: str) -> None:
+        conn = self._conns.get(name)
+        if conn is None or self._closed:
+            return
+        self._emit(WarningEvent(message=f"MCP server {name!r}: reconnecting with the legacy protocol"))
+        self._conns.pop(name, None)
+        await conn.aclose()
+        await self._start_one(name, force_legacy=True)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ----- resources and prompts ---------------------------------------------------------
+
+    def _ready(self, server: str) -> McpConnection:
+        conn = self._conns.get(server)
+        if conn is None:
+            raise KeyError(f"no MCP server named {server!r}")
+        return conn
+
+    async def list_resources(self, server: str) -> list[dict[str, Any]]:
+        return [r.model_dump(mode="json", exclude_none=True) for r in await self._ready(server).list_resources()]
+
+    async def read_resource(self, server: str, uri: str) -> list[dict[str, Any]]:
+        result = await self._ready(server).read_resource(uri)
+        return [c.model_dump(mode="json", exclude_none=True) for c in result.contents]
+
+    async def list_prompts(self, server: str) -> list[dict[str, Any]]:
+        return [p.model_dump(mode="json", exclude_none=True) for p in await self._ready(server).list_prompts()]
+
+    async def get_prompt(self, server: str, name: str, args: dict[str, str] | None = None) -> dict[str, Any]:
+        result = await self._ready(server).get_prompt(name, args)
+        return result.model_dump(mode="json", exclude_none=True)
+
+    def _emit(self, event: Any) -> None:
+        try:
+            self._on_event(event)
+        except Exception:  # a broken subscriber must not break startup or calls
+            log.exception("on_event raised for %s", type(event).__name__)
+
+
+def _check_name(name: str) -> None:
+    if not SERVER_NAME.match(name):
+        raise ValueError(f"MCP server name {name!r} must match [a-zA-Z0-9_-]+")
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
