@@ -48,7 +48,8 @@ def to_messages(instructions: str | None, items: list[Item]) -> list[dict[str, A
             else:
                 messages.append({"role": "assistant", "content": item.text})
         elif isinstance(item, FunctionCall):
-            call = {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
+            function = {"name": item.name, "arguments": item.arguments}
+            call = {"id": item.call_id, "type": "function", "function": function}
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)

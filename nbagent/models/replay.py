@@ -96,7 +96,9 @@ def load_script(path: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ModelError("bad_request", f"replay script {path} does not exist (check the path after 'replay:')") from None
+        raise ModelError(
+            "bad_request", f"replay script {path} does not exist (check the path after 'replay:')"
+        ) from None
     except OSError as exc:
         raise ModelError("bad_request", f"replay script {path}: cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -65,7 +65,9 @@ def to_input_items(items: list[Item]) -> list[dict[str, Any]]:
                     }
                 )
         elif isinstance(item, FunctionCall):
-            out.append({"type": "function_call", "call_id": item.call_id, "name": item.name, "arguments": item.arguments})
+            out.append(
+                {"type": "function_call", "call_id": item.call_id, "name": item.name, "arguments": item.arguments}
+            )
         elif isinstance(item, FunctionCallOutput):
             out.append({"type": "function_call_output", "call_id": item.call_id, "output": _output(item)})
     return out
@@ -107,7 +109,84 @@ def _usage(raw: Any) -> Usage | None:
 
 
 def _message_text(item: Any) -> str:
-    return "".join(get_field(part, "text") or "" for part in get_field(item, "content") or [] if get_field(part, "type") == "output_text")
+    parts = get_field(item, "content") or []
+    return "".join(get_field(p, "text") or "" for p in parts if get_field(p, "type") == "output_text")
+
+
+class _Parser:
+    """Turns Responses stream events into model events; state for one response only."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, str]] = {}
+        """item_id -> (call_id, name), from ``output_item.added``."""
+        self.streamed: set[str] = set()
+        """Message items whose text came as deltas (their ``done`` must not repeat it)."""
+        self.texts: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}
+        self.completed = False
+
+    def feed(self, event: Any) -> list[ModelEvent]:
+        kind = get_field(event, "type")
+        delta = get_field(event, "delta") or ""
+        item_id = get_field(event, "item_id") or ""
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            self.streamed.add(item_id)
+            self.texts.append(delta)
+            return [TextDelta(delta=delta)]
+        if kind == "response.output_item.added":
+            item = get_field(event, "item")
+            if get_field(item, "type") == "function_call":
+                own_id = get_field(item, "id") or ""
+                self.calls[own_id] = (get_field(item, "call_id") or own_id, get_field(item, "name") or "")
+            return []
+        if kind == "response.function_call_arguments.delta":
+            call_id, name = self.calls.get(item_id, ("", ""))
+            return [ToolCallArgumentsDelta(call_id=call_id, name=name, delta=delta)]
+        if kind == "response.reasoning_summary_text.delta":
+            self.reasoning.setdefault(item_id, []).append(delta)
+            return [ReasoningSummaryDelta(delta=delta)]
+        if kind == "response.output_item.done":
+            return self._item_done(get_field(event, "item"))
+        if kind == "response.completed":
+            self.completed = True
+            usage = _usage(get_field(get_field(event, "response"), "usage"))
+            return [*([usage] if usage else []), Completed(text="".join(self.texts))]
+        if kind == "response.incomplete":
+            details = get_field(get_field(event, "response"), "incomplete_details")
+            reason = get_field(details, "reason") or "unknown reason"
+            raise StreamFailure(f"the response stopped early ({reason})", code="incomplete")
+        if kind == "response.failed":
+            error = get_field(get_field(event, "response"), "error")
+            message = get_field(error, "message") or "the response failed"
+            raise StreamFailure(message, code=get_field(error, "code") or "server_error")
+        if kind == "error":
+            message = get_field(event, "message") or "stream error"
+            raise StreamFailure(message, code=get_field(event, "code") or "server_error")
+        return []
+
+    def _item_done(self, item: Any) -> list[ModelEvent]:
+        kind = get_field(item, "type")
+        item_id = get_field(item, "id") or ""
+        if kind == "function_call":
+            call_id = get_field(item, "call_id") or item_id
+            return [ToolCallDone(call_id=call_id, name=get_field(item, "name") or "",
+                                 arguments=get_field(item, "arguments") or "")]
+        if kind == "message" and item_id not in self.streamed:
+            # A server that sends whole items without deltas still shows its text.
+            text = _message_text(item)
+            self.texts.append(text)
+            return [TextDelta(delta=text)] if text else []
+        if kind == "reasoning":
+            parts = [get_field(part, "text") or "" for part in get_field(item, "summary") or []]
+            summary = "\n\n".join(p for p in parts if p) or "".join(self.reasoning.get(item_id, []))
+            encrypted = get_field(item, "encrypted_content")
+            out: list[ModelEvent] = []
+            if summary and item_id not in self.reasoning:
+                out.append(ReasoningSummaryDelta(delta=summary))
+            if summary or encrypted:
+                out.append(ReasoningDone(summary=summary, encrypted_content=encrypted))
+            return out
+        return []
 
 
 class ResponsesModel:
@@ -119,7 +198,8 @@ class ResponsesModel:
         self.model = model
         self.endpoint = endpoint or Endpoint()
         self.retry = retry or RetryPolicy()
-        where = "OpenAI Responses" if self.endpoint.base_url == OPENAI_BASE_URL else f"Responses API at {self.endpoint.base_url}"
+        base_url = self.endpoint.base_url
+        where = "OpenAI Responses" if base_url == OPENAI_BASE_URL else f"Responses API at {base_url}"
         self.label = f"{model} ({where})"
         self._client = self.endpoint.client()
         self._ctx = self.endpoint.context(model, "responses", "/responses")
@@ -148,84 +228,16 @@ class ResponsesModel:
 
     async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         stream = await self._client.responses.create(**params, stream=True)
-        calls: dict[str, tuple[str, str]] = {}
-        """item_id -> (call_id, name), from ``output_item.added``."""
-        streamed_text: set[str] = set()
-        texts: list[str] = []
-        reasoning: dict[str, list[str]] = {}
+        parser = _Parser()
         try:
             async for event in stream:
-                kind = get_field(event, "type")
-                if kind in ("response.output_text.delta", "response.refusal.delta"):
-                    streamed_text.add(get_field(event, "item_id") or "")
-                    texts.append(get_field(event, "delta") or "")
-                    yield TextDelta(delta=get_field(event, "delta") or "")
-                elif kind == "response.output_item.added":
-                    item = get_field(event, "item")
-                    if get_field(item, "type") == "function_call":
-                        calls[get_field(item, "id") or ""] = (get_field(item, "call_id") or get_field(item, "id") or "", get_field(item, "name") or "")
-                elif kind == "response.function_call_arguments.delta":
-                    call_id, name = calls.get(get_field(event, "item_id") or "", ("", ""))
-                    yield ToolCallArgumentsDelta(call_id=call_id, name=name, delta=get_field(event, "delta") or "")
-                elif kind == "response.reasoning_summary_text.delta":
-                    reasoning.setdefault(get_field(event, "item_id") or "", []).append(get_field(event, "delta") or "")
-                    yield ReasoningSummaryDelta(delta=get_field(event, "delta") or "")
-                elif kind == "response.output_item.done":
-                    item = get_field(event, "item")
-                    for out in self._item_done(item, streamed_text, texts, reasoning):
-                        yield out
-                elif kind == "response.completed":
-                    response = get_field(event, "response")
-                    usage = _usage(get_field(response, "usage"))
-                    if usage is not None:
-                        yield usage
-                    yield Completed(text="".join(texts))
+                for out in parser.feed(event):
+                    yield out
+                if parser.completed:
                     return
-                elif kind in ("response.failed", "response.incomplete"):
-                    response = get_field(event, "response")
-                    error = get_field(response, "error")
-                    if kind == "response.incomplete":
-                        reason = get_field(get_field(response, "incomplete_details"), "reason") or "unknown reason"
-                        raise StreamFailure(f"the response stopped early ({reason})", code="incomplete")
-                    raise StreamFailure(
-                        get_field(error, "message") or "the response failed", code=get_field(error, "code") or "server_error"
-                    )
-                elif kind == "error":
-                    raise StreamFailure(get_field(event, "message") or "stream error", code=get_field(event, "code") or "server_error")
             raise StreamFailure("the stream ended before response.completed")
         finally:
             await stream.close()
-
-    @staticmethod
-    def _item_done(
-        item: Any, streamed_text: set[str], texts: list[str], reasoning: dict[str, list[str]]
-    ) -> list[ModelEvent]:
-        kind = get_field(item, "type")
-        item_id = get_field(item, "id") or ""
-        if kind == "function_call":
-            return [
-                ToolCallDone(
-                    call_id=get_field(item, "call_id") or item_id,
-                    name=get_field(item, "name") or "",
-                    arguments=get_field(item, "arguments") or "",
-                )
-            ]
-        if kind == "message" and item_id not in streamed_text:
-            # A server that sends whole items without deltas still shows its text.
-            text = _message_text(item)
-            if text:
-                texts.append(text)
-                return [TextDelta(delta=text)]
-        if kind == "reasoning":
-            parts = [get_field(part, "text") or "" for part in get_field(item, "summary") or []]
-            summary = "\n\n".join(p for p in parts if p) or "".join(reasoning.get(item_id, []))
-            out: list[ModelEvent] = []
-            if summary and item_id not in reasoning:
-                out.append(ReasoningSummaryDelta(delta=summary))
-            if summary or get_field(item, "encrypted_content"):
-                out.append(ReasoningDone(summary=summary, encrypted_content=get_field(item, "encrypted_content")))
-            return out
-        return []
 
     async def aclose(self) -> None:
         await self._client.close()

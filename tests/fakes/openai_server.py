@@ -12,7 +12,7 @@ step; a step has the shape of a replay response plus failure injections:
     {"fail_mid_stream": true, "text": "...", "fail_after": 2}    drop the connection after 2 deltas
     {"error_mid_stream": 500 | 429, "text": "..."}               an error event after some deltas
     chat only: {"omit_ids": true}, {"single_chunk": true}, {"no_usage": true}
-    any: {"delay": 0.01} seconds between events; {"message": "..."} for error text
+    any: {"delay": 0.01} seconds after each delta; {"message": "..."} for error text
 
 Every request body is recorded in ``requests`` (headers in ``headers``, paths in ``paths``).
 """
@@ -216,7 +216,7 @@ class FakeOpenAIServer:
                 prefix = f"event: {name}\n" if name else ""
                 yield f"{prefix}data: {payload}\n\n".encode()
                 deltas += is_delta
-                if delay:
+                if delay and is_delta:
                     await asyncio.sleep(delay)
             if not fail:
                 return
