@@ -21,7 +21,8 @@ from urllib.parse import unquote
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 MAX_DEPTH = 10
-"""Deepest level (in schema hops from the root) that keeps its structure; below it, a leaf."""
+"""Schema hops from the root at which nodes become childless leaves (an array leaf keeps a
+typed ``items`` one level further): the API limits nesting and deep schemas rarely mean much."""
 MAX_NODES = 5000
 """Budget of schema nodes per tool: ``$ref`` fan-out can otherwise blow up exponentially."""
 MAX_WARNINGS = 40
@@ -77,6 +78,10 @@ _KEY_OWNER = {
 def _owner_applies(owner: str, types: list[str]) -> bool:
     return owner in types or (owner == "number" and "integer" in types)
 
+
+_GENERIC_KEYS = frozenset({"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"})
+_SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
+_PLAIN_LEAF_KEYS = frozenset({"type", "description", "title"})
 
 _LEAF_TYPES = ["string", "number", "boolean", "object", "null"]
 _ANY_TYPES = ["string", "number", "boolean", "object", "array", "null"]
@@ -342,9 +347,13 @@ class _Sanitizer:
         if id(s) in self.active:
             self.warn(path, "self-containing schema object cut")
             return self.leaf(s)
-        if depth > MAX_DEPTH:
+        if depth >= MAX_DEPTH:
             self.warn(path, f"nested deeper than {MAX_DEPTH} levels; the rest accepts any value of its type")
             return self.leaf(s)
+        t = s.get("type")
+        if t.__class__ is str and t in _SCALAR_TYPES and s.keys() <= _PLAIN_LEAF_KEYS:
+            if all(_ok_str(s[k]) for k in ("description", "title") if k in s):
+                return dict(s)  # the everyday leaf: nothing to rewrite
         self.active.add(id(s))
         try:
             return self.node(s, path, depth, refs)
@@ -498,7 +507,7 @@ class _Sanitizer:
             else:
                 self.warn(path, "default that is not plain JSON dropped")
 
-        used = {"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"}
+        used = set(_GENERIC_KEYS)
         if "object" in types:
             used.update(("properties", "required", "additionalProperties"))
             self.object_keywords(s, result, path, depth, refs)
@@ -532,6 +541,8 @@ class _Sanitizer:
             used.update(_NUMBER_KEYS)
             self.number_keywords(s, result, path)
 
+        if s.keys() <= _GENERIC_KEYS:
+            return result
         dropped = sorted(
             str(k)
             for k in s
@@ -870,6 +881,9 @@ def _strict(s: dict[str, Any], depth: int) -> dict[str, Any]:
 # definition hash
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+
+
 def definition_hash(description: str | None, input_schema: Any, annotations: Any) -> str:
     """Stable short hash of what a tool claims to be; remembered approvals are bound to it.
 
@@ -880,7 +894,7 @@ def definition_hash(description: str | None, input_schema: Any, annotations: Any
         annotations = annotations.model_dump(mode="json", exclude_none=True)
     payload = {"annotations": annotations, "description": description, "input_schema": input_schema}
     try:
-        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+        text = _CANONICAL.encode(payload)
     except (ValueError, TypeError, RecursionError):  # cycles or mixed-type keys: still deterministic
         text = repr(payload)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
