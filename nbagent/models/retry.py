@@ -17,9 +17,10 @@ import json
 import random
 import re
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -77,7 +78,7 @@ class ErrorContext:
     endpoint: str
     key_hint: str = "OPENAI_API_KEY"
     provider: str = "openai"
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
 
     def redact(self, text: str) -> str:
         if self.api_key and len(self.api_key) >= 4:
@@ -121,8 +122,6 @@ def _retry_after(exc: BaseException) -> float | None:
     except ValueError:
         pass
     try:
-        import time
-
         return parsedate_to_datetime(value).timestamp() - time.time()
     except (TypeError, ValueError):
         return None

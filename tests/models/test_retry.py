@@ -70,3 +70,7 @@ async def test_stream_with_retry_retries_only_before_output() -> None:
         async for event in stream_with_retry(fail_late, CTX, RetryPolicy(max_retries=5), sleep=sleep):
             seen.append(event)
     assert info.value.code == "server" and len(seen) == 1 and "not retried" in str(info.value)
+
+
+def test_context_repr_hides_the_key() -> None:
+    assert "987654321" not in repr(CTX)
