@@ -1,0 +1,440 @@
+"""Native notebook tools: ``read_notebook``, ``insert_cell``, ``replace_cell``, ``run_cell``.
+
+They go through the same router, events and approval engine as MCP tools: reading is marked
+read-only (never asks), writing and running are not (they ask under ``on-request``). Cells
+written carry the call's provenance (``metadata.nbagent = {thread_id, turn_id, call_id}``).
+
+The tools talk to the JupyterLab extension through a bridge (``nbagent.notebook.bridge``). When
+the extension is absent (VS Code, Colab, classic Notebook, headless runs) they degrade, and the
+result tells the model exactly what happened:
+
+* the turn is awaited in its cell (``--wait``): new cells go in through IPython's
+  ``set_next_input`` and appear below the agent cell when it finishes;
+* otherwise the code is shown in the agent cell's output with a note to copy it.
+
+Whether the turn is awaited is the front end's knowledge, not ours: it sets
+:attr:`NotebookTools.waiting` (or uses :meth:`NotebookTools.awaited`) around an awaited turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nbagent.notebook.bridge_protocol import (
+    CellInfo,
+    InsertCellParams,
+    InsertCellResponse,
+    OutputSummary,
+    Provenance,
+    ReadNotebookParams,
+    ReadNotebookResponse,
+    ReplaceCellParams,
+    ReplaceCellResponse,
+    RunCellParams,
+    RunCellResponse,
+)
+from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
+
+
+class BridgeClient(Protocol):
+    """What the tools need of ``nbagent.notebook.bridge.NotebookBridge`` (tests pass a fake)."""
+
+    async def available(self) -> bool: ...
+    async def read_notebook(self, params: ReadNotebookParams | None = None) -> ReadNotebookResponse: ...
+    async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse: ...
+    async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse: ...
+    async def run_cell(self, params: RunCellParams, *, timeout: float | None = None) -> RunCellResponse: ...
+
+
+# -- arguments ----------------------------------------------------------------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadNotebookArgs(_Args):
+    include_outputs: bool = Field(True, description="Include a text summary of each code cell's outputs.")
+    max_output_chars: int = Field(2000, ge=0, le=100_000, description="Cut each output's text at this length.")
+
+
+class InsertCellArgs(_Args):
+    source: str = Field(description="The new cell's source.")
+    cell_type: Literal["code", "markdown"] = Field("code", description="Cell type.")
+    index: int | None = Field(None, ge=0, description="Position of the new cell (0 = first). Default: at the end.")
+    after_cell_id: str | None = Field(None, description="Insert right after the cell with this id (wins over index).")
+
+
+class ReplaceCellArgs(_Args):
+    cell_id: str = Field(description="Id of the cell to change (from read_notebook).")
+    source: str = Field(description="The cell's new source.")
+
+
+class RunCellArgs(_Args):
+    cell_id: str = Field(description="Id of the cell to run (from read_notebook).")
+    timeout_sec: float = Field(300, gt=0, le=3600, description="Give up waiting for the outputs after this long.")
+
+
+def _parameters(model: type[BaseModel]) -> dict[str, Any]:
+    """A flat JSON Schema the model APIs accept (no ``anyOf`` for optional fields, no titles)."""
+    schema = model.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = dict(prop)
+        prop.pop("title", None)
+        if "anyOf" in prop:
+            branches = [b for b in prop.pop("anyOf") if b.get("type") != "null"]
+            if len(branches) == 1:
+                prop.update(branches[0])
+        if prop.get("default", 0) is None:
+            del prop["default"]
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "required": schema.get("required", []),
+            "additionalProperties": False}
+
+
+_TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
+    "read_notebook": (
+        ReadNotebookArgs,
+        "Read the notebook this kernel runs in: every cell with its id, type, source and a text summary "
+        "of its outputs. Use the ids with insert_cell, replace_cell and run_cell.",
+        "Read the notebook",
+        ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    ),
+    "insert_cell": (
+        InsertCellArgs,
+        "Insert a new code or markdown cell into the notebook (at an index, after a cell id, or at the end). "
+        "The cell is marked as written by the agent. It is not run.",
+        "Insert a notebook cell",
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+    ),
+    "replace_cell": (
+        ReplaceCellArgs,
+        "Replace the source of an existing notebook cell (by id). The old source is returned.",
+        "Replace a notebook cell",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+    ),
+    "run_cell": (
+        RunCellArgs,
+        "Run a notebook cell (by id) in the kernel and return its outputs when it finishes.",
+        "Run a notebook cell",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+    ),
+}
+
+
+def _spec(name: str) -> ToolSpec:
+    args, description, title, annotations = _TOOLS[name]
+    parameters = _parameters(args)
+    digest = hashlib.sha256(
+        json.dumps([description, parameters, annotations.model_dump()], sort_keys=True).encode()
+    ).hexdigest()[:16]
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters=parameters,
+        input_schema=parameters,
+        source="native",
+        raw_name=name,
+        title=title,
+        annotations=annotations,
+        trusted=True,
+        definition_hash=digest,
+    )
+
+
+# -- rendering for the model ----------------------------------------------------------------------
+
+
+def _outputs_text(outputs: Sequence[OutputSummary]) -> str:
+    lines = []
+    for out in outputs:
+        label = out.output_type
+        if out.mime_types:
+            label += f" ({', '.join(out.mime_types)})"
+        text = out.text.rstrip("\n")
+        if out.truncated:
+            text += " [...cut]"
+        lines.append(f"  [{label}] {text}" if text else f"  [{label}]")
+    return "\n".join(lines)
+
+
+def render_notebook(notebook: ReadNotebookResponse, note: str = "") -> str:
+    """The notebook as the model reads it: one header line per cell, then its source."""
+    head = f"Notebook {notebook.path or '(unsaved)'}: {len(notebook.cells)} cell(s)."
+    parts = [head + (f" {note}" if note else "")]
+    for cell in notebook.cells:
+        bits = [f"[{cell.index}] id={cell.id} {cell.cell_type}"]
+        if cell.execution_count is not None:
+            bits.append(f"execution_count={cell.execution_count}")
+        if cell.provenance is not None:
+            bits.append(f"written by agent call {cell.provenance.call_id}")
+        parts.append(" ".join(bits))
+        parts.append(cell.source if cell.source else "(empty)")
+        if cell.outputs:
+            parts.append("outputs:\n" + _outputs_text(cell.outputs))
+    return "\n".join(parts)
+
+
+def _result(text: str, structured: Any = None, *, is_error: bool = False) -> ToolResult:
+    return ToolResult(content=[TextBlock(text=text)], structured=structured, is_error=is_error)
+
+
+# -- the provider ---------------------------------------------------------------------------------
+
+
+def _default_display(markdown: str, plain: str) -> None:
+    from IPython.display import display
+
+    display({"text/markdown": markdown, "text/plain": plain}, raw=True)
+
+
+def _fence(source: str, language: str) -> str:
+    fence = "```"
+    while fence in source:
+        fence += "`"
+    return f"{fence}{language}\n{source}\n{fence}"
+
+
+class NotebookTools:
+    """A ``ToolProvider`` of the notebook tools.
+
+    Args:
+        bridge: the notebook bridge; defaults to the kernel's one (``get_bridge()``).
+        shell: the IPython shell (for ``set_next_input`` and the notebook's path); defaults to the
+            running one.
+        display: ``(markdown, plain)`` shows a fallback note in the agent cell's output.
+
+    Attributes:
+        waiting: ``True`` while the current turn is awaited in its cell (``%%agent --wait``).
+            The front end sets it; without the extension it decides between ``set_next_input``
+            (only delivered when the awaiting cell finishes) and showing the code.
+    """
+
+    def __init__(self, bridge: BridgeClient | None = None, *, shell: Any = None,
+                 display: Callable[[str, str], None] | None = None) -> None:
+        if bridge is None:
+            from nbagent.notebook.bridge import get_bridge
+
+            bridge = get_bridge()
+        if shell is None:
+            try:
+                from IPython import get_ipython
+
+                shell = get_ipython()
+            except ImportError:  # pragma: no cover
+                shell = None
+        self.bridge = bridge
+        self.shell = shell
+        self.display = display or _default_display
+        self.waiting = False
+        self._specs = [_spec(name) for name in _TOOLS]
+        self._next_inputs: tuple[object, list[str]] | None = None
+
+    @contextlib.contextmanager
+    def awaited(self) -> Iterator[None]:
+        """Mark the turn run inside this block as awaited in its cell."""
+        previous, self.waiting = self.waiting, True
+        try:
+            yield
+        finally:
+            self.waiting = previous
+
+    def list_tools(self) -> Sequence[ToolSpec]:
+        return list(self._specs)
+
+    async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any], call: CallInfo, on_progress: Any = None) -> ToolResult:
+        if spec.name not in _TOOLS:
+            return ToolResult.error(f"unknown notebook tool {spec.name!r}")
+        try:
+            args = _TOOLS[spec.name][0].model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            return ToolResult.error(f"{spec.name}: bad arguments: {problems}")
+        from nbagent.notebook.bridge import BridgeError
+
+        try:
+            present = await self.bridge.available()
+            handler = getattr(self, f"_{spec.name}" if present else f"_{spec.name}_fallback")
+            return await handler(args, call)
+        except BridgeError as exc:
+            return ToolResult.error(f"{spec.name} failed: {exc}")
+
+    # -- with the extension -------------------------------------------------------------------
+
+    async def _read_notebook(self, args: ReadNotebookArgs, call: CallInfo) -> ToolResult:
+        notebook = await self.bridge.read_notebook(
+            ReadNotebookParams(include_outputs=args.include_outputs, max_output_chars=args.max_output_chars)
+        )
+        return _result(render_notebook(notebook), notebook.model_dump(mode="json"))
+
+    async def _insert_cell(self, args: InsertCellArgs, call: CallInfo) -> ToolResult:
+        reply = await self.bridge.insert_cell(
+            InsertCellParams(source=args.source, cell_type=args.cell_type, index=args.index,
+                             after_cell_id=args.after_cell_id, provenance=_provenance(call))
+        )
+        return _result(
+            f"Inserted a {args.cell_type} cell with id {reply.cell_id} at index {reply.index}. It has not been run.",
+            {"status": "inserted", **reply.model_dump(mode="json")},
+        )
+
+    async def _replace_cell(self, args: ReplaceCellArgs, call: CallInfo) -> ToolResult:
+        reply = await self.bridge.replace_cell(
+            ReplaceCellParams(cell_id=args.cell_id, source=args.source, provenance=_provenance(call))
+        )
+        return _result(
+            f"Replaced the source of cell {reply.cell_id} (index {reply.index}). Old source:\n{reply.old_source}",
+            {"status": "replaced", **reply.model_dump(mode="json")},
+        )
+
+    async def _run_cell(self, args: RunCellArgs, call: CallInfo) -> ToolResult:
+        # While the turn is awaited in its cell the kernel is busy with that cell, so the run
+        # only starts after it: waiting for the outputs here would wait for ourselves.
+        wait = not self.waiting
+        reply = await self.bridge.run_cell(RunCellParams(cell_id=args.cell_id, wait=wait), timeout=args.timeout_sec)
+        if reply.status == "queued":
+            text = (f"Cell {reply.cell_id} is queued: it runs after the agent cell finishes (this turn is awaited "
+                    "in its cell, so the kernel is busy). Its outputs are not available to this turn; "
+                    "use run_python to run code now.")
+        else:
+            text = f"Ran cell {reply.cell_id}: status {reply.status}, execution_count {reply.execution_count}."
+            text += ("\noutputs:\n" + _outputs_text(reply.outputs)) if reply.outputs else "\n(no outputs)"
+        return _result(text, reply.model_dump(mode="json"), is_error=reply.status in ("error", "aborted"))
+
+    # -- without the extension ----------------------------------------------------------------
+
+    async def _read_notebook_fallback(self, args: ReadNotebookArgs, call: CallInfo) -> ToolResult:
+        path = self._notebook_file()
+        if path is None:
+            return ToolResult.error(
+                "read_notebook: the nbagent JupyterLab extension is not active in this front end and the "
+                "notebook's file is not known, so the notebook cannot be read. Ask the user, or use "
+                "run_python to inspect variables."
+            )
+        try:
+            notebook = _read_file(path, args.include_outputs, args.max_output_chars)
+        except (OSError, ValueError) as exc:
+            return ToolResult.error(f"read_notebook: could not read {path}: {exc}")
+        note = ("(Read from the saved file because the nbagent JupyterLab extension is not active: "
+                "unsaved edits are missing, and cells cannot be written or run by id.)")
+        return _result(render_notebook(notebook, note), {"status": "read_from_file", **notebook.model_dump(mode="json")})
+
+    async def _insert_cell_fallback(self, args: InsertCellArgs, call: CallInfo) -> ToolResult:
+        return self._deliver(args.source, args.cell_type, what="insert a new cell")
+
+    async def _replace_cell_fallback(self, args: ReplaceCellArgs, call: CallInfo) -> ToolResult:
+        return self._deliver(args.source, "code", what=f"replace cell {args.cell_id}", replacing=args.cell_id)
+
+    async def _run_cell_fallback(self, args: RunCellArgs, call: CallInfo) -> ToolResult:
+        return ToolResult.error(
+            "run_cell: not possible here: the nbagent JupyterLab extension is not active in this front end "
+            "(VS Code, Colab, classic Notebook or a headless run). Use run_python to run code in the kernel."
+        )
+
+    def _deliver(self, source: str, cell_type: str, *, what: str, replacing: str | None = None) -> ToolResult:
+        """Without the extension: ``set_next_input`` under ``--wait``, else show the code."""
+        header = f"# nbagent: replacement for cell {replacing}\n" if replacing and cell_type == "code" else ""
+        if cell_type == "markdown":
+            # set_next_input only makes code cells: a %%markdown cell renders the same text.
+            text = f"%%markdown\n{source}"
+        else:
+            text = header + source
+        if self.waiting and self.shell is not None and hasattr(self.shell, "set_next_input"):
+            count = self._queue_next_input(text)
+            more = f" It is combined with {count - 1} earlier insertion(s) of this run into one cell, because " \
+                   "a cell can queue only one." if count > 1 else ""
+            return _result(
+                f"The nbagent JupyterLab extension is not active here, so I could not {what} directly. The code was "
+                "queued with IPython's set_next_input: it appears as a new cell below the agent cell when the "
+                f"agent cell finishes (the user still has to run it).{more}",
+                {"status": "set_next_input", "combined": count},
+            )
+        language = "markdown" if cell_type == "markdown" else "python"
+        verb = "Replace cell `%s` with" % replacing if replacing else "Paste into a new cell"
+        markdown = (f"**nbagent could not write to the notebook** (the nbagent JupyterLab extension is not active "
+                    f"in this front end). {verb}:\n\n{_fence(source, language)}")
+        plain = f"nbagent could not write to the notebook (extension not active). {verb}:\n{source}"
+        try:
+            self.display(markdown, plain)
+        except Exception as exc:
+            return ToolResult.error(f"could not {what}: the extension is not active and showing the code failed: {exc!r}")
+        return _result(
+            f"The nbagent JupyterLab extension is not active here, so I could not {what}. The code is shown in the "
+            "agent cell's output with a note asking the user to copy it into the notebook; nothing was written.",
+            {"status": "shown"},
+        )
+
+    def _queue_next_input(self, text: str) -> int:
+        # One set_next_input per execution counts (IPython keeps a single payload per source), so
+        # gather this execution's insertions and re-send them all each time.
+        key = getattr(self.shell, "execution_count", None)
+        if self._next_inputs is None or self._next_inputs[0] != key:
+            self._next_inputs = (key, [])
+        self._next_inputs[1].append(text)
+        self.shell.set_next_input("\n\n".join(self._next_inputs[1]))
+        return len(self._next_inputs[1])
+
+    def _notebook_file(self) -> Path | None:
+        """The notebook's file when a front end says where it is."""
+        candidates = []
+        ns = getattr(self.shell, "user_ns", None) or {}
+        if isinstance(ns.get("__vsc_ipynb_file__"), str):  # VS Code sets this in the namespace
+            candidates.append(ns["__vsc_ipynb_file__"])
+        if os.environ.get("JPY_SESSION_NAME"):  # jupyter_server sets it for a notebook's kernel
+            candidates.append(os.environ["JPY_SESSION_NAME"])
+        for candidate in candidates:
+            path = Path(candidate)
+            if path.suffix == ".ipynb" and path.is_file():
+                return path
+        return None
+
+
+def _provenance(call: CallInfo) -> Provenance:
+    return Provenance(thread_id=call.thread_id, turn_id=call.turn_id, call_id=call.call_id)
+
+
+def _read_file(path: Path, include_outputs: bool, max_chars: int) -> ReadNotebookResponse:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    cells = []
+    for index, cell in enumerate(data.get("cells", [])):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        outputs = []
+        if include_outputs:
+            for out in cell.get("outputs", []) or []:
+                outputs.append(_summarize_output(out, max_chars))
+        meta = (cell.get("metadata") or {}).get("nbagent")
+        provenance = None
+        if isinstance(meta, dict) and meta.get("call_id"):
+            provenance = Provenance(thread_id=str(meta.get("thread_id", "")), turn_id=str(meta.get("turn_id", "")),
+                                    call_id=str(meta["call_id"]))
+        cells.append(CellInfo(id=str(cell.get("id", f"cell-{index}")), index=index,
+                              cell_type=cell.get("cell_type", "code"), source=source,
+                              execution_count=cell.get("execution_count"), outputs=outputs, provenance=provenance))
+    threads = ((data.get("metadata") or {}).get("nbagent") or {}).get("threads") or []
+    return ReadNotebookResponse(path=str(path), cells=cells, threads=[t for t in threads if isinstance(t, str)])
+
+
+def _summarize_output(out: dict[str, Any], max_chars: int) -> OutputSummary:
+    def join(value: Any) -> str:
+        return "".join(value) if isinstance(value, list) else str(value or "")
+
+    kind = str(out.get("output_type", ""))
+    mime_types: list[str] = []
+    if kind == "stream":
+        text = join(out.get("text"))
+    elif kind == "error":
+        text = f"{out.get('ename')}: {out.get('evalue')}"
+    else:
+        data = out.get("data") or {}
+        mime_types = list(data)
+        text = join(data.get("text/plain"))
+    return OutputSummary(output_type=kind, text=text[:max_chars], mime_types=mime_types, truncated=len(text) > max_chars)

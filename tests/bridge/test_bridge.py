@@ -1,0 +1,212 @@
+"""The kernel-side bridge against a simulated extension (a fake comm)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from nbagent.notebook.bridge import BridgeError, BridgeTimeout, BridgeUnavailable, NotebookBridge
+from nbagent.notebook.bridge_protocol import (
+    COMM_TARGET,
+    CellInfo,
+    InsertCellParams,
+    InsertCellResponse,
+    OutputSummary,
+    Provenance,
+    ReadNotebookResponse,
+    RunCellParams,
+)
+from tests.bridge.fakes import HELLO, FakeFactory, error, ok
+
+# A reply as the extension sends it for a two-cell notebook (recorded from JupyterLab 4.6).
+RECORDED_READ = {
+    "path": "work/demo.ipynb",
+    "cells": [
+        {"id": "a1", "index": 0, "cell_type": "code", "source": "%load_ext nbagent", "execution_count": 1,
+         "outputs": [], "provenance": None},
+        {"id": "b2", "index": 1, "cell_type": "code", "source": "print(1)", "execution_count": 2,
+         "outputs": [{"output_type": "stream", "text": "1\n", "mime_types": [], "truncated": False}],
+         "provenance": {"thread_id": "thr_1", "turn_id": "turn_1", "call_id": "call_1"}},
+    ],
+    "threads": ["thr_1"],
+}
+
+
+def serve(request: dict) -> dict | None:
+    method = request["method"]
+    if method == "hello":
+        return ok(request, HELLO)
+    if method == "read_notebook":
+        return ok(request, RECORDED_READ)
+    if method == "insert_cell":
+        return ok(request, {"cell_id": "new1", "index": request["params"]["index"] or 0})
+    if method == "replace_cell":
+        return error(request, "not_found", 'no cell with id "zz"')
+    if method == "run_cell":
+        return None  # never answers
+    return error(request, "bad_request", f"unknown method {method}")
+
+
+async def test_hello_is_the_open_data_and_is_cached() -> None:
+    factory = FakeFactory(serve)
+    bridge = NotebookBridge(factory)
+    assert await bridge.available()
+    assert await bridge.available()
+    assert factory.targets == [COMM_TARGET]
+    opened = factory.comms[0].sent[0]
+    assert opened["method"] == "hello" and opened["params"]["protocol_version"] == 1
+    assert bridge.hello is not None and bridge.hello.path == "work/demo.ipynb"
+
+
+async def test_read_notebook_parses_a_recorded_reply() -> None:
+    bridge = NotebookBridge(FakeFactory(serve))
+    notebook = await bridge.read_notebook()
+    assert notebook == ReadNotebookResponse(
+        path="work/demo.ipynb",
+        cells=[
+            CellInfo(id="a1", index=0, cell_type="code", source="%load_ext nbagent", execution_count=1),
+            CellInfo(id="b2", index=1, cell_type="code", source="print(1)", execution_count=2,
+                     outputs=[OutputSummary(output_type="stream", text="1\n")],
+                     provenance=Provenance(thread_id="thr_1", turn_id="turn_1", call_id="call_1")),
+        ],
+        threads=["thr_1"],
+    )
+
+
+async def test_requests_carry_ids_and_typed_params() -> None:
+    factory = FakeFactory(serve)
+    bridge = NotebookBridge(factory)
+    provenance = Provenance(thread_id="t", turn_id="u", call_id="c")
+    reply = await bridge.insert_cell(InsertCellParams(source="x = 1", index=3, provenance=provenance))
+    assert reply == InsertCellResponse(cell_id="new1", index=3)
+    sent = factory.comms[0].sent[1]
+    assert sent["method"] == "insert_cell" and sent["id"] != factory.comms[0].sent[0]["id"]
+    assert sent["params"]["provenance"] == {"thread_id": "t", "turn_id": "u", "call_id": "c"}
+
+
+async def test_an_error_reply_raises_with_its_code_and_the_method() -> None:
+    bridge = NotebookBridge(FakeFactory(serve))
+    from nbagent.notebook.bridge_protocol import ReplaceCellParams
+
+    with pytest.raises(BridgeError) as info:
+        await bridge.replace_cell(ReplaceCellParams(cell_id="zz", source=""))
+    assert info.value.code == "not_found" and info.value.method == "replace_cell"
+    assert "replace_cell failed (not_found)" in str(info.value) and "zz" in str(info.value)
+
+
+async def test_a_request_without_reply_times_out_naming_the_request() -> None:
+    factory = FakeFactory(serve)
+    bridge = NotebookBridge(factory)
+    started = time.monotonic()
+    with pytest.raises(BridgeTimeout) as info:
+        await bridge.run_cell(RunCellParams(cell_id="a1"), timeout=0.2)
+    assert 0.15 < time.monotonic() - started < 2
+    request_id = factory.comms[0].sent[1]["id"]
+    assert str(info.value) == f"notebook bridge: no reply to run_cell (request {request_id}) within 0.2 s"
+    # A late reply to the timed-out request is dropped and later requests still work.
+    factory.comms[0].deliver(ok({"id": request_id}, {"cell_id": "a1", "status": "ok"}))
+    assert (await bridge.read_notebook()).path == "work/demo.ipynb"
+
+
+async def test_a_silent_front_end_is_absent_after_the_hello_timeout_and_cached() -> None:
+    factory = FakeFactory(lambda request: None)
+    bridge = NotebookBridge(factory, hello_timeout=0.2, absent_ttl=60)
+    started = time.monotonic()
+    assert not await bridge.available()
+    assert time.monotonic() - started < 1
+    assert factory.comms[0].closed  # the probe does not leave a comm behind
+    started = time.monotonic()
+    assert not await bridge.available()
+    assert time.monotonic() - started < 0.05 and len(factory.comms) == 1
+    with pytest.raises(BridgeUnavailable, match="did not answer within 0.2 s"):
+        await bridge.read_notebook()
+
+
+async def test_an_absent_verdict_expires_so_a_late_install_is_found() -> None:
+    now = [0.0]
+    answers = [False]
+    factory = FakeFactory(lambda request: ok(request, HELLO) if answers[0] else None)
+    bridge = NotebookBridge(factory, hello_timeout=0.1, absent_ttl=30, clock=lambda: now[0])
+    assert not await bridge.available()
+    answers[0] = True
+    now[0] = 10
+    assert not await bridge.available()  # still cached
+    now[0] = 31
+    assert await bridge.available()
+    assert len(factory.comms) == 2
+
+
+async def test_a_front_end_that_closes_the_comm_is_absent_at_once() -> None:
+    factory = FakeFactory(serve, close_on_open=True)
+    bridge = NotebookBridge(factory, hello_timeout=5)
+    started = time.monotonic()
+    assert not await bridge.available()
+    assert time.monotonic() - started < 0.5
+
+
+async def test_a_comm_closed_mid_request_fails_it_and_the_next_request_reopens() -> None:
+    factory = FakeFactory(serve)
+    bridge = NotebookBridge(factory)
+    task = asyncio.ensure_future(bridge.run_cell(RunCellParams(cell_id="a1"), timeout=5))
+    await asyncio.sleep(0.05)
+    factory.comms[0].remote_close()
+    with pytest.raises(BridgeError, match="comm closed before run_cell"):
+        await task
+    assert (await bridge.read_notebook()).threads == ["thr_1"]
+    assert len(factory.comms) == 2
+
+
+async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() -> None:
+    held: list[dict] = []
+
+    def frontend(request: dict) -> dict | None:
+        if request["method"] == "hello":
+            return ok(request, HELLO)
+        held.append(request)
+        return None
+
+    factory = FakeFactory(frontend)
+    bridge = NotebookBridge(factory)
+    first = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="1")))
+    second = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="2")))
+    while len(held) < 2:
+        await asyncio.sleep(0.01)
+    for request in reversed(held):
+        factory.comms[0].deliver(ok(request, {"cell_id": "id-" + request["params"]["source"], "index": 0}))
+    assert (await first).cell_id == "id-1" and (await second).cell_id == "id-2"
+
+
+async def test_a_reply_delivered_from_another_thread_resolves_on_the_loop() -> None:
+    held: list[dict] = []
+
+    def frontend(request: dict) -> dict | None:
+        if request["method"] == "hello":
+            return ok(request, HELLO)
+        held.append(request)
+        return None
+
+    factory = FakeFactory(frontend)
+    bridge = NotebookBridge(factory)
+    task = asyncio.ensure_future(bridge.notebook_path())
+    while not held:
+        await asyncio.sleep(0.01)
+    thread = threading.Thread(target=factory.comms[0].deliver, args=(ok(held[0], {"path": "a/b.ipynb", "name": "b.ipynb"}),))
+    thread.start()
+    thread.join()
+    assert (await asyncio.wait_for(task, 2)).name == "b.ipynb"
+
+
+async def test_a_malformed_reply_is_a_clear_error() -> None:
+    bridge = NotebookBridge(FakeFactory(lambda r: ok(r, HELLO) if r["method"] == "hello" else ok(r, {"cells": 3})))
+    with pytest.raises(BridgeError, match="malformed read_notebook reply"):
+        await bridge.read_notebook()
+
+
+async def test_outside_a_kernel_the_default_bridge_is_absent_without_waiting() -> None:
+    bridge = NotebookBridge(hello_timeout=5)
+    started = time.monotonic()
+    assert not await bridge.available()
+    assert time.monotonic() - started < 0.5
