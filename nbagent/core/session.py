@@ -35,6 +35,7 @@ from nbagent.protocol import (
     Entry,
     ErrorEvent,
     Event,
+    FunctionCall,
     Interrupt,
     Item,
     ItemRecord,
@@ -119,6 +120,8 @@ class Session:
         )
         self.router.add(self.mcp)
         self.history: list[Item] = []
+        self.call_ids: set[str] = set()
+        """Every function-call id of the current thread."""
         self.thread_id = ""
         self.thread_name = thread_name
         self.interrupt_reason: str | None = None
@@ -327,6 +330,8 @@ class Session:
 
     def record(self, item: Item) -> None:
         self.history.append(item)
+        if isinstance(item, FunctionCall):
+            self.call_ids.add(item.call_id)
         self.write_line(ItemRecord(item=item))
 
     def write_line(self, line: RolloutLine) -> None:
@@ -366,6 +371,7 @@ class Session:
         self._switch(thread_id)
         self.thread_name = name
         self.history = []
+        self.call_ids = set()
         meta = ThreadMeta(
             thread_id=thread_id, name=name, model=self.model_name, cwd=self.cwd, notebook_path=self.notebook_path
         )
@@ -381,6 +387,7 @@ class Session:
         self._switch(thread_id)
         self.thread_name = loaded.name
         self.history = list(loaded.items)
+        self.call_ids = {item.call_id for item in self.history if isinstance(item, FunctionCall)}
         self._writer = self.store.open_writer(thread_id, secrets=self._secrets())
         self._configured(len(self.history))
         for warning in loaded.warnings:

@@ -91,6 +91,17 @@ def _batches(turn: TurnContext, calls: list[FunctionCall]) -> list[tuple[bool, l
     return batches
 
 
+def _unique_call_id(call_id: str, taken: set[str], pending: list[FunctionCall]) -> str:
+    """Some OpenAI-compatible servers reuse ids such as ``call_0`` on every response; ids must
+    be unique within a thread, since approvals, outputs and cards are keyed by them."""
+    base = call_id or "call"
+    unique, n = base, 1
+    while unique in taken or any(c.call_id == unique for c in pending):
+        n += 1
+        unique = f"{base}_{n}"
+    return unique
+
+
 async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request, streamed into events; returns the text and the tool calls."""
     session = turn.session
@@ -122,7 +133,7 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
             calls.append(
                 FunctionCall(
                     turn_id=turn.turn_id,
-                    call_id=part.call_id,
+                    call_id=_unique_call_id(part.call_id, session.call_ids, calls),
                     name=part.name,
                     arguments=part.arguments,
                     server=entry[0].server if entry else None,
