@@ -1,0 +1,112 @@
+"""``nbagent mcp-server``: serve nbagent over stdio (default) or streamable HTTP (``--http``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+from nbagent.server.threads import Defaults
+
+TOKEN_ENV = "NBAGENT_SERVER_TOKEN"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nbagent mcp-server", description=(
+        "Serve nbagent as an MCP server with tools agent and agent-reply. stdio by default; "
+        "--http serves streamable HTTP on 127.0.0.1 behind a bearer token."))
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at HOST:PORT (PORT 0 picks one)")
+    p.add_argument("--token", help=f"bearer token (default: ${TOKEN_ENV}, else a new one printed to stderr)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback HOST (you provide TLS and network protection)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="another Host/Origin name to accept (repeatable)")
+    p.add_argument("--model", help="default model for new threads (e.g. gpt-5.1 or replay:PATH)")
+    p.add_argument("--policy", choices=["untrusted", "on-request", "never", "full-auto"],
+                   help="default approval policy for new threads")
+    p.add_argument("--cwd", help="default working directory for new threads")
+    p.add_argument("-c", "--config", action="append", default=[], metavar="KEY=JSON",
+                   help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
+    p.add_argument("--park-timeout", type=float, default=600.0,
+                   help="seconds a stateless (2026-07-28) run waits for the client's next round")
+    p.add_argument("--log-level", default="warning", help="log level of the server's own stderr logging")
+    return p
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise SystemExit(f"nbagent mcp-server: -c expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def _split_hostport(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        return "127.0.0.1", int(value)
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+async def serve_stdio(defaults: Defaults) -> None:
+    from mcp.server.stdio import stdio_server
+
+    from nbagent.server.app import build_server
+
+    server, pool = build_server(defaults)
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await pool.aclose()
+
+
+async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, printed_token: bool,
+                     extra_hosts: list[str]) -> None:
+    from nbagent.server.app import build_server
+    from nbagent.server.http import http_app, start_http
+
+    server, pool = build_server(defaults)
+    app = http_app(server, token, bind_host=host, extra_hosts=extra_hosts)
+    handle = await start_http(app, host=host, port=port, token=token, signals=True)
+    print(f"nbagent mcp-server listening on {handle.url}", file=sys.stderr, flush=True)
+    if printed_token:
+        print(f"bearer token: {token}", file=sys.stderr, flush=True)
+    try:
+        await handle.wait()
+    finally:
+        await pool.aclose()
+
+
+def main_mcp_server(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
+                        park_timeout=args.park_timeout)
+    if not args.http:
+        asyncio.run(serve_stdio(defaults))
+        return 0
+    from nbagent.server.http import check_bind, new_token
+
+    host, port = _split_hostport(args.http)
+    try:
+        check_bind(host, args.allow_remote)
+    except ValueError as exc:
+        print(f"nbagent mcp-server: {exc}", file=sys.stderr)
+        return 2
+    given = args.token or os.environ.get(TOKEN_ENV)
+    token = given or new_token()
+    try:
+        asyncio.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
+    except KeyboardInterrupt:
+        pass
+    return 0

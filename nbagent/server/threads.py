@@ -1,0 +1,231 @@
+"""Sessions kept alive per thread, and the runs (turns) a tool call drives.
+
+Each ``Session`` lives in its own owner task, because MCP client connections inside it must be
+entered and exited in one task; a tool-call handler only borrows it. A ``TurnRun`` outlives a
+single request in the stateless protocol, where one turn spans several input-required rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nbagent.config import Config, load_config
+from nbagent.core.session import RunResult, Session
+from nbagent.protocol import ApprovalRequested, ElicitationRequested, Event, Interrupt, Op, Policy, new_id
+from nbagent.server.asks import Ask
+from nbagent.server.forward import Forwarder
+from nbagent.store import ThreadStore
+
+
+class ThreadBusy(Exception):
+    """A second call tried to drive a thread whose turn is still running."""
+
+
+@dataclass
+class Defaults:
+    """Server-wide defaults; each ``agent`` call may override model, policy, cwd and config."""
+
+    model: str | None = None
+    policy: Policy | None = None
+    cwd: str | None = None
+    home: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    park_timeout: float = 600.0
+    """How long a stateless run waits for the client's next round before it is interrupted."""
+
+
+class TurnRun:
+    """One turn driven by one or more tool-call rounds; events queue up between rounds."""
+
+    def __init__(self, handle: ThreadHandle, prompt: str, model: str | None, policy: Policy | None) -> None:
+        self.handle = handle
+        self.session = handle.session
+        self.token = new_id("run")
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._unsubscribe = self.session.subscribe(self.queue.put_nowait)
+        self.answered: set[str] = set()
+        self.sent: dict[str, Ask] = {}
+        self._park: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[RunResult] = asyncio.ensure_future(
+            self.session.run(prompt, entry="mcp_server", model=model, policy=policy)
+        )
+        self.task.add_done_callback(lambda _: self._unsubscribe())
+
+    @property
+    def done(self) -> bool:
+        return self.task.done() and self.queue.empty()
+
+    def _ask_for(self, event: Event) -> Ask | None:
+        if isinstance(event, ApprovalRequested) and event.call_id in self.session.pending_approvals():
+            ask = Ask("approval", event.call_id, event)
+        elif isinstance(event, ElicitationRequested) and event.request_id in self.session.pending_elicitations():
+            ask = Ask("elicitation", event.request_id, event)
+        else:
+            return None
+        return None if ask.wire_key in self.answered else ask
+
+    def open_asks(self) -> list[Ask]:
+        """Asks still waiting in the session that no answer has been submitted for."""
+        asks = [Ask("approval", k, v) for k, v in self.session.pending_approvals().items()]
+        asks += [Ask("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
+        return [a for a in asks if a.wire_key not in self.answered]
+
+    def answer(self, ask: Ask, op: Op) -> None:
+        """Submit the answer once, and only while the session still waits for it."""
+        still = ask.key in (self.session.pending_approvals() if ask.kind == "approval"
+                            else self.session.pending_elicitations())
+        if ask.wire_key in self.answered or not still:
+            return
+        self.answered.add(ask.wire_key)
+        self.session.submit(op)
+
+    async def next(self, forward: Forwarder) -> RunResult | Ask:
+        """Forward events until the session waits on a question or the turn has ended."""
+        while True:
+            if not self.queue.empty():
+                event = self.queue.get_nowait()
+            elif self.task.done():
+                await forward.flush()
+                return self.task.result()
+            else:
+                getter = asyncio.ensure_future(self.queue.get())
+                try:
+                    await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not getter.done():
+                        getter.cancel()
+                if getter.cancelled() or not getter.done():
+                    continue
+                event = getter.result()
+            await forward(event)
+            ask = self._ask_for(event)
+            if ask is not None:
+                await forward.flush()
+                return ask
+
+    def interrupt(self, reason: str) -> None:
+        if not self.task.done():
+            self.session.submit(Interrupt(reason=reason))
+
+    def park(self, timeout: float) -> None:
+        """Between stateless rounds: interrupt the turn if the client never comes back."""
+        self.unpark()
+        loop = asyncio.get_running_loop()
+        self._park = loop.call_later(timeout, self.interrupt, f"the MCP client did not answer within {timeout:g} s")
+
+    def unpark(self) -> None:
+        if self._park is not None:
+            self._park.cancel()
+            self._park = None
+
+
+@dataclass
+class ThreadHandle:
+    session: Session
+    owner: asyncio.Task[None]
+    close: asyncio.Event
+    run: TurnRun | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.run is not None and not self.run.task.done()
+
+
+class SessionPool:
+    """Thread id -> live session; also run token -> run for the stateless rounds."""
+
+    def __init__(self, defaults: Defaults | None = None) -> None:
+        self.defaults = defaults or Defaults()
+        self.threads: dict[str, ThreadHandle] = {}
+        self.runs: dict[str, TurnRun] = {}
+        self._lock = asyncio.Lock()
+
+    def _config(
+        self, cwd: str, model: str | None, policy: Policy | None, overrides: dict[str, Any] | None
+    ) -> Config:
+        merged = {**self.defaults.config, **(overrides or {})}
+        merged.update({"model": model or merged.get("model") or self.defaults.model,
+                       "approval_policy": policy or merged.get("approval_policy") or self.defaults.policy,
+                       "home": merged.get("home") or self.defaults.home})
+        return load_config(cwd, overrides=merged)
+
+    async def open(
+        self,
+        *,
+        model: str | None = None,
+        policy: Policy | None = None,
+        cwd: str | None = None,
+        thread_name: str | None = None,
+        config: dict[str, Any] | None = None,
+        thread: str | None = None,
+    ) -> ThreadHandle:
+        """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
+        where = str(Path(cwd or self.defaults.cwd or ".").resolve())
+        cfg = self._config(where, model, policy, config)
+        if thread and not cfg.model:
+            with contextlib.suppress(Exception):
+                store = ThreadStore(cfg.home_path)
+                resolved = store.resolve(thread)
+                if resolved:
+                    cfg.model = store.load(resolved).meta.model or None
+                store.close()
+        ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
+        close = asyncio.Event()
+        kwargs = dict(cwd=where, thread=thread, thread_name=thread_name, config=cfg, interactive=True,
+                      entry="mcp_server")
+        owner = asyncio.ensure_future(self._own(kwargs, ready, close))
+        session = await ready
+        handle = ThreadHandle(session=session, owner=owner, close=close)
+        self.threads[session.thread_id] = handle
+        owner.add_done_callback(lambda _: self.threads.pop(session.thread_id, None))
+        return handle
+
+    async def _own(self, kwargs: dict[str, Any], ready: asyncio.Future[Session], close: asyncio.Event) -> None:
+        try:
+            async with Session(**kwargs) as session:
+                ready.set_result(session)
+                await close.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+
+    async def get(self, thread_id: str) -> ThreadHandle:
+        """The live session of ``thread_id``, resuming it from its rollout when not open."""
+        async with self._lock:
+            handle = self.threads.get(thread_id)
+            if handle is None:
+                handle = await self.open(thread=thread_id)
+            return handle
+
+    def start(self, handle: ThreadHandle, prompt: str, model: str | None = None,
+              policy: Policy | None = None) -> TurnRun:
+        if handle.busy:
+            raise ThreadBusy(f"thread {handle.session.thread_id} is running a turn; wait or cancel it first")
+        run = TurnRun(handle, prompt, model, policy)
+        handle.run = run
+        self.runs[run.token] = run
+        run.task.add_done_callback(lambda _: self._forget(run))
+        return run
+
+    def _forget(self, run: TurnRun) -> None:
+        run.unpark()
+        # Keep the token briefly so a final stateless round can still collect the result.
+        asyncio.get_running_loop().call_later(self.defaults.park_timeout, self.runs.pop, run.token, None)
+
+    async def aclose(self) -> None:
+        handles = list(self.threads.values())
+        for handle in handles:
+            if handle.run is not None:
+                handle.run.interrupt("the MCP server is shutting down")
+            handle.close.set()
+        await asyncio.gather(*(h.owner for h in handles), return_exceptions=True)
+        self.threads.clear()
+        self.runs.clear()
+
+
