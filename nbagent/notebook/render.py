@@ -52,6 +52,7 @@ class TurnView:
         self,
         submit: Submit,
         *,
+        stop: Callable[[], object] | None = None,
         model_label: str,
         scripted: bool,
         thread: str,
@@ -61,6 +62,7 @@ class TurnView:
         render_text: bool = True,
     ) -> None:
         self._submit = submit
+        self._stop = stop or (lambda: submit(Interrupt(reason="stopped from the turn's Stop button")))
         self._interval = interval
         self._render_text = render_text
         self.done = False
@@ -69,11 +71,9 @@ class TurnView:
         self.cards: dict[str, ToolCard] = {}
         self.approvals: dict[str, ApprovalPanel] = {}
         self.forms: dict[str, ElicitationForm] = {}
-        self.header = W.HTML(
-            f"{badge(model_text(model_label, scripted), 'info')}{badge('thread ' + thread, 'muted')}"
-            f"{badge('policy ' + policy_text(policy), 'error' if policy == 'full-auto' else 'muted')}"
-            + (f"<div>{muted(note)}</div>" if note else "")
-        )
+        self._note = note
+        self.header = W.HTML()
+        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
         self.stop_button.on_click(lambda _b: self.stop())
         self.status = W.HTML(muted("waiting for the session…"))
@@ -81,11 +81,22 @@ class TurnView:
         self.footer = W.HTML()
         self.widget = W.VBox([W.HBox([self.header, self.stop_button, self.status]), self.body, self.footer])
 
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+        """Model (a scripted model is labelled so), thread and policy; full-auto is loud."""
+        self.header.value = (
+            f"{badge(model_text(model_label, scripted), 'info')}{badge('thread ' + thread, 'muted')}"
+            f"{badge('policy ' + policy_text(policy), 'error' if policy == 'full-auto' else 'muted')}"
+            + (f"<div>{muted(self._note)}</div>" if self._note else "")
+        )
+
+    def handle_queued(self) -> None:
+        self.status.value = muted("queued behind the running turn…")
+
     # -- actions ---------------------------------------------------------------------------
 
     def stop(self) -> None:
         if not self.done:
-            self._submit(Interrupt(reason="stopped from the turn's Stop button"))
+            self._stop()
             self.status.value = muted("stopping…")
 
     def _add(self, widget: W.Widget) -> None:

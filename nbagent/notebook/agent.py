@@ -1,0 +1,164 @@
+"""The kernel's one agent front end: the lazily opened ``Session`` and the live turn views.
+
+Events from the session are routed here, by turn id, to the view of the cell that started the
+turn; MCP startup updates also go to every startup status display.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nbagent.notebook.frontend import Frontend, detect
+from nbagent.protocol import (
+    ElicitationRequested,
+    ErrorEvent,
+    Event,
+    Interrupt,
+    McpStartupComplete,
+    McpStartupUpdate,
+    Op,
+    SessionConfigured,
+    TurnAborted,
+    TurnCompleted,
+)
+
+if TYPE_CHECKING:
+    from nbagent.core.session import Session
+
+HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
+"""Seconds an ask may stay unanswered in a headless run before it is denied / cancelled."""
+
+
+class View(Protocol):
+    done: bool
+
+    def handle(self, event: Event) -> None: ...
+
+
+class KernelAgent:
+    def __init__(self, shell: Any, session_factory: Callable[[], Session] | None = None) -> None:
+        self.shell = shell
+        self._factory = session_factory or self._default_session
+        self.session: Session | None = None
+        self.error: str | None = None
+        self.configured: SessionConfigured | None = None
+        self.views: dict[str, View] = {}
+        self.watchers: list[View] = []
+        """Views that see session-level events (startup status displays)."""
+        self.endings: dict[str, asyncio.Future[Event]] = {}
+        self._opening: asyncio.Future[Session] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.frontend_override: Frontend | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    # -- the session -----------------------------------------------------------------------
+
+    def _default_session(self) -> Session:
+        from nbagent.core.session import Session
+
+        return Session(
+            cwd=os.getcwd(),
+            interactive=True,
+            entry="magic",
+            notebook_path=os.environ.get("JPY_SESSION_NAME") or None,
+        )
+
+    def open(self) -> asyncio.Future[Session]:
+        """Start opening the session (MCP servers start in the background); idempotent."""
+        if self._opening is None or (self._opening.done() and self.session is None):
+            self._opening = asyncio.ensure_future(self._open())
+        return self._opening
+
+    async def _open(self) -> Session:
+        self.error = None
+        try:
+            session = self._factory()
+            self._unsubscribe = session.subscribe(self._on_event)
+            await session.__aenter__()
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}" if not str(exc).startswith(type(exc).__name__) else str(exc)
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+            raise
+        self.session = session
+        return session
+
+    async def ready(self) -> Session:
+        return await asyncio.shield(self.open())
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        if self.session is not None:
+            await self.session.shutdown()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.session = None
+        self._opening = None
+
+    def frontend(self) -> Frontend:
+        return self.frontend_override or detect(self.shell)
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """A background task kept alive until it ends (the loop holds only weak references)."""
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    # -- ops -------------------------------------------------------------------------------
+
+    def submit(self, op: Op) -> str:
+        if self.session is None:
+            raise RuntimeError("the agent session is not open yet")
+        return self.session.submit(op)
+
+    def stop(self, turn_id: str | None = None) -> bool:
+        """Interrupt the running turn (only ``turn_id``'s, when given)."""
+        session = self.session
+        if session is None or not session.running:
+            return False
+        if turn_id is not None and session.current_turn_id != turn_id:
+            return False
+        session.submit(Interrupt(reason="stopped by the user"))
+        return True
+
+    # -- events ----------------------------------------------------------------------------
+
+    def watch_turn(self, turn_id: str, view: View) -> asyncio.Future[Event]:
+        """Route ``turn_id``'s events to ``view``; the future ends with its terminal event."""
+        self.views[turn_id] = view
+        future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self.endings[turn_id] = future
+        return future
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, SessionConfigured):
+            self.configured = event
+        if isinstance(event, (McpStartupUpdate, McpStartupComplete)):
+            for watcher in list(self.watchers):
+                _safe(watcher, event)
+        turn_id = event.turn_id
+        if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
+            turn_id = self.session.current_turn_id
+        view = self.views.get(turn_id) if turn_id else None
+        if view is not None:
+            _safe(view, event)
+        if turn_id and isinstance(event, (TurnCompleted, TurnAborted, ErrorEvent)):
+            self.views.pop(turn_id, None)
+            future = self.endings.pop(turn_id, None)
+            if future is not None and not future.done():
+                future.set_result(event)
+
+
+def _safe(view: View, event: Event) -> None:
+    """A rendering bug must never break the session's event flow."""
+    try:
+        view.handle(event)
+    except Exception as exc:  # pragma: no cover - shown, not raised
+        import logging
+
+        logging.getLogger("nbagent.notebook").exception("rendering %s failed: %s", event.type, exc)

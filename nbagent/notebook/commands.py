@@ -1,0 +1,175 @@
+"""``%agent`` sub-commands: status, threads, history, MCP servers, stop, approve/deny.
+
+Commands that need the event loop (thread switches, MCP add/restart/remove) run as tasks and
+print their outcome into the cell that asked, through the captured cell context.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from typing import Any
+
+from nbagent.notebook.agent import KernelAgent
+from nbagent.notebook.cellctx import CellContext
+from nbagent.notebook.frontend import KINDS
+from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.options import LINE_USAGE, UsageError
+from nbagent.protocol import ApprovalDecision
+
+
+def _out(text: str) -> None:
+    print(text)
+
+
+def _later(agent: KernelAgent, coro_fn: Any, done: str) -> None:
+    """Run ``coro_fn(session)`` after the session is open; print ``done`` or the error here."""
+    cell = CellContext()
+
+    async def job() -> None:
+        try:
+            session = await agent.ready()
+            result = await coro_fn(session)
+            cell.run(print, done.format(result=result))
+        except Exception as exc:
+            cell.run(print, f"%agent: {exc}", file=sys.stderr)
+
+    agent.spawn(job())
+
+
+def status(agent: KernelAgent) -> None:
+    s = agent.session
+    if s is None:
+        state = f"failed to open: {agent.error}" if agent.error else "opening…"
+        _out(f"nbagent session: {state}")
+        return
+    c = agent.configured
+    label = model_text(c.model_label, c.scripted) if c else (s.model_name or "no model configured")
+    lines = [
+        f"model:    {label}",
+        f"thread:   {s.thread_name + ' ' if s.thread_name else ''}({s.thread_id}), {len(s.history)} items",
+        f"policy:   {policy_text(s.policy)}",
+        f"frontend: {agent.frontend()}",
+        f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
+    ]
+    statuses = s.mcp.status()
+    lines.append("mcp:      " + (", ".join(f"{n} {st.state}" + (f" ({st.tools} tools)" if st.state == "ready" else "") + (f": {st.error}" if st.error else "") for n, st in statuses.items()) or "no servers"))
+    for call_id, req in s.pending_approvals().items():
+        lines.append(f"pending approval {call_id}: {req.tool} {json.dumps(req.arguments, ensure_ascii=False)}  (%agent approve|deny {call_id})")
+    for rid, req in s.pending_elicitations().items():
+        lines.append(f"pending question {rid} from {req.server}: {req.message}")
+    _out("\n".join(lines))
+
+
+def threads(agent: KernelAgent) -> None:
+    s = agent.session
+    if s is None:
+        return status(agent)
+    rows = s.store.list_threads(limit=50)
+    if not rows:
+        _out("no threads yet")
+        return
+    for t in rows:
+        mark = "*" if t.id == s.thread_id else " "
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
+        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {t.turns} turns  {(t.last_prompt or '')[:60]!r}")
+
+
+def history(agent: KernelAgent) -> None:
+    s = agent.session
+    if s is None:
+        return status(agent)
+    if not s.history:
+        _out("(empty thread)")
+    for item in s.history:
+        d = item.model_dump()
+        text = d.get("text") or d.get("summary") or d.get("output") or d.get("arguments") or d.get("decision") or d.get("action") or ""
+        name = d.get("name") or d.get("tool") or d.get("server") or ""
+        _out(f"{item.type:<22} {name:<28} {str(text)[:100]!r}")
+
+
+def mcp(agent: KernelAgent, args: list[str]) -> None:
+    s = agent.session
+    if not args:
+        if s is None:
+            return status(agent)
+        for name, st in s.mcp.status().items():
+            _out(f"{name}: {st.state} ({st.transport}{', ' + st.protocol_version if st.protocol_version else ''})" + (f" — {st.error}" if st.error else ""))
+        for spec in s.tools():
+            raw = f"{spec.server}/{spec.raw_name}" if spec.server else spec.raw_name or spec.name
+            _out(f"  {spec.name:<40} {raw:<32} approval {spec.approval_mode}{' (read-only)' if spec.read_only else ''}")
+        return
+    sub, rest = args[0], args[1:]
+    if sub == "add":
+        if not rest:
+            raise UsageError("mcp add needs a NAME")
+        name, rest = rest[0], rest[1:]
+        from nbagent.config import McpServerConfig
+
+        if rest[:1] == ["--url"] and len(rest) == 2:
+            cfg = McpServerConfig(url=rest[1])
+        elif rest[:1] == ["--"] and len(rest) >= 2:
+            cfg = McpServerConfig(command=rest[1], args=rest[2:])
+        else:
+            raise UsageError("mcp add NAME -- CMD ARGS...  or  mcp add NAME --url URL")
+        _later(agent, lambda sess: sess.mcp.add(name, cfg), f"mcp server {name}: " + "{result}")
+    elif sub == "restart" and len(rest) == 1:
+        _later(agent, lambda sess: sess.mcp.restart(rest[0]), f"mcp server {rest[0]} restarted: " + "{result}")
+    elif sub == "remove" and len(rest) == 1:
+        _later(agent, lambda sess: sess.mcp.remove(rest[0]), f"mcp server {rest[0]} removed")
+    else:
+        raise UsageError(f"unknown mcp command {' '.join(args)!r}")
+
+
+def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
+    s = agent.session
+    if s is None:
+        raise UsageError("no session yet")
+    pending = s.pending_approvals()
+    if args:
+        call_id = args[0]
+    elif len(pending) == 1:
+        call_id = next(iter(pending))
+    else:
+        raise UsageError(f"{decision} needs a CALL_ID ({len(pending)} approvals pending: {', '.join(pending) or 'none'})")
+    if call_id not in pending:
+        raise UsageError(f"no pending approval {call_id!r} (pending: {', '.join(pending) or 'none'})")
+    message = " ".join(args[1:]) or None if decision == "deny" else None
+    s.submit(ApprovalDecision(call_id=call_id, decision=decision, message=message))  # type: ignore[arg-type]
+    _out(f"{call_id}: {decision}{' — ' + message if message else ''}")
+
+
+def run_line(agent: KernelAgent, line: str) -> None:
+    """``%agent ...``; usage problems print one line and the usage, never a traceback."""
+    try:
+        args = shlex.split(line)
+        cmd, rest = (args[0], args[1:]) if args else ("", [])
+        if cmd in ("", "status"):
+            status(agent)
+        elif cmd == "threads":
+            threads(agent)
+        elif cmd == "history":
+            history(agent)
+        elif cmd == "resume" and len(rest) == 1:
+            _later(agent, lambda sess: sess.resume(rest[0]), "resumed thread {result}")
+        elif cmd == "new" and len(rest) <= 1:
+            name = rest[0] if rest else None
+            _later(agent, lambda sess: sess.new_thread(name), "new thread {result}" + (f" ({name})" if name else ""))
+        elif cmd == "mcp":
+            mcp(agent, rest)
+        elif cmd == "stop":
+            _out("interrupting the running turn" if agent.stop() else "no turn is running")
+        elif cmd in ("approve", "deny"):
+            answer(agent, cmd, rest)
+        elif cmd == "frontend" and len(rest) <= 1:
+            if rest:
+                if rest[0] not in KINDS:
+                    raise UsageError(f"frontend must be one of {', '.join(KINDS)}")
+                agent.frontend_override = rest[0]  # type: ignore[assignment]
+            _out(f"frontend: {agent.frontend()}")
+        else:
+            raise UsageError(f"unknown command {line.strip()!r}")
+    except (UsageError, ValueError) as exc:
+        print(f"%agent: {exc}\n{LINE_USAGE}", file=sys.stderr)

@@ -1,0 +1,79 @@
+"""``%load_ext nbagent``: one agent per kernel, its magics, and MCP startup in the background."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from nbagent.notebook import transform
+from nbagent.notebook.agent import KernelAgent
+from nbagent.notebook.magics import AgentMagics
+from nbagent.notebook.runner import run_cell
+
+_AGENTS: dict[int, KernelAgent] = {}
+
+
+def get_agent(shell: Any = None) -> KernelAgent:
+    """The kernel's agent (``%load_ext nbagent`` first)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    agent = _AGENTS.get(id(shell))
+    if agent is None:
+        raise RuntimeError("nbagent is not loaded: run %load_ext nbagent")
+    return agent
+
+
+def _show_startup(agent: KernelAgent) -> None:
+    frontend = agent.frontend()
+    if frontend != "widgets":
+        return  # text front ends: %agent shows the status; failures show in the turn
+    from IPython.display import display
+
+    from nbagent.notebook.startup import StartupView
+
+    servers: list[str] = []
+    try:
+        from nbagent.config import load_config
+
+        servers = [n for n, c in load_config().mcp_servers.items() if c.enabled]
+    except Exception:
+        pass
+    view = StartupView(servers)
+    agent.watchers.append(view)
+    display(view.widget)
+
+
+def load(ipython: Any) -> None:
+    if id(ipython) in _AGENTS:
+        return
+    agent = _AGENTS[id(ipython)] = KernelAgent(ipython)
+    ipython.register_magics(AgentMagics(ipython, agent))
+
+    async def cell(line: str, body: str) -> None:
+        await run_cell(agent, line, body)
+
+    transform.install(ipython, cell)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop yet (plain terminal): the session opens with the first %%agent cell
+    _show_startup(agent)
+    task = agent.open()
+    task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+
+def unload(ipython: Any) -> None:
+    agent = _AGENTS.pop(id(ipython), None)
+    transform.uninstall(ipython)
+    if agent is not None:
+        agent.spawn(agent.close()) if _loop_running() else None
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False

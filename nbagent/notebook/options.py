@@ -1,0 +1,81 @@
+"""Parsing ``%%agent`` options: bad arguments become a usage line, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+POLICIES = ("untrusted", "on-request", "never", "full-auto")
+CELL_USAGE = (
+    "usage: %%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]\n"
+    "       <the goal, in words>"
+)
+LINE_USAGE = (
+    "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME -- CMD ARGS... | "
+    "add NAME --url URL | restart NAME | remove NAME] | stop | approve [CALL_ID] | deny CALL_ID [REASON] | "
+    "frontend [widgets|text|headless]]"
+)
+_VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
+
+
+class UsageError(ValueError):
+    """Shown to the user as one line plus the usage text."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise UsageError(message or "")
+
+
+def _cell_parser() -> _Parser:
+    p = _Parser(prog="%%agent", add_help=False)
+    p.add_argument("-t", "--thread")
+    p.add_argument("-m", "--model")
+    p.add_argument("--policy", choices=POLICIES)
+    p.add_argument("--new", action="store_true")
+    p.add_argument("--wait", action="store_true")
+    p.add_argument("-i", "--interpolate", action="store_true")
+    return p
+
+
+@dataclass
+class CellOptions:
+    thread: str | None = None
+    model: str | None = None
+    policy: str | None = None
+    new: bool = False
+    wait: bool = False
+    interpolate: bool = False
+
+
+def parse_cell_line(line: str) -> CellOptions:
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    ns = _cell_parser().parse_args(words)
+    return CellOptions(ns.thread, ns.model, ns.policy, ns.new, ns.wait, ns.interpolate)
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` / ``{name.attr}`` with values from the user namespace; others stay."""
+
+    def value(match: re.Match[str]) -> str:
+        head, *rest = match.group(1).split(".")
+        if head not in namespace:
+            raise UsageError(f"-i: {{{match.group(1)}}} names no variable in the notebook")
+        obj = namespace[head]
+        for attr in rest:
+            try:
+                obj = getattr(obj, attr)
+            except AttributeError:
+                raise UsageError(f"-i: {{{match.group(1)}}}: no attribute {attr!r}") from None
+        return str(obj)
+
+    return _VAR.sub(value, text)

@@ -1,0 +1,159 @@
+"""One ``%%agent`` cell: show the turn's view, submit the turn, and await it only when asked.
+
+The default is a background task: the cell returns at once and the view keeps updating.
+``--wait`` is a real top-level ``await`` in the cell (the cell transformer in
+``transform.py`` rewrites ``%%agent`` cells into ``await``), which is the one way of blocking a
+cell that still lets widget clicks in on ipykernel 7.4 (DESIGN §9). A kernel interrupt cancels
+that await; the turn is interrupted with an ``Interrupt`` op and the thread stays usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from nbagent.notebook.agent import HEADLESS_ASK_TIMEOUT, KernelAgent
+from nbagent.notebook.options import CELL_USAGE, CellOptions, UsageError, interpolate, parse_cell_line
+from nbagent.protocol import ErrorEvent, Event, TurnAborted, UserTurn
+
+
+@dataclass
+class PreparedTurn:
+    op: UserTurn
+    options: CellOptions
+    view: Any
+    wait: bool
+    frontend: str
+
+
+def _print_usage(error: str) -> None:
+    print(f"%%agent: {error}\n{CELL_USAGE}" if error else CELL_USAGE, file=sys.stderr)
+
+
+def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
+    """Parse, decide wait/policy for this front end, and display the turn's view (in the cell)."""
+    try:
+        options = parse_cell_line(line)
+        goal = interpolate(body, agent.shell.user_ns) if options.interpolate else body
+    except UsageError as exc:
+        _print_usage(str(exc))
+        return None
+    goal = goal.strip()
+    if not goal:
+        _print_usage("the cell body is the goal: write what the agent should do below the %%agent line")
+        return None
+    frontend = agent.frontend()
+    notes: list[str] = []
+    wait = options.wait
+    policy = options.policy
+    if frontend == "headless":
+        if not wait:
+            notes.append("no notebook UI detected: waiting for the turn in this cell")
+        wait = True
+        if policy is None:
+            policy = "never"
+            notes.append("no notebook UI detected and no --policy given: policy 'never' (calls that need approval are declined)")
+    elif frontend == "text" and not wait:
+        wait = True  # a terminal runs the event loop only while a cell runs
+    op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]
+    configured = agent.configured
+    label = configured.model_label if configured else (options.model or "model")
+    scripted = configured.scripted if configured else bool(options.model and options.model.startswith("replay:"))
+    if options.model:
+        label, scripted = options.model, options.model.startswith("replay:") or scripted
+    session = agent.session
+    thread = options.thread or (session.thread_name or session.thread_id if session else "new")
+    shown_policy = policy or (session.policy if session else (configured.policy if configured else "on-request"))
+    kwargs = dict(model_label=label, scripted=scripted, thread=str(thread), policy=shown_policy, note="; ".join(notes) or None)
+    if frontend == "widgets":
+        from IPython.display import display
+
+        from nbagent.notebook.render import TurnView
+
+        view: Any = TurnView(lambda o: agent.submit(o), stop=lambda: agent.stop(op.turn_id), **kwargs)
+        display(view.widget)
+    else:
+        from nbagent.notebook.text_render import TextTurn
+
+        prompt = input if frontend == "text" and wait else None
+        timeout = HEADLESS_ASK_TIMEOUT if frontend == "headless" else None
+        view = TextTurn(lambda o: agent.submit(o), prompt=prompt, unanswered_timeout=timeout, **kwargs)
+    return PreparedTurn(op, options, view, wait, frontend)
+
+
+async def _switch_thread(agent: KernelAgent, options: CellOptions) -> str | None:
+    session = await agent.ready()
+    if options.new:
+        await session.new_thread(options.thread)
+        return f"new thread {options.thread or session.thread_id}"
+    if options.thread and options.thread not in (session.thread_id, session.thread_name):
+        if session.store.resolve(options.thread):
+            await session.resume(options.thread)
+            return f"resumed thread {options.thread}"
+        await session.new_thread(options.thread)
+        return f"new thread {options.thread}"
+    return None
+
+
+async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
+    """Open the session if needed, switch threads, submit the turn and wait for its end."""
+    try:
+        session = await agent.ready()
+        await _switch_thread(agent, turn.options)
+    except Exception as exc:
+        event: Event = ErrorEvent(message=agent.error or f"{type(exc).__name__}: {exc}", code="config", turn_id=turn.op.turn_id)
+        turn.view.handle(event)
+        return event
+    if hasattr(turn.view, "set_header") and agent.configured is not None:
+        c = agent.configured
+        turn.view.set_header(
+            model_label=turn.op.model or c.model_label,
+            scripted=c.scripted if not turn.op.model else turn.op.model.startswith("replay:"),
+            thread=session.thread_name or session.thread_id,
+            policy=turn.op.policy or session.policy,
+        )
+    ending = agent.watch_turn(turn.op.turn_id, turn.view)
+    if session.running:
+        turn.view.handle_queued() if hasattr(turn.view, "handle_queued") else None
+    session.submit(turn.op)
+    return await ending
+
+
+async def run_cell(agent: KernelAgent, line: str, body: str) -> None:
+    """The awaited form of a ``%%agent`` cell (what the cell transformer calls)."""
+    turn = prepare(agent, line, body)
+    if turn is None:
+        return
+    if not turn.wait:
+        agent.spawn(drive(agent, turn))
+        return
+    task = agent.spawn(drive(agent, turn))
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # Kernel interrupt: ipykernel cancels the cell's await. Interrupt the turn, let it
+        # record its end, and return normally so the thread stays valid.
+        if not agent.stop(turn.op.turn_id) and turn.op.turn_id not in agent.endings:
+            task.cancel()  # not submitted yet (the session was still opening)
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            pass
+        if not task.done():
+            turn.view.handle(TurnAborted(reason="interrupted", turn_id=turn.op.turn_id))
+        print("[nbagent] turn interrupted", file=sys.stderr)
+
+
+def start_in_background(agent: KernelAgent, line: str, body: str) -> None:
+    """The plain (not awaited) cell magic: ``--wait`` cannot block here, so say so."""
+    turn = prepare(agent, line, body)
+    if turn is None:
+        return
+    if turn.wait:
+        print(
+            "[nbagent] --wait needs IPython's autoawait (%autoawait on); running in the background",
+            file=sys.stderr,
+        )
+    agent.spawn(drive(agent, turn))

@@ -1,0 +1,53 @@
+"""MCP server startup status, shown when the extension loads and by ``%agent``."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+
+from nbagent.notebook.html import COLORS, badge, esc, pre
+from nbagent.protocol import Event, McpStartupComplete, McpStartupUpdate
+
+STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled": "warn", "stopped": "muted"}
+
+
+def status_line(update: McpStartupUpdate) -> str:
+    """Plain text, for the text renderer and ``%agent``."""
+    extra = f", {update.tools} tools" if update.status == "ready" else ""
+    error = f": {update.error}" if update.error else ""
+    return f"{update.server}: {update.status}{extra}{error}"
+
+
+class StartupView:
+    def __init__(self, servers: list[str]) -> None:
+        self.updates: dict[str, McpStartupUpdate] = {}
+        self.servers = list(servers)
+        self.widget = W.HTML()
+        self.complete = not servers
+        self._render()
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, McpStartupUpdate):
+            self.updates[event.server] = event
+            if event.server not in self.servers:
+                self.servers.append(event.server)
+            self._render()
+        elif isinstance(event, McpStartupComplete):
+            self.complete = True
+            self._render()
+
+    def _render(self) -> None:
+        if not self.servers:
+            self.widget.value = badge("no MCP servers configured", "muted")
+            return
+        parts = []
+        for name in self.servers:
+            update = self.updates.get(name)
+            status = update.status if update else "starting"
+            tools = f" · {update.tools} tools" if update and update.status == "ready" else ""
+            parts.append(badge(f"{name}: {status}{tools}", STATUS_COLOR.get(status, "muted")))
+            if update and update.status == "failed":
+                parts.append(
+                    f"<div style='color:{COLORS['error']}'>{esc(update.error or 'failed')}</div>"
+                    + (pre(update.stderr_tail) if update.stderr_tail else "")
+                )
+        self.widget.value = "<b>MCP</b> " + "".join(parts)

@@ -1,0 +1,169 @@
+"""The same turn as plain text, for front ends without widgets (IPython terminal, nbclient).
+
+Approvals and questions print their ids and the commands that answer them
+(``%agent approve|deny CALL_ID``); under ``--wait`` in a terminal they are asked at a stdin
+prompt. In a headless run an ask nobody answers is denied/cancelled after a bounded wait, so
+the run never hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+
+from nbagent.notebook.cellctx import CellContext
+from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.toolcard import tool_label
+from nbagent.protocol import (
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    ElicitationRequested,
+    ElicitationResolved,
+    ElicitationResponse,
+    Event,
+    Op,
+)
+
+Submit = Callable[[Op], object]
+Ask = Callable[[str], str]
+
+
+class TextTurn:
+    def __init__(
+        self,
+        submit: Submit,
+        *,
+        model_label: str,
+        scripted: bool,
+        thread: str,
+        policy: str,
+        note: str | None = None,
+        prompt: Ask | None = None,
+        unanswered_timeout: float | None = None,
+        out: Callable[[str], None] | None = None,
+    ) -> None:
+        self._submit = submit
+        self._prompt = prompt
+        self._timeout = unanswered_timeout
+        self._cell = CellContext()
+        self._out = out
+        self._open_text = False
+        self._reasoning = False
+        self.done = False
+        self._resolved: set[str] = set()
+        self.lines: list[str] = []
+        self._write(f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n")
+        if note:
+            self._write(f"[nbagent] {note}\n")
+
+    def _write(self, text: str) -> None:
+        self.lines.append(text)
+        if self._out is not None:
+            self._out(text)
+            return
+        self._cell.run(lambda: (sys.stdout.write(text), sys.stdout.flush()))
+
+    def _line(self, text: str) -> None:
+        if self._open_text:
+            self._write("\n")
+            self._open_text = False
+        self._write(text + "\n")
+
+    def handle(self, event: Event) -> None:
+        t = event.type
+        if t == "agent_message_delta":
+            self._write(event.delta)  # type: ignore[union-attr]
+            self._open_text = True
+        elif t == "agent_message":
+            if not self._open_text and event.text:  # type: ignore[union-attr]
+                self._write(event.text)  # type: ignore[union-attr]
+                self._open_text = True
+            self._line("") if self._open_text else None
+        elif t == "reasoning":
+            self._line(f"(reasoning: {len(event.text)} characters, hidden)")  # type: ignore[union-attr]
+        elif t == "tool_call_begin":
+            e = event
+            args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else e.raw_arguments  # type: ignore[union-attr]
+            self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{e.call_id}]")  # type: ignore[union-attr]
+        elif t == "progress":
+            total = f"/{event.total:g}" if event.total else ""  # type: ignore[union-attr]
+            self._line(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())  # type: ignore[union-attr]
+        elif t == "tool_call_end":
+            e = event
+            mark = "✖" if e.is_error or e.status != "completed" else "✔"  # type: ignore[union-attr]
+            output = e.output if len(e.output) <= 500 else e.output[:500] + "…"  # type: ignore[union-attr]
+            self._line(f"{mark} {e.tool} {e.status} in {e.duration_ms / 1000:.2f} s: {output}")  # type: ignore[union-attr]
+        elif t == "approval_requested":
+            self._on_approval(event)  # type: ignore[arg-type]
+        elif t == "approval_resolved":
+            e = event
+            self._resolved.add(e.call_id)  # type: ignore[union-attr]
+            self._line(f"  approval {e.call_id}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")  # type: ignore[union-attr]
+        elif t == "elicitation_requested":
+            self._on_elicitation(event)  # type: ignore[arg-type]
+        elif t == "elicitation_resolved":
+            self._resolved.add(event.request_id)  # type: ignore[union-attr]
+            self._line(f"  question {event.request_id}: {event.action} ({event.by})")  # type: ignore[union-attr]
+        elif t == "token_usage":
+            self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
+        elif t == "warning":
+            self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
+        elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
+            self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
+        elif t == "error":
+            self._line(f"error ({event.code}): {event.message}")  # type: ignore[union-attr]
+            self.done = True
+        elif t == "turn_completed":
+            self._line("[turn completed]")
+            self.done = True
+        elif t == "turn_aborted":
+            self._line(f"[turn aborted: {event.reason}]")  # type: ignore[union-attr]
+            self.done = True
+
+    def _on_approval(self, e: ApprovalRequested) -> None:
+        flags = []
+        if e.annotations is not None:
+            flags = [n for n, v in (("read-only", e.annotations.read_only_hint), ("destructive", e.annotations.destructive_hint), ("open-world", e.annotations.open_world_hint)) if v]
+        self._line(
+            f"? approval needed for {tool_label(e.tool, e.server, e.raw_tool, e.title)} (model name {e.tool})"
+            f"{' [' + ', '.join(flags) + ']' if flags else ''}: {e.reason}\n"
+            f"  arguments: {json.dumps(e.arguments, ensure_ascii=False)}\n"
+            f"  answer: %agent approve {e.call_id}   |   %agent deny {e.call_id} [reason]"
+        )
+        if self._prompt is not None:
+            asyncio.get_running_loop().call_soon(self._ask_approval, e)
+        elif self._timeout is not None:
+            asyncio.get_running_loop().call_later(
+                self._timeout,
+                lambda: self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision="deny", message="nobody answered (headless run)")),
+            )
+
+    def _ask_approval(self, e: ApprovalRequested) -> None:
+        assert self._prompt is not None
+        answer = self._prompt(f"approve {e.tool}? [y]es / [s]ession / [n]o / [a]bort: ").strip().lower()
+        decision = {"y": "approve", "yes": "approve", "s": "approve_session", "a": "abort"}.get(answer, "deny")
+        self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision))  # type: ignore[arg-type]
+
+    def _on_elicitation(self, e: ElicitationRequested) -> None:
+        where = f" — open {e.url} yourself" if e.mode == "url" and e.url else ""
+        fields = ", ".join((e.requested_schema or {}).get("properties", {})) if e.mode == "form" else ""
+        self._line(
+            f"? {e.server} asks: {e.message}{where}" + (f"\n  fields: {fields}" if fields else "")
+            + f"\n  answer from Python: session.submit(ElicitationResponse(request_id={e.request_id!r}, action='accept', content={{...}}))"
+        )
+        if self._timeout is not None and self._prompt is None:
+            asyncio.get_running_loop().call_later(
+                self._timeout, lambda: self._submit_quietly(ElicitationResponse(request_id=e.request_id, action="cancel"))
+            )
+
+    def _submit_quietly(self, op: Op) -> None:
+        key = getattr(op, "call_id", None) or getattr(op, "request_id", None)
+        if self.done or key in self._resolved:
+            return
+        try:
+            self._submit(op)
+        except Exception:  # resolved meanwhile: nothing to do
+            pass
