@@ -240,6 +240,9 @@ class McpConnection:
         self._closing = True
         self._close.set()
         task = self._task
+        if not self._serving:
+            for child in self._child:
+                child.hurry = True
         if task is not None and not task.done():
             # Only a serving owner waits for the close signal; one still connecting is cancelled.
             done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC if self._serving else 0)

@@ -36,6 +36,8 @@ class ChildProcess:
     exited: anyio.Event = field(default_factory=anyio.Event)
     """Set when the server's stdout reaches EOF: it exited or closed its end."""
     process: Process | None = None
+    hurry: bool = False
+    """Skip the stdin grace period (a server that never finished starting is not reading it)."""
 
     @property
     def returncode(self) -> int | None:
@@ -76,13 +78,13 @@ async def _wait_group_gone(pgid: int, process: Process, timeout: float) -> bool:
     return False
 
 
-async def stop_process(process: Process) -> None:
+async def stop_process(process: Process, stdin_grace: float = STDIN_GRACE_SEC) -> None:
     """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Every wait is bounded."""
     pgid = process.pid
     if process.stdin is not None:
         with suppress(Exception):
             await process.stdin.aclose()
-    if not await _wait_exit(process, STDIN_GRACE_SEC):
+    if not await _wait_exit(process, stdin_grace):
         kill_group(pgid, signal.SIGTERM)
         if not await _wait_group_gone(pgid, process, TERM_GRACE_SEC):
             kill_group(pgid, signal.SIGKILL)
@@ -160,7 +162,7 @@ async def stdio_transport(
                 with anyio.CancelScope(shield=True):
                     write_send.close()
                     read_recv.close()
-                    await stop_process(process)
+                    await stop_process(process, 0.0 if info.hurry else STDIN_GRACE_SEC)
                 tg.cancel_scope.cancel()
     finally:
         kill_group(process.pid)
