@@ -154,7 +154,77 @@ def bench_resume(n_items: int = 10_000) -> Result:
     )
 
 
-BENCHES: list[Callable[[], Result]] = [bench_append, bench_resume]
+def _scripted(tmp: str, n_calls: int) -> tuple[Path, list[dict]]:
+    responses = [{"tool_calls": [{"name": "noop", "arguments": {}}]}] * n_calls + [{"text": "done"}]
+    script = Path(tmp, "script.json")
+    script.write_text(json.dumps({"responses": responses}))
+    return script, responses
+
+
+def _turn_seconds(n_calls: int) -> float:
+    """One turn of ``n_calls`` scripted rounds, each calling a registered no-op tool."""
+    import asyncio
+
+    from nbagent import Session
+    from nbagent.config import Config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script, _ = _scripted(tmp, n_calls)
+        config = Config(model=f"replay:{script}", home=tmp, approval_policy="full-auto", max_tool_rounds=n_calls + 1)
+
+        async def main() -> float:
+            async with Session(config=config, cwd=tmp) as session:
+                session.register_tool(lambda: None, name="noop")
+                started = time.perf_counter()
+                await session.run("go")
+                return time.perf_counter() - started
+
+        return asyncio.run(main())
+
+
+def _model_only_seconds(n_calls: int) -> float:
+    """The same scripted responses streamed straight from the model client: the part of each
+    round that is the model's, not the runtime's."""
+    import asyncio
+
+    from nbagent.config import Config
+    from nbagent.models.base import ModelRequest
+    from nbagent.models.factory import make_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script, _ = _scripted(tmp, n_calls)
+        client = make_model(Config(), f"replay:{script}", cwd=tmp)
+        request = ModelRequest(model="replay")
+
+        async def main() -> float:
+            started = time.perf_counter()
+            for _ in range(n_calls + 1):
+                async for _part in client.stream(request):
+                    pass
+            return time.perf_counter() - started
+
+        return asyncio.run(main())
+
+
+def bench_tool_call_overhead(n_calls: int = 2_000) -> Result:
+    """Runtime cost of one routed tool call: parse, catalogue, approval check, events, two
+    rollout items and output wrapping, beyond what the scripted model itself costs."""
+    whole = min(_turn_seconds(n_calls) for _ in range(REPEAT)) / n_calls * 1e6
+    model = min(_model_only_seconds(n_calls) for _ in range(REPEAT)) / (n_calls + 1) * 1e6
+    overhead = whole - model
+    return Result(
+        name="tool-call overhead",
+        value=overhead,
+        unit="us/call",
+        target="< 200",
+        ok=overhead < 200,
+        baseline=model,
+        baseline_label="the scripted model streaming the same response, no runtime",
+        note=f"whole round {whole:,.0f} us; {n_calls:,} calls in one turn, no-op Python tool, full-auto, rollout on",
+    )
+
+
+BENCHES: list[Callable[[], Result]] = [bench_append, bench_resume, bench_tool_call_overhead]
 
 
 def main(argv: list[str] | None = None) -> int:

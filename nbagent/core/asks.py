@@ -10,8 +10,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-
 from nbagent.core.approval import ApprovalMemory, Outcome, PendingApproval, ask_reason
 from nbagent.core.bus import EventBus
 from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults, validate_content
@@ -36,6 +34,8 @@ Record = Callable[[Item], None]
 
 def argument_problems(spec: ToolSpec, arguments: dict[str, Any]) -> list[str]:
     """Edited arguments are checked against the tool's own schema before they can run."""
+    import jsonschema  # deferred: with format extras installed its import costs seconds
+
     schema = spec.input_schema or spec.parameters
     try:
         validator = jsonschema.validators.validator_for(schema)(schema)

@@ -106,7 +106,9 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request, streamed into events; returns the text and the tool calls."""
     session = turn.session
     turn.catalogue = session.router.catalogue()
-    request = ModelRequest(
+    # Built without re-validating the history: every item was validated when it was made, and
+    # validating the whole thread on every round would make a long turn quadratic.
+    request = ModelRequest.model_construct(
         model=turn.model_name,
         instructions=session.instructions(),
         items=session.history,
