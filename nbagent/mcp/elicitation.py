@@ -17,9 +17,7 @@ from pydantic import BaseModel, Field
 
 from nbagent.protocol._base import ProtocolModel
 
-FieldKind = Literal[
-    "string", "email", "uri", "date", "date-time", "integer", "number", "boolean", "enum", "multi_enum"
-]
+FieldKind = Literal["string", "email", "uri", "date", "date-time", "integer", "number", "boolean", "enum", "multi_enum"]
 _FORMAT_KINDS = {"email": "email", "uri": "uri", "date": "date", "date-time": "date-time"}
 
 
@@ -140,7 +138,7 @@ def _field(name: str, prop: Any, required: bool) -> FormField:
         fmt = prop.get("format")
         kind = "string"
         if fmt is not None:
-            if fmt not in _FORMAT_KINDS:
+            if not isinstance(fmt, str) or fmt not in _FORMAT_KINDS:
                 raise ElicitationSchemaError(f"{where}: unsupported string format {fmt!r}")
             kind = _FORMAT_KINDS[fmt]
         return FormField(
@@ -167,7 +165,9 @@ def _field(name: str, prop: Any, required: bool) -> FormField:
         elif "anyOf" in items or "oneOf" in items:
             options = _titled_options(items.get("anyOf", items.get("oneOf")), where)
         else:
-            raise ElicitationSchemaError(f"{where}: arrays are only supported as multi-select (items.enum / items.anyOf)")
+            raise ElicitationSchemaError(
+                f"{where}: arrays are only supported as multi-select (items.enum / items.anyOf)"
+            )
         return FormField(
             kind="multi_enum",
             options=options,
@@ -284,7 +284,9 @@ def _field_problems(f: FormField, v: Any) -> list[str]:
     # multi_enum
     if not isinstance(v, list):
         return [f"{where}: expected a list of options, got {type(v).__name__}"]
-    problems = [f"{where}: {x!r} is not one of the options {f.values!r}" for x in v if not any(_same(x, o) for o in f.values)]
+    problems = [
+        f"{where}: {x!r} is not one of the options {f.values!r}" for x in v if not any(_same(x, o) for o in f.values)
+    ]
     if len({repr(x) for x in v}) != len(v):
         problems.append(f"{where}: options may be chosen only once")
     if f.min_items is not None and len(v) < f.min_items:

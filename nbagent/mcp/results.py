@@ -30,7 +30,7 @@ def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str |
 
         cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
         error = jsonschema.exceptions.best_match(cls(output_schema).iter_errors(structured))
-    except Exception as e:  # a broken schema from the server is its problem, not the turn's
+    except Exception as e:  # noqa: BLE001 - a broken schema from the server is its problem, not the turn's
         return f"the tool's outputSchema could not be used ({type(e).__name__}: {e})"
     if error is None:
         return None
@@ -64,11 +64,15 @@ def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, 
     if output_schema is not None and isinstance(output_schema, dict):
         if structured is None:
             if not result.is_error:
-                content.append(TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]"))
+                content.append(
+                    TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]")
+                )
         else:
             problem = _structured_problem(structured, output_schema)
             if problem:
-                content.append(TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]"))
+                content.append(
+                    TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]")
+                )
     meta = result.meta if isinstance(result.meta, dict) and result.meta else None
     return ToolResult(content=content, structured=structured, is_error=bool(result.is_error), meta=meta)
 
@@ -154,7 +158,10 @@ def to_model_output(result: ToolResult, max_bytes: int) -> str:
 # display of untrusted text (DESIGN §13)
 
 _INVISIBLE_EXTRA = {
-    0x115F, 0x1160, 0x3164, 0xFFA0,  # Hangul fillers render as nothing
+    0x115F,
+    0x1160,
+    0x3164,
+    0xFFA0,  # Hangul fillers render as nothing
     0x034F,  # combining grapheme joiner
     0x2800,  # braille blank
 }

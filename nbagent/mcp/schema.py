@@ -79,7 +79,9 @@ def _owner_applies(owner: str, types: list[str]) -> bool:
     return owner in types or (owner == "number" and "integer" in types)
 
 
-_GENERIC_KEYS = frozenset({"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"})
+_GENERIC_KEYS = frozenset(
+    {"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"}
+)
 _SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 _PLAIN_LEAF_KEYS = frozenset({"type", "description", "title"})
 
@@ -176,7 +178,12 @@ def _infer_types(s: dict[str, Any]) -> list[str] | None:
                     found.append(t)
         return _norm_types(found)
     found = []
-    for keys, t in ((_OBJECT_KEYS, "object"), (_ARRAY_KEYS, "array"), (_STRING_KEYS, "string"), (_NUMBER_KEYS, "number")):
+    for keys, t in (
+        (_OBJECT_KEYS, "object"),
+        (_ARRAY_KEYS, "array"),
+        (_STRING_KEYS, "string"),
+        (_NUMBER_KEYS, "number"),
+    ):
         if any(k in s for k in keys):
             found.append(t)
     return found or None
@@ -351,9 +358,13 @@ class _Sanitizer:
             self.warn(path, f"nested deeper than {MAX_DEPTH} levels; the rest accepts any value of its type")
             return self.leaf(s)
         t = s.get("type")
-        if t.__class__ is str and t in _SCALAR_TYPES and s.keys() <= _PLAIN_LEAF_KEYS:
-            if all(_ok_str(s[k]) for k in ("description", "title") if k in s):
-                return dict(s)  # the everyday leaf: nothing to rewrite
+        if (
+            t.__class__ is str
+            and t in _SCALAR_TYPES
+            and s.keys() <= _PLAIN_LEAF_KEYS
+            and all(_ok_str(s[k]) for k in ("description", "title") if k in s)
+        ):
+            return dict(s)  # the everyday leaf: nothing to rewrite
         self.active.add(id(s))
         try:
             return self.node(s, path, depth, refs)
@@ -455,9 +466,8 @@ class _Sanitizer:
 
         if "const" in s:
             c = s["const"]
-            if "enum" in s and isinstance(s["enum"], list):
-                if not any(c == v and type(c) is type(v) for v in s["enum"]):
-                    self.warn(path, "const not among enum values; kept const")
+            if isinstance(s.get("enum"), list) and not any(c == v and type(c) is type(v) for v in s["enum"]):
+                self.warn(path, "const not among enum values; kept const")
             s = {**s, "enum": [c]}
         types = _norm_types(s.get("type"))
         if "type" in s and types is None:
@@ -533,9 +543,9 @@ class _Sanitizer:
                     self.warn(path, "invalid pattern dropped")
             fmt = s.get("format")
             if fmt is not None:
-                if fmt in FORMATS:
+                if isinstance(fmt, str) and fmt in FORMATS:
                     result["format"] = fmt
-                elif isinstance(fmt, str):
+                else:
                     self.warn(path, f"format {fmt!r} dropped (not one the API knows)")
         if "number" in types or "integer" in types:
             used.update(_NUMBER_KEYS)
@@ -555,7 +565,9 @@ class _Sanitizer:
             self.warn(path, f"unsupported keyword(s) dropped: {', '.join(dropped)}")
         return result
 
-    def object_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> None:
+    def object_keywords(
+        self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
+    ) -> None:
         props_in = s.get("properties")
         props: dict[str, Any] = {}
         if props_in is not None and not isinstance(props_in, dict):
@@ -593,7 +605,9 @@ class _Sanitizer:
         elif ap is not None:
             self.warn(path, "invalid additionalProperties dropped")
 
-    def array_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> None:
+    def array_keywords(
+        self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
+    ) -> None:
         items = s.get("items")
         if isinstance(items, list) or (items is None and isinstance(s.get("prefixItems"), list)):
             tup = items if isinstance(items, list) else s["prefixItems"]
@@ -624,7 +638,11 @@ class _Sanitizer:
             if not _is_num(v) or (k == "multipleOf" and v <= 0):
                 self.warn(path, f"invalid {k} dropped")
                 continue
-            if k in ("minimum", "maximum") and isinstance(s.get("exclusive" + k.capitalize()), bool) and s.get("exclusive" + k.capitalize()):
+            if (
+                k in ("minimum", "maximum")
+                and isinstance(s.get("exclusive" + k.capitalize()), bool)
+                and s.get("exclusive" + k.capitalize())
+            ):
                 continue  # already turned into the exclusive form
             out[k] = v
 
@@ -639,14 +657,20 @@ class _Sanitizer:
         if isinstance(t, list) and "object" in t:
             if t != _ANY_TYPES:
                 self.warn("", f"top-level type {t!r} narrowed to object (tool arguments are an object)")
-            res = {k: v for k, v in out.items() if k in ("description", "title", "properties", "required", "additionalProperties")}
+            res = {
+                k: v
+                for k, v in out.items()
+                if k in ("description", "title", "properties", "required", "additionalProperties")
+            }
             res.setdefault("properties", {})
             return {"type": "object", **res}
         if "anyOf" in out:
             objs = [b for b in out["anyOf"] if b.get("type") == "object"]
             if len(objs) != len(out["anyOf"]):
                 self.warn("", "top-level anyOf branches that are not objects dropped")
-            self.warn("", "top-level anyOf flattened into one object (only fields required by every variant stay required)")
+            self.warn(
+                "", "top-level anyOf flattened into one object (only fields required by every variant stay required)"
+            )
             props: dict[str, Any] = {}
             for b in objs:
                 for k, v in b.get("properties", {}).items():
@@ -655,7 +679,11 @@ class _Sanitizer:
                     elif props[k] != v:
                         prev = props[k]["anyOf"] if set(props[k]) == {"anyOf"} else [props[k]]
                         props[k] = {"anyOf": prev + [v]} if v not in prev else props[k]
-            required = [r for r in (objs[0].get("required", []) if objs else []) if all(r in b.get("required", []) for b in objs)]
+            required = [
+                r
+                for r in (objs[0].get("required", []) if objs else [])
+                if all(r in b.get("required", []) for b in objs)
+            ]
             res: dict[str, Any] = {"type": "object", "properties": props}
             if required:
                 res["required"] = required
@@ -676,7 +704,9 @@ def sanitize_schema(schema: object) -> tuple[dict[str, Any], list[str]]:
         if schema is None:
             return {"type": "object", "properties": {}}, []
         if not isinstance(schema, dict):
-            return {"type": "object", "properties": {}}, [f"/: input schema is a {type(schema).__name__}, not an object; no parameters exposed"]
+            return {"type": "object", "properties": {}}, [
+                f"/: input schema is a {type(schema).__name__}, not an object; no parameters exposed"
+            ]
         if _fast_clean(schema):
             props = schema.get("properties", {})
             out = {k: v for k, v in schema.items() if k != "$schema"}
@@ -687,8 +717,10 @@ def sanitize_schema(schema: object) -> tuple[dict[str, Any], list[str]]:
         return out, san.warnings
     except RecursionError:
         return {"type": "object", "properties": {}}, ["/: schema too deeply nested to read; no parameters exposed"]
-    except Exception as e:  # last line of defence: a schema must never break a catalogue
-        return {"type": "object", "properties": {}}, [f"/: schema could not be sanitised ({type(e).__name__}); no parameters exposed"]
+    except Exception as e:  # noqa: BLE001 - last line of defence: a schema must never break a catalogue
+        return {"type": "object", "properties": {}}, [
+            f"/: schema could not be sanitised ({type(e).__name__}); no parameters exposed"
+        ]
 
 
 _FAST_LEAF = {"type", "description", "title"}
@@ -718,7 +750,11 @@ def _fast_clean(schema: dict[str, Any]) -> bool:
             if k in p and not (isinstance(p[k], str) and p[k].isascii()):
                 return False
     req = schema.get("required")
-    if req is not None and (not isinstance(req, list) or not all(isinstance(r, str) and r in props for r in req) or len(set(req)) != len(req)):
+    if req is not None and (
+        not isinstance(req, list)
+        or not all(isinstance(r, str) and r in props for r in req)
+        or len(set(req)) != len(req)
+    ):
         return False
     for k in ("description", "title"):
         if k in schema and not (isinstance(schema[k], str) and schema[k].isascii()):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbagent.mcp.elicitation import (
     ElicitationSchemaError,
@@ -15,7 +17,14 @@ from nbagent.mcp.elicitation import (
 SCHEMA = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "title": "Name", "description": "Your name", "minLength": 2, "maxLength": 5, "default": "Al"},
+        "name": {
+            "type": "string",
+            "title": "Name",
+            "description": "Your name",
+            "minLength": 2,
+            "maxLength": 5,
+            "default": "Al",
+        },
         "email": {"type": "string", "format": "email"},
         "site": {"type": "string", "format": "uri"},
         "day": {"type": "string", "format": "date"},
@@ -26,8 +35,17 @@ SCHEMA = {
         "color": {"type": "string", "enum": ["r", "g"]},
         "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
         "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["Alpha", "Beta"]},
-        "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y", "z"]}, "minItems": 1, "maxItems": 2, "default": ["x"]},
-        "titled": {"type": "array", "items": {"anyOf": [{"const": "p", "title": "Pea"}, {"const": "q", "title": "Queue"}]}},
+        "tags": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["x", "y", "z"]},
+            "minItems": 1,
+            "maxItems": 2,
+            "default": ["x"],
+        },
+        "titled": {
+            "type": "array",
+            "items": {"anyOf": [{"const": "p", "title": "Pea"}, {"const": "q", "title": "Queue"}]},
+        },
     },
     "required": ["name", "age"],
 }
@@ -51,7 +69,15 @@ def test_fields_for_every_kind_in_order() -> None:
 def test_field_details() -> None:
     f = fields()
     n = f["name"]
-    assert (n.title, n.description, n.required, n.default, n.min_length, n.max_length, n.label) == ("Name", "Your name", True, "Al", 2, 5, "Name")
+    assert (n.title, n.description, n.required, n.default, n.min_length, n.max_length, n.label) == (
+        "Name",
+        "Your name",
+        True,
+        "Al",
+        2,
+        5,
+        "Name",
+    )
     assert f["email"].label == "email" and not f["email"].required
     assert (f["age"].minimum, f["age"].maximum, f["age"].required) == (0, 150, True)
     assert isinstance(f["age"].minimum, int)
@@ -60,7 +86,12 @@ def test_field_details() -> None:
     assert f["color"].options == [("r", "r"), ("g", "g")]
     assert f["size"].options == [("s", "Small"), ("l", "Large")]
     assert f["legacy"].options == [("a", "Alpha"), ("b", "Beta")]
-    assert (f["tags"].options, f["tags"].min_items, f["tags"].max_items, f["tags"].default) == ([("x", "x"), ("y", "y"), ("z", "z")], 1, 2, ["x"])
+    assert (f["tags"].options, f["tags"].min_items, f["tags"].max_items, f["tags"].default) == (
+        [("x", "x"), ("y", "y"), ("z", "z")],
+        1,
+        2,
+        ["x"],
+    )
     assert f["titled"].options == [("p", "Pea"), ("q", "Queue")]
 
 
@@ -76,7 +107,10 @@ def test_field_details() -> None:
         ({"type": "object", "properties": {"x": "string"}}, "must be an object"),
         ({"type": "object", "properties": {"x": {"type": "string", "format": "color"}}}, "format"),
         ({"type": "object", "properties": {"x": {"type": "string", "enum": []}}}, "enum"),
-        ({"type": "object", "properties": {"x": {"type": "string", "enum": ["a"], "enumNames": ["A", "B"]}}}, "enumNames"),
+        (
+            {"type": "object", "properties": {"x": {"type": "string", "enum": ["a"], "enumNames": ["A", "B"]}}},
+            "enumNames",
+        ),
         ({"type": "object", "properties": {"x": {"type": "string", "oneOf": [{"title": "no const"}]}}}, "const"),
         ({"type": "object", "properties": {"x": {"type": "string", "minLength": -1}}}, "minLength"),
         ({"type": "object", "properties": {"x": {"type": "integer", "minimum": "0"}}}, "minimum"),
@@ -149,7 +183,9 @@ def test_missing_required_fields_each_named() -> None:
 
 def test_content_not_an_object_and_bad_schema() -> None:
     assert validate_content(SCHEMA, ["x"]) == ["content must be an object, got list"]
-    assert validate_content({"type": "object", "properties": {"o": {"type": "object"}}}, {})[0].startswith("the server's schema")
+    assert validate_content({"type": "object", "properties": {"o": {"type": "object"}}}, {})[0].startswith(
+        "the server's schema"
+    )
 
 
 def test_enum_options_keep_bool_and_int_apart() -> None:
@@ -173,3 +209,52 @@ def test_elicit_outcome() -> None:
     assert ElicitOutcome(action="cancel").content is None
     with pytest.raises(ValueError):
         ElicitOutcome(action="maybe")  # type: ignore[arg-type]
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6)),
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=4), c, max_size=3)),
+    max_leaves=12,
+)
+prop_schemas = st.dictionaries(
+    st.sampled_from(
+        [
+            "type",
+            "format",
+            "enum",
+            "enumNames",
+            "oneOf",
+            "anyOf",
+            "items",
+            "minLength",
+            "maximum",
+            "minItems",
+            "default",
+            "title",
+        ]
+    ),
+    st.one_of(json_values, st.sampled_from(["string", "integer", "number", "boolean", "array", "email", "date"])),
+    max_size=5,
+)
+form_schemas = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["object", "array", None]),
+            "properties": st.dictionaries(st.text(max_size=4), prop_schemas, max_size=4),
+        },
+        optional={"required": st.one_of(json_values, st.lists(st.text(max_size=4), max_size=3))},
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(form_schemas, json_values)
+def test_hostile_schemas_and_answers_never_crash(schema, content) -> None:
+    try:
+        elicitation_fields(schema)
+    except ElicitationSchemaError:
+        pass
+    found = validate_content(schema, content)
+    assert isinstance(found, list) and all(isinstance(p, str) for p in found)
+    apply_defaults(schema, content if isinstance(content, dict) else None)

@@ -26,7 +26,9 @@ hostile = st.one_of(
     st.sampled_from(["x" * 200, "y" * 64, "a.b", "a_b", "a b", "é", "日本", "", "mcp__s__t", "__", "-"]),
     st.integers(min_value=50, max_value=210).map(lambda n: "z" * n),
 )
-servers = st.one_of(st.sampled_from(["s", "srv", "a_b", "a", "b", "x" * 70]), st.text(alphabet="ab_-", min_size=1, max_size=5))
+servers = st.one_of(
+    st.sampled_from(["s", "srv", "a_b", "a", "b", "x" * 70]), st.text(alphabet="ab_-", min_size=1, max_size=5)
+)
 identities = st.lists(st.tuples(servers, hostile), max_size=40)
 
 

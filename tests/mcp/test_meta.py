@@ -16,7 +16,11 @@ def test_call_meta_keys() -> None:
     call = CallInfo(thread_id="thr_1", turn_id="turn_1", call_id="call_1")
     meta = call_meta(call, "tok-1")
     assert set(meta) == {"nbagent/threadId", "nbagent/turnId", "nbagent/callId", "traceparent", "progressToken"}
-    assert meta["nbagent/threadId"] == "thr_1" and meta["nbagent/turnId"] == "turn_1" and meta["nbagent/callId"] == "call_1"
+    assert (
+        meta["nbagent/threadId"] == "thr_1"
+        and meta["nbagent/turnId"] == "turn_1"
+        and meta["nbagent/callId"] == "call_1"
+    )
     assert meta["progressToken"] == "tok-1"
     assert TP.fullmatch(meta["traceparent"])
 
@@ -38,14 +42,22 @@ def test_given_traceparent_used_verbatim_if_valid() -> None:
 
 
 def test_reserved_keys_never_written() -> None:
-    extra = {"io.modelcontextprotocol/x": 1, "dev.mcp/y": 2, "org.modelcontextprotocol.api/z": 3, "com.example/ok": 4, "plain": 5}
+    extra = {
+        "io.modelcontextprotocol/x": 1,
+        "dev.mcp/y": 2,
+        "org.modelcontextprotocol.api/z": 3,
+        "com.example/ok": 4,
+        "plain": 5,
+    }
     meta = call_meta(CallInfo(thread_id="t", turn_id="u", call_id="c"), 0, extra=extra)
     assert not any(k.startswith(("io.modelcontextprotocol/", "dev.mcp/")) or is_reserved_meta_key(k) for k in meta)
     assert meta["com.example/ok"] == 4 and meta["plain"] == 5
 
 
 def test_extra_cannot_override_ours() -> None:
-    meta = call_meta(CallInfo(thread_id="t", turn_id="u", call_id="c"), 7, extra={"progressToken": "x", "nbagent/callId": "forged"})
+    meta = call_meta(
+        CallInfo(thread_id="t", turn_id="u", call_id="c"), 7, extra={"progressToken": "x", "nbagent/callId": "forged"}
+    )
     assert meta["progressToken"] == 7 and meta["nbagent/callId"] == "c"
 
 

@@ -34,7 +34,9 @@ def test_audio_becomes_placeholder_text() -> None:
 
 
 def test_embedded_text_resource() -> None:
-    res = mt.EmbeddedResource(resource=mt.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="hello"))
+    res = mt.EmbeddedResource(
+        resource=mt.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="hello")
+    )
     r = from_call_result(mt.CallToolResult(content=[res]))
     assert r.content == [ResourceBlock(uri="file:///a.txt", mime_type="text/plain", text="hello")]
     assert to_model_output(r, 1000) == "[resource: file:///a.txt]\nhello"
@@ -42,7 +44,9 @@ def test_embedded_text_resource() -> None:
 
 def test_embedded_blob_resource() -> None:
     blob = base64.b64encode(b"\0" * 7).decode()
-    res = mt.EmbeddedResource(resource=mt.BlobResourceContents(uri="file:///b.bin", mime_type="application/octet-stream", blob=blob))
+    res = mt.EmbeddedResource(
+        resource=mt.BlobResourceContents(uri="file:///b.bin", mime_type="application/octet-stream", blob=blob)
+    )
     r = from_call_result(mt.CallToolResult(content=[res]))
     (block,) = r.content
     assert isinstance(block, ResourceBlock) and block.uri == "file:///b.bin" and block.text == "[binary: 7 bytes]"
@@ -63,7 +67,11 @@ def test_structured_content_keeps_text_too() -> None:
 
 
 def test_structured_not_repeated_when_text_says_the_same() -> None:
-    r = from_call_result(mt.CallToolResult(content=[mt.TextContent(text=json.dumps({"sum": 3}, indent=2))], structured_content={"sum": 3}))
+    r = from_call_result(
+        mt.CallToolResult(
+            content=[mt.TextContent(text=json.dumps({"sum": 3}, indent=2))], structured_content={"sum": 3}
+        )
+    )
     assert to_model_output(r, 1000) == json.dumps({"sum": 3}, indent=2)
 
 
@@ -80,7 +88,9 @@ def test_output_schema_valid_adds_nothing() -> None:
 
 def test_output_schema_mismatch_warns_and_keeps_data() -> None:
     schema = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
-    r = from_call_result(mt.CallToolResult(content=[mt.TextContent(text="x")], structured_content={"sum": "three"}), schema)
+    r = from_call_result(
+        mt.CallToolResult(content=[mt.TextContent(text="x")], structured_content={"sum": "three"}), schema
+    )
     assert r.structured == {"sum": "three"}
     assert r.content[0] == TextBlock(text="x")
     assert isinstance(r.content[-1], TextBlock) and "outputSchema" in r.content[-1].text and "sum" in r.content[-1].text
@@ -108,7 +118,7 @@ def test_truncation_marker_says_how_much_was_cut() -> None:
     out = to_model_output(ToolResult.text(text), 1000)
     assert len(out.encode()) <= 1000
     assert out.startswith("HHH") and out.endswith("TTT")
-    head, marker, tail = out.partition("\n[... ")
+    head, _, tail = out.partition("\n[... ")
     cut = int(tail.split(" bytes cut")[0])
     kept = len(head.encode()) + len(tail.split("...]\n", 1)[1].encode())
     assert cut + kept == 10000
