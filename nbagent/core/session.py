@@ -48,6 +48,7 @@ from nbagent.protocol import (
     ShutdownComplete,
     ThreadMeta,
     ToolSpec,
+    TurnRecord,
     UserTurn,
     WarningEvent,
     new_id,
@@ -394,6 +395,9 @@ class Session:
             self.emit(WarningEvent(message=warning))
         for output in repair_open_calls(self.history):
             self.record(output)
+        if loaded.open_turn_id is not None:
+            reason = "the process ended during this turn"
+            self.write_line(TurnRecord(turn_id=loaded.open_turn_id, status="aborted", reason=reason))
         return thread_id
 
     def rename(self, name: str) -> None:
