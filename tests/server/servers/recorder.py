@@ -1,0 +1,38 @@
+"""A small stdio MCP server for the chain tests: every execution is appended to $RECORD_FILE,
+so a test can prove from the server's side whether a tool really ran."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("recorder")
+
+
+def _record(tool: str, **arguments: object) -> None:
+    with open(os.environ["RECORD_FILE"], "a", encoding="utf-8") as f:
+        f.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def write_note(text: str) -> str:
+    """Write a note (destructive: needs approval)."""
+    _record("write_note", text=text)
+    return f"wrote {text!r}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def slow(seconds: float) -> str:
+    """Sleep, then answer; records its start and its end."""
+    _record("slow_start", seconds=seconds)
+    await asyncio.sleep(seconds)
+    _record("slow_end", seconds=seconds)
+    return "slept"
+
+
+if __name__ == "__main__":
+    server.run()
