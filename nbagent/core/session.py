@@ -9,6 +9,7 @@ serves.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from nbagent.core.bus import EventBus
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
-from nbagent.core.turn import TurnOutcome, run_turn
+from nbagent.core.tool_call import AbortTurn, execute_call
+from nbagent.core.turn import TurnContext, TurnOutcome, run_turn
 from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
@@ -36,6 +38,7 @@ from nbagent.protocol import (
     ErrorEvent,
     Event,
     FunctionCall,
+    FunctionCallOutput,
     Interrupt,
     Item,
     ItemRecord,
@@ -297,6 +300,24 @@ class Session:
             fn, name=name, description=description, read_only=read_only, destructive=destructive,
             approval_mode=approval_mode,
         )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, policy: Policy | None = None
+    ) -> FunctionCallOutput:
+        """Run one catalogue tool for a caller outside the model (e.g. an agent connected through
+        ``%agent serve``): same router, approvals, events and cards, but not part of the model's
+        history. An "abort" at its approval denies this call only."""
+        turn = TurnContext(
+            session=self, turn_id=new_id("call_turn"), model=None, model_name="", policy=policy or self.policy
+        )
+        turn.catalogue = self.router.catalogue()
+        call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
+        try:
+            return await execute_call(turn, call)
+        except AbortTurn as exc:
+            return FunctionCallOutput(
+                turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"
+            )
 
     def add_provider(self, provider: ToolProvider) -> None:
         """Native tools come before MCP tools in the catalogue."""

@@ -60,7 +60,8 @@ class TurnContext:
 
     session: Session
     turn_id: str
-    model: ModelClient
+    model: ModelClient | None
+    """``None`` for calls that come from outside a model turn (``Session.call_tool``)."""
     model_name: str
     policy: Policy
     traceparent: str = field(default_factory=new_traceparent)
@@ -120,6 +121,7 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     text_parts: list[str] = []
     reasoning: ReasoningItem | None = None
     calls: list[FunctionCall] = []
+    assert turn.model is not None
     async for part in turn.model.stream(request):
         if isinstance(part, TextDelta):
             text_parts.append(part.delta)

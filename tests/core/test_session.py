@@ -315,3 +315,27 @@ async def test_rollout_holds_every_item_in_order(home: Path, script) -> None:
     stored = [line["item"]["id"] for line in lines if line["type"] == "item"]
     assert stored == [item.id for item in history]
     assert [line["status"] for line in lines if line["type"] == "turn"] == ["started", "completed"]
+
+
+async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home: Path, script) -> None:
+    ran: list[str] = []
+    seen: list[Event] = []
+
+    def write(text: str) -> str:
+        ran.append(text)
+        return "written"
+
+    async with Session(model=script(), interactive=True) as session:
+        session.register_tool(write)
+        session.subscribe(seen.append)
+        session.subscribe(
+            lambda e: e.type == "approval_requested"
+            and session.submit(ApprovalDecision(call_id=e.call_id, decision="deny", message="no"))
+        )
+        denied = await session.call_tool("write", {"text": "a"})
+        allowed = await session.call_tool("write", {"text": "b"}, policy="full-auto")
+        model_history = [i for i in session.history if i.type in ("function_call", "function_call_output")]
+    assert ran == ["b"] and denied.status == "denied" and allowed.output == "written"
+    kinds = [e.type for e in seen]
+    assert kinds.count("tool_call_begin") == 2 and kinds.count("approval_requested") == 1
+    assert model_history == []
