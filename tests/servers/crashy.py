@@ -44,5 +44,15 @@ async def sleepy(seconds: float) -> str:
     return "woke"
 
 
+@mcp.tool()
+def spawn_child() -> int:
+    """Start a long-lived grandchild process (same process group) and return its pid."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    record("spawn_child", pid=child.pid)
+    return child.pid
+
+
 if __name__ == "__main__":
     anyio.run(mcp.run_stdio_async)
