@@ -141,7 +141,7 @@ def _is_connect_failure(exc: BaseException) -> bool:
     for link in _chain(exc):
         if isinstance(link, ConnectionRefusedError | socket.gaierror):
             return True
-        if type(link).__name__ == "ConnectError":
+        if type(link).__name__ in ("ConnectError", "ConnectTimeout"):
             return True
     return False
 
@@ -159,14 +159,23 @@ def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure
     """Map an SDK exception or a ``StreamFailure`` to a ``ModelError`` with a useful message."""
     where = f"{ctx.base_url} (model {ctx.model!r}, wire_api = {ctx.wire_api!r})"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
-    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APIConnectionError):
         if _is_connect_failure(exc):
             return Failure(
                 ModelError(
                     "bad_base_url",
-                    f"cannot connect to {where}{tries}: nothing answers there (connection refused or "
-                    f"unknown host). Start the model server, or fix base_url in [model_providers.{ctx.provider}] "
-                    "(or OPENAI_BASE_URL).",
+                    f"cannot connect to {where}{tries}: nothing answers there (connection refused, "
+                    "unknown host or connect timeout). Start the model server, or fix base_url in "
+                    f"[model_providers.{ctx.provider}] (or OPENAI_BASE_URL).",
+                ),
+                retryable=True,
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure(
+                ModelError(
+                    "connection",
+                    f"{where} did not answer in time{tries}. Check the server, or raise "
+                    f"stream_idle_timeout_sec in [model_providers.{ctx.provider}].",
                 ),
                 retryable=True,
             )
@@ -178,16 +187,6 @@ def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure
             ),
             retryable=True,
         )
-    if isinstance(exc, openai.APITimeoutError):
-        return Failure(
-            ModelError(
-                "connection",
-                f"{where} did not answer in time{tries}. Check the server, or raise "
-                f"stream_idle_timeout_sec in [model_providers.{ctx.provider}].",
-            ),
-            retryable=True,
-        )
-
     status = getattr(exc, "status_code", None) if isinstance(exc, openai.APIStatusError) else None
     if isinstance(exc, StreamFailure):
         status = exc.status

@@ -139,6 +139,7 @@ class FakeOpenAIServer:
     def stop(self, timeout: float = 5.0) -> None:
         if self._server is not None:
             self._server.should_exit = True
+            self._server.force_exit = True  # do not wait for slow scripted streams to finish
         if self._thread is not None:
             self._thread.join(timeout)
 

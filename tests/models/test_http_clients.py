@@ -289,3 +289,19 @@ async def test_stopping_early_releases_the_stream(openai_server: FakeOpenAIServe
     await stream.aclose()  # type: ignore[attr-defined]
     assert isinstance(first, TextDelta) and time.monotonic() - started < 1.0
     assert text_of(await collect(client)) == "next"
+
+
+async def test_idle_stream_times_out(openai_server: FakeOpenAIServer, wire: str) -> None:
+    from nbagent.models.chat import ChatModel
+    from nbagent.models.endpoint import Endpoint
+    from nbagent.models.responses import ResponsesModel
+
+    openai_server.script([{"text": "slow words", "delay": 1.0}])
+    cls = ResponsesModel if wire == "responses" else ChatModel
+    client = cls(MODEL, Endpoint(base_url=openai_server.base_url, idle_timeout=0.3))
+    seen: list = []
+    with pytest.raises(ModelError) as info:
+        await collect(client, sink=seen)
+    await client.aclose()
+    assert info.value.code == "connection" and "did not answer in time" in str(info.value)
+    assert text_of(seen) == "slow "
