@@ -25,6 +25,9 @@ STDIN_GRACE_SEC = 1.0
 TERM_GRACE_SEC = 1.0
 """How long after SIGTERM to the group before SIGKILL."""
 
+GROUP_REAP_SEC = 0.5
+"""Bounded wait for killed group members to disappear (an init that never reaps makes it run out)."""
+
 _POLL = 0.01
 
 
@@ -91,6 +94,7 @@ async def stop_process(process: Process, stdin_grace: float = STDIN_GRACE_SEC) -
             await _wait_exit(process, TERM_GRACE_SEC)
     # The leader is gone; anything it left behind in its group goes too.
     kill_group(pgid, signal.SIGKILL)
+    await _wait_group_gone(pgid, process, GROUP_REAP_SEC)
     with anyio.move_on_after(TERM_GRACE_SEC):
         await process.aclose()
 
