@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
-import jsonschema
 
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
@@ -54,6 +53,8 @@ def argument_problems(schema: dict[str, Any] | None, arguments: Any) -> list[str
         return ["arguments must be a JSON object"]
     if not schema:
         return []
+    import jsonschema  # slow to import (format checkers): only when a schema is checked
+
     try:
         validator = jsonschema.validators.validator_for(schema)(schema)
         return [f"{'/'.join(map(str, e.path)) or '(top level)'}: {e.message}" for e in validator.iter_errors(arguments)]

@@ -45,6 +45,21 @@ def _show_startup(agent: KernelAgent) -> None:
     display(view.widget)
 
 
+def _warm_imports() -> None:
+    """Import the heavy modules off the event loop, so the first cell does not stall on them."""
+    import importlib
+    import threading
+
+    def work() -> None:
+        for name in ("jsonschema", "nbagent.core.session", "nbagent.notebook.render", "nbagent.notebook.text_render"):
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass
+
+    threading.Thread(target=work, name="nbagent-warm-imports", daemon=True).start()
+
+
 def load(ipython: Any) -> None:
     if id(ipython) in _AGENTS:
         return
@@ -55,6 +70,7 @@ def load(ipython: Any) -> None:
         await run_cell(agent, line, body)
 
     transform.install(ipython, cell)
+    _warm_imports()
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -10,7 +10,10 @@ that await; the turn is interrupted with an ``Interrupt`` op and the thread stay
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,24 +129,51 @@ async def run_cell(agent: KernelAgent, line: str, body: str) -> None:
     turn = prepare(agent, line, body)
     if turn is None:
         return
-    if not turn.wait:
-        agent.spawn(drive(agent, turn))
-        return
     task = agent.spawn(drive(agent, turn))
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        # Kernel interrupt: ipykernel cancels the cell's await. Interrupt the turn, let it
-        # record its end, and return normally so the thread stays valid.
+    if not turn.wait:
+        return
+    interrupted = False
+
+    def on_interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
         if not agent.stop(turn.op.turn_id) and turn.op.turn_id not in agent.endings:
             task.cancel()  # not submitted yet (the session was still opening)
+
+    with sigint_calls(on_interrupt):
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=10)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            pass
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            on_interrupt()  # the cell's await itself was cancelled
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout=10)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+    if interrupted:
         if not task.done():
             turn.view.handle(TurnAborted(reason="interrupted", turn_id=turn.op.turn_id))
-        print("[nbagent] turn interrupted", file=sys.stderr)
+        print("[nbagent] turn interrupted; the thread is intact", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def sigint_calls(callback: Callable[[], None]) -> Iterator[None]:
+    """Route a kernel interrupt (SIGINT) to ``callback`` on the event loop while awaiting.
+
+    Measured on ipykernel 7.4: an interrupt does not cancel a cell's top-level await until the
+    awaited thing ends by itself, so ``--wait`` installs its own loop-level handler.
+    """
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
 
 
 def start_in_background(agent: KernelAgent, line: str, body: str) -> None:

@@ -1,0 +1,165 @@
+"""``%%agent`` in a real ipykernel through jupyter_client, with the replay model and the demo
+MCP server over stdio. Clicks and form values travel as comm messages, as from a browser; the
+server's own execution record is the evidence of what ran."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.notebook.harness import Kernel, demo_config
+
+pytestmark = pytest.mark.timeout(180)
+
+WRITE = {"name": "mcp__demo__write_note", "arguments": {"name": "hello", "text": "hi there"}}
+LOG = {"name": "mcp__demo__log_experiment", "arguments": {"name": "e1"}}
+
+
+def script(path: Path, *responses: dict) -> Path:
+    path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
+    return path
+
+
+def executions(record: Path) -> list[dict]:
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def make_kernel(tmp_path):
+    kernels: list[Kernel] = []
+
+    def make(*responses: dict, extra: str = "") -> tuple[Kernel, Path]:
+        record = tmp_path / "record.jsonl"
+        demo_config(tmp_path, script(tmp_path / "replay.json", *responses), record, extra=extra)
+        kernel = Kernel(tmp_path, env={"NBAGENT_HOME": str(tmp_path / "home")})
+        kernels.append(kernel)
+        reply = kernel.execute("%load_ext nbagent")
+        assert reply["content"]["status"] == "ok"
+        return kernel, record
+
+    yield make
+    for kernel in kernels:
+        kernel.close()
+
+
+HISTORY = "[i.model_dump(mode='json') for i in __import__('nbagent.notebook', fromlist=['_']).session().history]"
+
+
+def outputs_of(kernel: Kernel) -> list[dict]:
+    return [i for i in kernel.eval(HISTORY) if i["type"] == "function_call_output"]
+
+
+def test_approve_by_click_runs_the_tool_exactly_once(make_kernel):
+    kernel, record = make_kernel({"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Written."})
+    cell = kernel.execute("%%agent --wait\nWrite a hello note", wait=False)
+    approve = kernel.wait_for("ButtonModel", description="Approve")
+    assert executions(record) == []  # nothing runs before the decision
+    kernel.click(approve)
+    reply = kernel.reply(cell["msg_id"], 60)
+    assert reply["content"]["status"] == "ok"
+    runs = [e for e in executions(record) if e["tool"] == "write_note"]
+    assert [r["arguments"] for r in runs] == [{"name": "hello", "text": "hi there"}]
+    (out,) = outputs_of(kernel)
+    assert out["status"] == "completed" and "wrote hello.md" in out["output"]
+    assert kernel.find("ButtonModel", description="Approve")[-1].state.get("disabled") is True
+
+
+def test_deny_by_click_does_not_run(make_kernel):
+    kernel, record = make_kernel({"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Not written."})
+    cell = kernel.execute("%%agent --wait\nWrite a hello note", wait=False)
+    kernel.wait_for("ButtonModel", description="Deny")
+    reason = kernel.wait_for("TextModel", description="deny reason")
+    kernel.set_state(reason, value="not now")
+    kernel.click(kernel.find("ButtonModel", description="Deny")[-1])
+    assert kernel.reply(cell["msg_id"], 60)["content"]["status"] == "ok"
+    assert executions(record) == []
+    (out,) = outputs_of(kernel)
+    assert out["status"] == "denied" and "not now" in out["output"]
+
+
+def test_elicitation_answered_through_form_widgets(make_kernel):
+    extra = "[mcp_servers.demo.tools.log_experiment]\napproval_mode = \"approve\"\n"
+    kernel, record = make_kernel({"text": "Logging.", "tool_calls": [LOG]}, {"text": "Logged."}, extra=extra)
+    cell = kernel.execute("%%agent --wait\nLog experiment e1", wait=False)
+    accept = kernel.wait_for("ButtonModel", description="Accept")
+    texts = [w for w in kernel.find("TextModel") if w.state.get("placeholder") in ("", "name@example.com", "YYYY-MM-DD")]
+    title, email, start = texts[-3:]
+    kernel.set_state(title, value="Baseline run")
+    kernel.set_state(email, value="ada@example.org")
+    kernel.set_state(start, value="2025-03-04")
+    kernel.set_state(kernel.find("BoundedIntTextModel")[-1], value=7)
+    kernel.set_state(kernel.find("BoundedFloatTextModel")[-1], value=0.125)
+    kernel.set_state(kernel.find("CheckboxModel")[-1], value=True)
+    optimizer = kernel.find("DropdownModel")[-1]
+    kernel.set_state(optimizer, index=optimizer.state["_options_labels"].index("sgd"))
+    tags = kernel.find("SelectMultipleModel")[-1]
+    kernel.set_state(tags, index=[tags.state["_options_labels"].index("nlp"), tags.state["_options_labels"].index("rl")])
+    time.sleep(0.3)
+    kernel.click(accept)
+    assert kernel.reply(cell["msg_id"], 60)["content"]["status"] == "ok"
+    (run,) = executions(record)
+    assert run["content"] == {
+        "title": "Baseline run", "owner_email": "ada@example.org", "runs": 7, "learning_rate": 0.125,
+        "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04",
+    }
+
+
+def test_interrupt_while_waiting_for_approval_keeps_the_thread_usable(make_kernel):
+    kernel, record = make_kernel(
+        {"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Second turn answer."}
+    )
+    cell = kernel.execute("%%agent --wait\nWrite a hello note", wait=False)
+    kernel.wait_for("ButtonModel", description="Approve")
+    kernel.interrupt()
+    reply = kernel.reply(cell["msg_id"], 30)
+    assert reply["content"]["status"] == "ok"
+    assert "interrupted" in kernel.outputs(cell["msg_id"])
+    assert executions(record) == []
+    assert kernel.find("ButtonModel", description="Approve")[-1].state.get("disabled") is True
+    second = kernel.execute("%%agent --wait\nAnything else?")
+    assert second["content"]["status"] == "ok"
+    history = kernel.eval(HISTORY)
+    assert [i["status"] for i in history if i["type"] == "function_call_output"] == ["aborted"]
+    assert history[-1] == {**history[-1], "type": "assistant_message", "text": "Second turn answer."}
+
+
+def test_background_turn_returns_at_once_and_text_approve_resolves_the_panel(make_kernel):
+    kernel, record = make_kernel({"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Written."})
+    kernel.execute("1", ui=True)  # let the session finish opening (first import of the core)
+    t0 = time.monotonic()
+    reply = kernel.execute("%%agent\nWrite a hello note")
+    assert reply["content"]["status"] == "ok" and time.monotonic() - t0 < 3
+    kernel.wait_for("ButtonModel", description="Approve")  # the turn goes on after the cell ended
+    pending = kernel.eval("list(__import__('nbagent.notebook', fromlist=['_']).session().pending_approvals())")
+    answer = kernel.execute(f"%agent approve {pending[0]}")
+    assert pending[0] in kernel.outputs(answer["parent_header"]["msg_id"])
+    deadline = time.monotonic() + 30
+    while not executions(record) and time.monotonic() < deadline:
+        kernel.pump(0.1)
+    assert len(executions(record)) == 1
+    kernel.pump(1.0)
+    assert kernel.find("ButtonModel", description="Approve")[-1].state.get("disabled") is True
+    assert any("approved once" in w.state.get("value", "") for w in kernel.find("HTMLModel"))
+
+
+def test_headless_run_uses_never_and_says_so(make_kernel):
+    kernel, record = make_kernel({"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Could not write."})
+    reply = kernel.execute("%%agent\nWrite a hello note", ui=False, timeout=60)
+    text = kernel.outputs(reply["parent_header"]["msg_id"])
+    assert reply["content"]["status"] == "ok"
+    assert "policy 'never'" in text and "[turn completed]" in text and "Could not write." in text
+    assert executions(record) == []
+
+
+def test_bad_arguments_print_usage_not_a_traceback(make_kernel):
+    kernel, _ = make_kernel({"text": "unused"})
+    for code in ("%%agent --policy sometimes\ngoal", "%%agent --bogus\ngoal", "%agent frobnicate", "%agent deny"):
+        reply = kernel.execute(code)
+        text = kernel.outputs(reply["parent_header"]["msg_id"])
+        assert reply["content"]["status"] == "ok", code
+        assert "usage:" in text and "Traceback" not in text, (code, text)
