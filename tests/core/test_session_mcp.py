@@ -1,0 +1,143 @@
+"""The session with real MCP servers over stdio: approvals, "always", elicitation answers,
+and the catalogue command. The servers record every execution they receive."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from nbagent import Session
+from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event
+from tests.mcp.conftest import records, server_cfg
+
+FEATURES = "mcp__feat__"
+
+
+def call(tool: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+@pytest.mark.parametrize("policy", ["untrusted", "on-request", "never", "full-auto"])
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_real_server_executes_only_what_was_decided(home: Path, script, tmp_path: Path, policy, trusted) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"feat": server_cfg("features.py", record, trusted=trusted)}
+    model = script(
+        {"tool_calls": [
+            {"name": FEATURES + "read_note", "arguments": {"key": "r"}},
+            {"name": FEATURES + "delete_note", "arguments": {"key": "d"}},
+        ]},
+        {"text": "ok"},
+    )
+    asked: list[str] = []
+    async with Session(model=model, policy=policy, mcp_servers=servers, interactive=True) as session:
+
+        def deny_all(event: Event) -> None:
+            if event.type == "approval_requested":
+                asked.append(event.raw_tool)
+                session.submit(ApprovalDecision(call_id=event.call_id, decision="deny"))
+
+        session.subscribe(deny_all)
+        await asyncio.wait_for(session.run("read and delete"), 30)
+    executed = sorted(r["tool"] for r in records(record))
+    read_free = policy == "full-auto" or (policy in ("on-request", "never") and trusted)
+    expected = sorted((["read_note"] if read_free else []) + (["delete_note"] if policy == "full-auto" else []))
+    assert executed == expected
+    if policy in ("untrusted", "on-request"):
+        assert sorted(asked) == sorted({"read_note", "delete_note"} - set(executed))
+    else:
+        assert asked == []
+
+
+async def test_always_is_written_to_the_project_config_and_the_next_session_does_not_ask(
+    home: Path, script, tmp_path: Path
+) -> None:
+    record = tmp_path / "record.jsonl"
+    project = Path.cwd() / "nbagent.toml"
+    project.write_text(
+        "# my project\n[mcp_servers.feat]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(Path(__file__).parents[1] / 'servers' / 'features.py'))}]\n"
+        f"env = {{ RECORD_FILE = {json.dumps(str(record))} }}\n"
+    )
+    asked: list[str] = []
+    for turn in range(2):
+        model = script(call(FEATURES + "delete_note", key=str(turn)), {"text": "ok"})
+        async with Session(model=model, interactive=True) as session:
+
+            def always(event: Event) -> None:
+                if event.type == "approval_requested":
+                    asked.append(event.call_id)
+                    session.submit(ApprovalDecision(call_id=event.call_id, decision="always"))
+
+            session.subscribe(always)
+            await asyncio.wait_for(session.run("delete"), 30)
+    config = tomllib.loads(project.read_text())
+    assert project.read_text().startswith("# my project")
+    assert config["mcp_servers"]["feat"]["tools"]["delete_note"]["approval_mode"] == "approve"
+    assert len(asked) == 1
+    assert [r["key"] for r in records(record)] == ["0", "1"]
+
+
+async def test_an_elicitation_answer_is_validated_and_reaches_the_server_exactly(
+    home: Path, script, tmp_path: Path
+) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"ask": server_cfg("elicit_resolve.py", record)}
+    model = script(call("mcp__ask__book", restaurant="Chez Py"), {"text": "booked"})
+    warnings: list[str] = []
+    async with Session(model=model, policy="full-auto", mcp_servers=servers, interactive=True) as session:
+
+        def answer(event: Event) -> None:
+            if event.type == "warning":
+                warnings.append(event.message)
+            if event.type == "elicitation_requested":
+                bad = ElicitationResponse(request_id=event.request_id, action="accept", content={"date": "2026-12-24", "seats": 50})
+                session.submit(bad)
+                assert event.request_id in session.pending_elicitations()
+                good = {"date": "2026-12-24", "seats": 4, "confirm": True}
+                session.submit(ElicitationResponse(request_id=event.request_id, action="accept", content=good))
+
+        session.subscribe(answer)
+        result = await asyncio.wait_for(session.run("book"), 30)
+    assert any("seats" in w for w in warnings)
+    assert records(record) == [
+        {**records(record)[0], "tool": "book", "restaurant": "Chez Py", "action": "accept",
+         "content": {"date": "2026-12-24", "seats": 4, "confirm": True}}
+    ]
+    assert "booked Chez Py on 2026-12-24 for 4" in result.items[-2].output
+    assert [i.action for i in result.items if i.type == "elicitation"] == ["accept"]
+
+
+async def test_with_no_front_end_an_elicitation_is_declined_and_recorded(home: Path, script, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"ask": server_cfg("elicit_resolve.py", record)}
+    model = script(call("mcp__ask__book", restaurant="X"), {"text": "no"})
+    async with Session(model=model, policy="full-auto", mcp_servers=servers) as session:
+        result = await asyncio.wait_for(session.run("book"), 30)
+    assert [r["action"] for r in records(record)] == ["decline"]
+    assert [(i.action, i.by) for i in result.items if i.type == "elicitation"] == [("decline", "policy")]
+
+
+def test_nbagent_tools_lists_the_catalogue(home: Path, tmp_path: Path) -> None:
+    Path("nbagent.toml").write_text(
+        "[mcp_servers.feat]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(Path(__file__).parents[1] / 'servers' / 'features.py'))}]\n"
+        "trusted = true\n[mcp_servers.feat.tools.delete_note]\napproval_mode = \"prompt\"\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbagent.cli", "tools", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    read = rows[FEATURES + "read_note"]
+    assert (read["server"], read["raw_tool"], read["title"]) == ("feat", "read_note", "Read a note")
+    assert read["annotations"]["read_only_hint"] is True
+    assert rows[FEATURES + "delete_note"]["approval_mode"] == "prompt"
