@@ -116,29 +116,16 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
                 result = ToolResult.error(f"{spec.display_name} failed: {type(exc).__name__}: {exc}")
             if result.is_error:
                 status = "failed"
-    duration_ms = (time.perf_counter() - started) * 1000
-    output = to_model_output(result, session.config.tool_output_max_bytes)
-    content = _cap_for_rollout(result, session.config.rollout_output_max_bytes)
-    session.emit(
-        ToolCallEnd(
-            call_id=call.call_id,
-            tool=call.name,
-            output=output,
-            is_error=result.is_error,
-            status=status,  # type: ignore[arg-type]
-            duration_ms=duration_ms,
-            content=content,
-            structured=result.structured,
-        ),
-        turn_id=turn.turn_id,
-    )
-    return FunctionCallOutput(
+    output = FunctionCallOutput(
         turn_id=turn.turn_id,
         call_id=call.call_id,
-        output=output,
+        output=to_model_output(result, session.config.tool_output_max_bytes),
         is_error=result.is_error,
         status=status,  # type: ignore[arg-type]
-        content=content,
+        content=_cap_for_rollout(result, session.config.rollout_output_max_bytes),
         structured=result.structured,
-        duration_ms=duration_ms,
+        duration_ms=(time.perf_counter() - started) * 1000,
     )
+    fields = output.model_dump(include={"call_id", "output", "is_error", "status", "content", "structured"})
+    session.emit(ToolCallEnd(tool=call.name, duration_ms=output.duration_ms, **fields), turn_id=turn.turn_id)
+    return output
