@@ -1,0 +1,137 @@
+"""Browser end-to-end: JupyterLab + the nbagent extension + a real kernel, a real MCP server and
+the replay model, driven in Debian's headless chromium by ``ui-tests/e2e.mjs`` (playwright-core).
+
+Approve on the real panels writes a cell (with provenance, marked, saved to disk); Deny writes
+nothing. Screenshots go to ``test-artifacts/e2e/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.jupyter import BUILT_EXTENSION, REPO, JupyterLab
+
+UI_TESTS = REPO / "ui-tests"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = REPO / "test-artifacts" / "e2e"
+
+EXPECT_SOURCE = "answer = 6 * 7  # written by nbagent in the browser test\nanswer"
+DENIED_SOURCE = "denied_write = True"
+TURN1_TEXT = "Turn one done: note written, cell inserted."
+TURN2_TEXT = "Understood: nothing was written."
+MCP_TOOL = "mcp__demo__write_note"
+
+
+def _missing() -> str | None:
+    if shutil.which("node") is None:
+        return "node is not installed"
+    if not Path(CHROMIUM).exists():
+        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    if not (UI_TESTS / "node_modules" / "playwright-core").is_dir():
+        return "ui-tests has no node_modules (npm ci --prefix ui-tests)"
+    if not (BUILT_EXTENSION / "package.json").is_file():
+        return "the extension is not built (make labextension)"
+    if importlib.util.find_spec("nbagent.notebook.magics") is None:
+        return "the notebook magics are not in this tree yet"
+    return None
+
+
+pytestmark = [pytest.mark.timeout(420), pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+
+
+def _code(source: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+
+
+def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
+    turn1 = work / "turn1.json"
+    turn1.write_text(json.dumps({"responses": [
+        {"text": "I will write the note first.",
+         "tool_calls": [{"name": MCP_TOOL, "arguments": {"name": "e2e", "text": "written from the browser test"}}]},
+        {"tool_calls": [{"name": "insert_cell", "arguments": {"source": EXPECT_SOURCE}}]},
+        {"text": TURN1_TEXT},
+    ]}))
+    turn2 = work / "turn2.json"
+    turn2.write_text(json.dumps({"responses": [
+        {"tool_calls": [{"name": "insert_cell", "arguments": {"source": DENIED_SOURCE}}]},
+        {"text": TURN2_TEXT},
+    ]}))
+    record = work / "record.jsonl"
+    (root / "nbagent.toml").write_text(
+        f'model = "replay:{turn1}"\napproval_policy = "on-request"\n\n'
+        "[mcp_servers.demo]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f'args = ["-m", "nbagent.examples.demo_server", "--dir", {json.dumps(str(work / "notes"))}, '
+        f'"--record", {json.dumps(str(record))}]\n'
+    )
+    # Cell 1 makes sure the session has the notebook tools; the notebook front end may already
+    # add them itself, then it only lists them.
+    wire = (
+        "from nbagent.notebook.extension import get_agent\n"
+        "from nbagent.tools import native_tools\n"
+        "_session = await get_agent().ready()\n"
+        "if 'insert_cell' not in {s.name for s in _session.tools()}:\n"
+        "    for _provider in native_tools():\n"
+        "        _session.add_provider(_provider)\n"
+        "print('tools:', ', '.join(sorted(s.name for s in _session.tools())))"
+    )
+    notebook = root / "e2e.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [
+            _code("%load_ext nbagent"),
+            _code(wire),
+            _code(f"%%agent -m replay:{turn1} --policy on-request\nWrite the note, then add a cell that computes the answer."),
+            _code(f"%%agent -m replay:{turn2} --policy on-request\nAdd another cell."),
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1))
+    return {"notebook": notebook, "record": record}
+
+
+def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Path) -> None:
+    root, work = tmp_path / "root", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    paths = _write_fixture(root, work)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    env_extra = {"NBAGENT_HOME": str(work / "home")}
+    with JupyterLab(root, work, env_extra) as lab:
+        env = dict(os.environ)
+        env.update(
+            NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="e2e.ipynb",
+            NBAGENT_E2E_NOTEBOOK_FILE=str(paths["notebook"]), NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS),
+            NBAGENT_E2E_EXPECT_SOURCE=EXPECT_SOURCE, NBAGENT_E2E_DENIED_SOURCE=DENIED_SOURCE,
+            NBAGENT_E2E_MCP_TOOL=MCP_TOOL, NBAGENT_E2E_TURN1_TEXT=TURN1_TEXT, NBAGENT_E2E_TURN2_TEXT=TURN2_TEXT,
+            CHROMIUM=CHROMIUM,
+        )
+        try:
+            proc = subprocess.run(["node", "e2e.mjs"], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=360)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"the browser script hung:\n{exc.stdout}\n--- server log ---\n{lab.log_tail()}")
+        steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        result = steps[-1] if steps and steps[-1].get("step") == "result" else {}
+        assert proc.returncode == 0 and result.get("ok"), (
+            f"browser test failed: {result.get('error') or proc.stderr}\nsteps: {steps}\n"
+            f"--- server log ---\n{lab.log_tail()}"
+        )
+    # Server-side evidence: the approved MCP call ran exactly once.
+    record = [json.loads(line) for line in paths["record"].read_text().splitlines()]
+    assert [r["tool"] for r in record] == ["write_note"]
+    # The file on disk has the approved cell with provenance, and not the denied one.
+    saved = json.loads(paths["notebook"].read_text())
+    written = [c for c in saved["cells"] if "".join(c["source"]) == EXPECT_SOURCE]
+    assert len(written) == 1
+    assert written[0]["metadata"]["nbagent"] == result["provenance"]
+    assert set(result["provenance"]) == {"thread_id", "turn_id", "call_id"}
+    assert result["provenance"]["thread_id"] in saved["metadata"]["nbagent"]["threads"]
+    assert not any(DENIED_SOURCE in "".join(c["source"]) for c in saved["cells"])
+    assert sorted(p.name for p in ARTIFACTS.glob("*.png"))  # screenshots were taken

@@ -1,0 +1,295 @@
+// Browser end-to-end test of nbagent in JupyterLab, run by tests/e2e/test_browser.py, which
+// starts the server, writes the notebook and the replay scripts, and passes everything in the
+// environment. Steps print one JSON line each; any failure exits non-zero with a screenshot.
+//
+// Scenario: run `%load_ext nbagent` and a `%%agent` cell (replay model) that calls an MCP tool
+// needing approval and then insert_cell; click Approve on the real panels; the new cell appears
+// with its source, provenance metadata and marker, and the saved file has it. Then a second turn
+// whose insert_cell is denied: nothing is written.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = name => {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`missing environment variable ${name}`);
+  }
+  return value;
+};
+
+const BASE = env('NBAGENT_E2E_URL');
+const TOKEN = env('NBAGENT_E2E_TOKEN');
+const NOTEBOOK = env('NBAGENT_E2E_NOTEBOOK'); // path relative to the server root
+const NOTEBOOK_FILE = env('NBAGENT_E2E_NOTEBOOK_FILE'); // the same file on disk
+const ARTIFACTS = env('NBAGENT_E2E_ARTIFACTS');
+const EXPECT_SOURCE = env('NBAGENT_E2E_EXPECT_SOURCE');
+const DENIED_SOURCE = env('NBAGENT_E2E_DENIED_SOURCE');
+const MCP_TOOL = env('NBAGENT_E2E_MCP_TOOL');
+const TURN1_TEXT = env('NBAGENT_E2E_TURN1_TEXT');
+const TURN2_TEXT = env('NBAGENT_E2E_TURN2_TEXT');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
+
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+let shot = 0;
+const log = (step, extra = {}) => console.log(JSON.stringify({ step, t: Math.round(performance.now()), ...extra }));
+
+async function screenshot(page, name) {
+  shot += 1;
+  const file = path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
+
+/** Evaluate `fn(app, panel, arg)` in the page, with the notebook's panel found by path. */
+async function inPanel(page, fn, arg = null) {
+  return page.evaluate(
+    async ({ src, nbPath, arg }) => {
+      const app = window.jupyterapp;
+      let panel = null;
+      for (const w of app.shell.widgets('main')) {
+        if (w.context && w.context.path === nbPath) {
+          panel = w;
+          break;
+        }
+      }
+      // eslint-disable-next-line no-new-func
+      const f = new Function('app', 'panel', 'arg', `return (${src})(app, panel, arg);`);
+      return await f(app, panel, arg);
+    },
+    { src: fn.toString(), nbPath: NOTEBOOK, arg }
+  );
+}
+
+async function waitFor(page, what, fn, arg = null, timeout = TIMEOUT) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await inPanel(page, fn, arg);
+      if (last) {
+        return last;
+      }
+    } catch (e) {
+      last = String(e);
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const cellsOf = (app, panel) => {
+  const out = [];
+  const model = panel.content.model;
+  for (let i = 0; i < model.cells.length; i++) {
+    const c = model.cells.get(i);
+    out.push({ id: c.id, type: c.type, source: c.sharedModel.getSource(), nbagent: c.getMetadata('nbagent') ?? null });
+  }
+  return out;
+};
+
+async function runCell(page, index) {
+  await inPanel(
+    page,
+    (app, panel, i) => {
+      panel.content.activeCellIndex = i;
+      panel.content.mode = 'command';
+      // Not awaited: an awaited cell would hold the evaluate until the turn ends.
+      void app.commands.execute('notebook:run-cell');
+      return true;
+    },
+    index
+  );
+}
+
+/** Click the visible decision button of the pending approval panel for `tool`. */
+async function decide(page, tool, label) {
+  // ipywidgets buttons: match the exact label ("Approve", not "Approve for session").
+  const buttons = page.locator('button.jupyter-button', { hasText: new RegExp(`^\\s*${label}\\s*$`) });
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
+    for (const button of await buttons.all()) {
+      if (!(await button.isVisible())) {
+        continue; // a decided panel keeps its (hidden) buttons
+      }
+      const panelText = await button.evaluate(b => (b.closest('.widget-vbox') || b).textContent || '');
+      if (panelText.includes('Approval needed') && panelText.includes(`model calls it ${tool}`)) {
+        await screenshot(page, `panel-${tool}`);
+        await button.click();
+        log('clicked', { tool, label });
+        return;
+      }
+    }
+    await page.waitForTimeout(200);
+  }
+  const seen = await page.evaluate(() =>
+    [...document.querySelectorAll('button.jupyter-button')].map(b => ({
+      text: b.textContent,
+      visible: b.offsetParent !== null,
+      panel: ((b.closest('.widget-vbox') || b).textContent || '').slice(0, 120)
+    }))
+  );
+  throw new Error(`no visible approval panel for ${tool} with a ${label} button; buttons: ${JSON.stringify(seen)}`);
+}
+
+function savedCells() {
+  const nb = JSON.parse(fs.readFileSync(NOTEBOOK_FILE, 'utf8'));
+  return nb.cells.map(c => ({
+    id: c.id,
+    source: Array.isArray(c.source) ? c.source.join('') : c.source,
+    nbagent: (c.metadata || {}).nbagent ?? null,
+    metadata: c.metadata || {},
+    nbMetadata: nb.metadata
+  }));
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage'
+    ]
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const consoleErrors = [];
+  page.on('console', msg => {
+    if (msg.type() === 'error') {
+      consoleErrors.push(msg.text());
+    }
+  });
+  const result = { ok: false };
+  try {
+    await page.goto(`${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}`, { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
+    log('lab loaded');
+    const active = await page.evaluate(() => window.jupyterapp.isPluginActivated('nbagent:bridge'));
+    if (!active) {
+      throw new Error('the nbagent:bridge plugin is not active: the extension did not load');
+    }
+    await waitFor(page, 'the notebook and an idle kernel', (app, panel) => {
+      const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+      return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
+    });
+    const before = await inPanel(page, cellsOf);
+    log('notebook open', { cells: before.length });
+    await screenshot(page, 'opened');
+
+    // %load_ext nbagent, then the (idempotent) native-tools check, then turn 1.
+    await runCell(page, 0);
+    await runCell(page, 1);
+    await waitFor(page, 'the native tools in the session', (app, panel) => {
+      const outputs = panel.content.model.cells.get(1).toJSON().outputs || [];
+      return outputs.some(o => String(o.text || '').includes('insert_cell'));
+    });
+    log('session ready');
+    await runCell(page, 2);
+    await decide(page, MCP_TOOL, 'Approve');
+    await decide(page, 'insert_cell', 'Approve');
+
+    const inserted = await waitFor(
+      page,
+      'the inserted cell',
+      (app, panel, source) => {
+        const model = panel.content.model;
+        for (let i = 0; i < model.cells.length; i++) {
+          const c = model.cells.get(i);
+          if (c.sharedModel.getSource() === source) {
+            const widget = panel.content.widgets[i];
+            return {
+              index: i,
+              id: c.id,
+              type: c.type,
+              nbagent: c.getMetadata('nbagent') ?? null,
+              marked: widget.node.classList.contains('nbagent-agent-cell'),
+              title: widget.node.title
+            };
+          }
+        }
+        return null;
+      },
+      EXPECT_SOURCE
+    );
+    log('inserted', inserted);
+    const p = inserted.nbagent || {};
+    if (!(p.thread_id && p.turn_id && p.call_id) || inserted.type !== 'code') {
+      throw new Error(`inserted cell lacks provenance: ${JSON.stringify(inserted)}`);
+    }
+    // The marker class is applied on the next animation frame.
+    await waitFor(page, 'the agent-cell marker', (app, panel, i) => panel.content.widgets[i].node.classList.contains('nbagent-agent-cell'), inserted.index);
+    await page.locator('.nbagent-agent-cell').first().scrollIntoViewIfNeeded();
+    await screenshot(page, 'inserted');
+
+    // Saved by the extension after the write.
+    const deadline = Date.now() + TIMEOUT;
+    let saved = null;
+    while (Date.now() < deadline) {
+      saved = savedCells().find(c => c.source === EXPECT_SOURCE);
+      if (saved) {
+        break;
+      }
+      await page.waitForTimeout(200);
+    }
+    if (!saved) {
+      throw new Error('the saved notebook does not contain the inserted cell');
+    }
+    const same = ['thread_id', 'turn_id', 'call_id'].every(k => saved.nbagent && saved.nbagent[k] === p[k]);
+    if (!same) {
+      throw new Error(`saved provenance ${JSON.stringify(saved.nbagent)} != ${JSON.stringify(p)}`);
+    }
+    const threads = (saved.nbMetadata.nbagent || {}).threads || [];
+    if (!threads.includes(p.thread_id)) {
+      throw new Error(`notebook metadata threads ${JSON.stringify(threads)} lack ${p.thread_id}`);
+    }
+    log('saved', { provenance: saved.nbagent, threads });
+    result.provenance = p;
+    result.threads = threads;
+
+    // Turn 1 ends with the script's final message; only then start turn 2.
+    await page.getByText(TURN1_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
+    const countAfterTurn1 = (await inPanel(page, cellsOf)).length;
+
+    // Turn 2: insert_cell denied, nothing written.
+    await runCell(page, 3);
+    await decide(page, 'insert_cell', 'Deny');
+    await page.getByText(TURN2_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
+    await screenshot(page, 'denied');
+    await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
+    await page.waitForTimeout(500);
+    const after = await inPanel(page, cellsOf);
+    if (after.length !== countAfterTurn1 || after.some(c => c.source.includes(DENIED_SOURCE))) {
+      throw new Error(`a denied write reached the notebook: ${JSON.stringify(after)}`);
+    }
+    if (savedCells().some(c => c.source.includes(DENIED_SOURCE))) {
+      throw new Error('a denied write reached the saved file');
+    }
+    log('denied: nothing written', { cells: after.length });
+    result.ok = true;
+    result.cells = after.length;
+  } catch (e) {
+    result.error = String(e && e.stack ? e.stack : e);
+    try {
+      result.screenshot = await screenshot(page, 'failure');
+    } catch {
+      // the page may be gone
+    }
+  } finally {
+    result.consoleErrors = consoleErrors.slice(0, 20);
+    await browser.close();
+  }
+  console.log(JSON.stringify({ step: 'result', ...result }));
+  process.exit(result.ok ? 0 : 1);
+}
+
+main().catch(e => {
+  console.error(e);
+  process.exit(2);
+});
