@@ -37,7 +37,7 @@ export interface Provenance extends BridgeMessage {
 export interface BridgeRequest extends BridgeMessage {
   id: string;
   method: BridgeMethod;
-  params: { [key: string]: any };
+  params?: { [key: string]: any };
 }
 
 export interface BridgeErrorInfo extends BridgeMessage {
@@ -55,7 +55,7 @@ export interface BridgeReply extends BridgeMessage {
 
 /** Sent as the comm's open data. */
 export interface HelloParams extends BridgeMessage {
-  protocol_version: number;
+  protocol_version?: number;
   kernel_package_version?: string;
 }
 
