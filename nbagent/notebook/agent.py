@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.notebook.frontend import Frontend, detect
+from nbagent.notebook.frontend_kind import Frontend, detect
 from nbagent.protocol import (
     ElicitationRequested,
     ErrorEvent,

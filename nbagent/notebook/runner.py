@@ -82,7 +82,9 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
 
         prompt = input if frontend == "text" and wait else None
         timeout = HEADLESS_ASK_TIMEOUT if frontend == "headless" else None
-        view = TextTurn(lambda o: agent.submit(o), prompt=prompt, unanswered_timeout=timeout, **kwargs)
+        view = TextTurn(
+            lambda o: agent.submit(o), prompt=prompt, unanswered_timeout=timeout, stream_deltas=frontend == "text", **kwargs
+        )
     return PreparedTurn(op, options, view, wait, frontend)
 
 

@@ -44,12 +44,15 @@ class TextTurn:
         prompt: Ask | None = None,
         unanswered_timeout: float | None = None,
         out: Callable[[str], None] | None = None,
+        stream_deltas: bool = True,
     ) -> None:
         self._submit = submit
         self._prompt = prompt
         self._timeout = unanswered_timeout
         self._cell = CellContext()
         self._out = out
+        self._stream_deltas = stream_deltas
+        """Headless runs print each message whole: nobody watches it grow."""
         self._open_text = False
         self._reasoning = False
         self.done = False
@@ -59,12 +62,12 @@ class TextTurn:
         if note:
             self._write(f"[nbagent] {note}\n")
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, flush: bool = True) -> None:
         self.lines.append(text)
         if self._out is not None:
             self._out(text)
             return
-        self._cell.run(lambda: (sys.stdout.write(text), sys.stdout.flush()))
+        self._cell.run(lambda: (sys.stdout.write(text), sys.stdout.flush() if flush else None))
 
     def _line(self, text: str) -> None:
         if self._open_text:
@@ -75,13 +78,15 @@ class TextTurn:
     def handle(self, event: Event) -> None:
         t = event.type
         if t == "agent_message_delta":
-            self._write(event.delta)  # type: ignore[union-attr]
-            self._open_text = True
+            if self._stream_deltas:
+                self._write(event.delta, flush=False)  # type: ignore[union-attr]
+                self._open_text = True
         elif t == "agent_message":
             if not self._open_text and event.text:  # type: ignore[union-attr]
                 self._write(event.text)  # type: ignore[union-attr]
-                self._open_text = True
-            self._line("") if self._open_text else None
+            if self._open_text or event.text:  # type: ignore[union-attr]
+                self._write("\n")
+            self._open_text = False
         elif t == "reasoning":
             self._line(f"(reasoning: {len(event.text)} characters, hidden)")  # type: ignore[union-attr]
         elif t == "tool_call_begin":
