@@ -110,3 +110,24 @@ async def test_reply_approval_in_second_turn(mode: str, senv: ServerEnv) -> None
                                                         "prompt": "now write"})
     assert second.structured_content["text"] == "Wrote it."
     assert senv.records() == [{"tool": "write_note", "arguments": {"text": "two"}}]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_inner_elicitation_forwarded_with_its_schema(mode: str, senv: ServerEnv) -> None:
+    model = senv.script({"tool_calls": [{"name": "mcp__rec__ask_name", "arguments": {}}]}, {"text": "Greeted."})
+    config = senv.recorder_config()
+    config["mcp_servers"]["rec"]["protocol"] = "legacy"
+    config["mcp_servers"]["rec"]["trusted"] = True  # readOnlyHint then needs no approval
+
+    def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        assert "What is your name?" in params.message
+        assert params.requested_schema["properties"]["name"]["type"] == "string"
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    seen = Seen()
+    async with connect("stdio", mode, senv, seen=seen, answer=answer) as client:
+        result = await client.call_tool("agent", {"prompt": "greet", "model": model, "config": config})
+    assert result.structured_content["text"] == "Greeted.", result
+    assert len(seen.elicitations) == 1
+    assert senv.records() == [{"tool": "ask_name", "arguments": {"action": "accept", "name": "Ada"}}]

@@ -7,7 +7,8 @@ import asyncio
 import json
 import os
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 from mcp_types import ToolAnnotations
 
 server = MCPServer("recorder")
@@ -32,6 +33,18 @@ async def slow(seconds: float) -> str:
     await asyncio.sleep(seconds)
     _record("slow_end", seconds=seconds)
     return "slept"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def ask_name(ctx: Context) -> str:
+    """Ask the user for a name (a pushed elicitation: the inner connection speaks 2025-11-25)."""
+    answer = await ctx.elicit("What is your name?", Name)
+    _record("ask_name", action=answer.action, name=getattr(getattr(answer, "data", None), "name", None))
+    return f"hello {answer.data.name}" if answer.action == "accept" else f"no name ({answer.action})"
 
 
 if __name__ == "__main__":
