@@ -1,0 +1,118 @@
+"""``%agent serve``: the live notebook session's tools over streamable HTTP, for outside agents.
+
+An outside agent (Codex, Claude Code, ...) connects with a bearer token and calls the same
+catalogue the session's model sees: the notebook tools and the session's MCP tools under their
+model-visible names. Each call goes through ``Session.call_tool``, so it shows in the notebook
+as a tool card, asks through the same approval panels and obeys the same policy.
+
+Runs as a task on the kernel's own event loop (``uvicorn.Server.serve``), loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+
+import nbagent
+from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolSpec
+from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
+
+if TYPE_CHECKING:
+    from nbagent.core.session import Session
+
+TOKEN_ENV = "NBAGENT_NOTEBOOK_TOKEN"
+SERVER_NAME = "nbagent_notebook"
+
+
+class NotebookServerHandle(HttpHandle):
+    """``url``, ``token`` and ``await stop()``; ``snippets()`` for the outside agent's config."""
+
+    def snippets(self, name: str = SERVER_NAME) -> dict[str, str]:
+        return connection_snippets(self.url, self.token, name=name)
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    annotations = None
+    if spec.annotations is not None:
+        a = spec.annotations
+        annotations = types.ToolAnnotations(title=a.title, read_only_hint=a.read_only_hint,
+                                            destructive_hint=a.destructive_hint, idempotent_hint=a.idempotent_hint,
+                                            open_world_hint=a.open_world_hint)
+    schema = spec.input_schema or spec.parameters or {"type": "object", "properties": {}}
+    if schema.get("type") != "object":
+        schema = spec.parameters
+    return types.Tool(name=spec.name, title=spec.title, description=spec.description, input_schema=schema,
+                      annotations=annotations)
+
+
+def _content(blocks: list[Any], fallback: str) -> list[types.ContentBlock]:
+    out: list[types.ContentBlock] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            out.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, ImageBlock):
+            out.append(types.ImageContent(type="image", data=block.data, mime_type=block.mime_type))
+        elif isinstance(block, ResourceBlock):
+            if block.text is not None:
+                out.append(types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
+                    uri=block.uri, mime_type=block.mime_type, text=block.text)))
+            else:
+                out.append(types.ResourceLink(type="resource_link", uri=block.uri, name=block.name or block.uri,
+                                              mime_type=block.mime_type))
+    return out or [types.TextContent(type="text", text=fallback)]
+
+
+def build_notebook_server(session: Session) -> Server[Any]:
+    """An SDK server whose catalogue is ``session.tools()``, re-read on every listing."""
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_tool(spec) for spec in session.tools()])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        output = await session.call_tool(params.name, dict(params.arguments or {}))
+        structured = output.structured if isinstance(output.structured, dict) else None
+        return types.CallToolResult(content=_content(list(output.content), output.output),
+                                    structured_content=structured, is_error=output.is_error)
+
+    return Server(SERVER_NAME, version=nbagent.__version__, title="nbagent notebook",
+                  instructions="Tools of a live Jupyter notebook session run by nbagent. Calls appear in the "
+                               "notebook and may wait for its user's approval.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def start_notebook_server(
+    session: Session, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+) -> NotebookServerHandle:
+    """Serve ``session``'s tools on the running (kernel) loop; returns once it listens."""
+    check_bind(host, allow_remote=False)
+    token = token or new_token()
+    app = http_app(build_notebook_server(session), token, bind_host=host)
+    handle = await start_http(app, host=host, port=port, token=token, signals=False)
+    return NotebookServerHandle(url=handle.url, token=token, host=handle.host, port=handle.port,
+                                _server=handle._server, _task=handle._task)
+
+
+def connection_snippets(url: str, token: str, *, name: str = SERVER_NAME) -> dict[str, str]:
+    """What to paste where: Codex ``config.toml``, a ``.mcp.json``, and the token's env line.
+
+    Both configs read the token from ``$NBAGENT_NOTEBOOK_TOKEN`` so it is not written to a file.
+    """
+    codex = f'[mcp_servers.{name}]\nurl = "{url}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
+    mcp_json = json.dumps({"mcpServers": {name: {"type": "http", "url": url,
+                                                "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}}},
+                          indent=2)
+    return {"codex_config_toml": codex, "mcp_json": mcp_json, "env": f"export {TOKEN_ENV}={token}"}
+
+
+def describe(handle: NotebookServerHandle) -> str:
+    """The text ``%agent serve`` prints."""
+    s = handle.snippets()
+    return (f"nbagent is serving this notebook's tools at {handle.url} (loopback only).\n"
+            f"1. In the shell that starts the outside agent:\n   {s['env']}\n"
+            f"2a. Codex, in ~/.codex/config.toml:\n{s['codex_config_toml']}\n"
+            f"2b. Claude Code and others, in .mcp.json:\n{s['mcp_json']}\n"
+            "Stop with: %agent serve --stop")

@@ -1,0 +1,85 @@
+"""``%agent serve`` backend: a live session's tools over HTTP, calls through its approvals."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from nbagent import Session
+from nbagent.protocol import ApprovalDecision, Event
+from nbagent.server.notebook_server import connection_snippets, describe, start_notebook_server
+
+
+@pytest.fixture
+def nb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NBAGENT_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+async def test_session_tools_served_through_approvals(nb_home: Path) -> None:
+    ran: list[str] = []
+
+    def peek(cell: int) -> str:
+        """Read a cell."""
+        ran.append(f"peek {cell}")
+        return f"cell {cell} source"
+
+    def wipe(cell: int) -> str:
+        """Delete a cell."""
+        ran.append(f"wipe {cell}")
+        return "wiped"
+
+    events: list[Event] = []
+    async with Session(model="replay:" + str(nb_home / "none.json"), policy="on-request", interactive=True) as session:
+        session.register_tool(peek, read_only=True)
+        session.register_tool(wipe, destructive=True)
+        decisions = iter(["approve", "deny"])
+
+        def on_event(event: Event) -> None:
+            events.append(event)
+            if event.type == "approval_requested":
+                session.submit(ApprovalDecision(call_id=event.call_id, decision=next(decisions)))  # type: ignore[union-attr]
+
+        session.subscribe(on_event)
+        handle = await start_notebook_server(session)
+        try:
+            assert handle.url.startswith("http://127.0.0.1:") and len(handle.token) >= 32
+            async with httpx.AsyncClient() as plain:  # the server shares this loop: never block it
+                assert (await plain.post(handle.url, json={}, timeout=5)).status_code == 401
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {handle.token}"}) as hc:
+                async with Client(streamable_http_client(handle.url, http_client=hc), mode="legacy") as client:
+                    names = {t.name for t in (await client.list_tools()).tools}
+                    assert {"peek", "wipe"} <= names
+                    read = await client.call_tool("peek", {"cell": 2})
+                    assert not read.is_error and read.content[0].text == "cell 2 source"  # type: ignore[union-attr]
+                    approved = await client.call_tool("wipe", {"cell": 1})
+                    assert not approved.is_error, approved
+                    denied = await client.call_tool("wipe", {"cell": 3})
+                    assert denied.is_error
+        finally:
+            await handle.stop()
+    assert ran == ["peek 2", "wipe 1"]
+    kinds = [e.type for e in events]
+    assert kinds.count("tool_call_begin") == 3 and kinds.count("tool_call_end") == 3
+    assert kinds.count("approval_requested") == 2
+
+
+def test_snippets_parse() -> None:
+    s = connection_snippets("http://127.0.0.1:4321/mcp", "s3cr3t-Zq9")
+    codex = tomllib.loads(s["codex_config_toml"])["mcp_servers"]["nbagent_notebook"]
+    assert codex == {"url": "http://127.0.0.1:4321/mcp", "bearer_token_env_var": "NBAGENT_NOTEBOOK_TOKEN"}
+    entry: dict[str, Any] = json.loads(s["mcp_json"])["mcpServers"]["nbagent_notebook"]
+    assert entry["url"] == "http://127.0.0.1:4321/mcp" and entry["type"] == "http"
+    assert entry["headers"]["Authorization"] == "Bearer ${NBAGENT_NOTEBOOK_TOKEN}"
+    assert s["env"] == "export NBAGENT_NOTEBOOK_TOKEN=s3cr3t-Zq9"
+    assert "s3cr3t-Zq9" not in s["codex_config_toml"] + s["mcp_json"]
