@@ -18,7 +18,7 @@ LINE_USAGE = (
     "add NAME --url URL | restart NAME | remove NAME] | stop | approve [CALL_ID] | deny CALL_ID [REASON] | "
     "frontend [widgets|text|headless]]"
 )
-_VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
+_VAR = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 
 
 class UsageError(ValueError):
@@ -64,9 +64,12 @@ def parse_cell_line(line: str) -> CellOptions:
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
-    """Replace ``{name}`` / ``{name.attr}`` with values from the user namespace; others stay."""
+    """Replace ``{name}`` / ``{name.attr}`` with values from the user namespace; ``{{``/``}}`` are
+    literal braces and anything else stays as written."""
 
     def value(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group(0)[0]
         head, *rest = match.group(1).split(".")
         if head not in namespace:
             raise UsageError(f"-i: {{{match.group(1)}}} names no variable in the notebook")
