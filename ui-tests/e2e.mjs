@@ -272,8 +272,39 @@ async function main() {
       throw new Error('a denied write reached the saved file');
     }
     log('denied: nothing written', { cells: after.length });
-    result.ok = true;
     result.cells = after.length;
+
+    // Reopening the notebook offers to resume its recorded thread; accepting runs %agent resume.
+    await page.goto(`${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}`, { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
+    const offer = page.getByText('nbagent thread(s). Resume one in the kernel?');
+    await offer.first().waitFor({ state: 'visible', timeout: TIMEOUT });
+    await screenshot(page, 'resume-offer');
+    await page.getByRole('button', { name: /^Resume thread_/ }).first().click();
+    const resumed = await waitFor(
+      page,
+      'the resume cell to run',
+      (app, panel, threadId) => {
+        const model = panel && panel.content.model;
+        if (!model) {
+          return null;
+        }
+        for (let i = 0; i < model.cells.length; i++) {
+          const json = model.cells.get(i).toJSON();
+          const source = Array.isArray(json.source) ? json.source.join('') : json.source;
+          const text = (json.outputs || []).map(o => String(o.text || '')).join('');
+          if (source.includes(`%agent resume ${threadId}`) && text.includes(threadId)) {
+            return { index: i, output: text };
+          }
+        }
+        return null;
+      },
+      p.thread_id
+    );
+    log('resumed', resumed);
+    await inPanel(page, (app, panel, i) => panel.content.scrollToCell(panel.content.widgets[i]).then(() => true), resumed.index);
+    await screenshot(page, 'resumed');
+    result.ok = true;
   } catch (e) {
     result.error = String(e && e.stack ? e.stack : e);
     try {
