@@ -53,6 +53,9 @@ class KernelAgent:
         self._unsubscribe: Callable[[], None] | None = None
         self.frontend_override: Frontend | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.outside_view: View | None = None
+        """Where calls outside any turn show (an outside agent's calls through ``%agent serve``)."""
+        self.server: Any = None
 
     # -- the session -----------------------------------------------------------------------
 
@@ -145,6 +148,8 @@ class KernelAgent:
         if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
         view = self.views.get(turn_id) if turn_id else None
+        if view is None and turn_id is None and event.type in _OUTSIDE_TYPES:
+            view = self.outside_view
         if view is not None:
             _safe(view, event)
         if turn_id and isinstance(event, (TurnCompleted, TurnAborted, ErrorEvent)):
@@ -152,6 +157,12 @@ class KernelAgent:
             future = self.endings.pop(turn_id, None)
             if future is not None and not future.done():
                 future.set_result(event)
+
+
+_OUTSIDE_TYPES = {
+    "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",
+    "elicitation_requested", "elicitation_resolved",
+}
 
 
 def _safe(view: View, event: Event) -> None:

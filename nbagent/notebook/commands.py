@@ -141,6 +141,48 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     _out(f"{call_id}: {decision}{' — ' + message if message else ''}")
 
 
+def serve(agent: KernelAgent, args: list[str]) -> None:
+    """``%agent serve [--port N] | --stop``: this session's tools for outside agents (nbagent.server)."""
+    if args == ["--stop"]:
+        handle, agent.server = agent.server, None
+        if handle is None:
+            _out("not serving")
+            return
+        agent.spawn(handle.stop())
+        _out("stopped serving")
+        return
+    port = 0
+    if args[:1] == ["--port"] and len(args) == 2 and args[1].isdigit():
+        port = int(args[1])
+    elif args:
+        raise UsageError("serve [--port N] | serve --stop")
+    if agent.server is not None:
+        raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
+    frontend = agent.frontend()
+    if frontend == "widgets":
+        from IPython.display import display
+
+        from nbagent.notebook.render import TurnView
+
+        view: Any = TurnView(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
+        view.status.value = "calls from outside agents appear here"
+        view.stop_button.layout.display = "none"
+        display(view.widget)
+    else:
+        from nbagent.notebook.text_render import TextTurn
+
+        view = TextTurn(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
+    agent.outside_view = view
+
+    async def start(session: Any) -> str:
+        from nbagent.server.notebook_server import describe, start_notebook_server
+
+        agent.server = await start_notebook_server(session, port=port)
+        return describe(agent.server)
+
+    _later(agent, start, "{result}")
+
+
 def run_line(agent: KernelAgent, line: str) -> None:
     """``%agent ...``; usage problems print one line and the usage, never a traceback."""
     try:
@@ -163,6 +205,8 @@ def run_line(agent: KernelAgent, line: str) -> None:
             _out("interrupting the running turn" if agent.stop() else "no turn is running")
         elif cmd in ("approve", "deny"):
             answer(agent, cmd, rest)
+        elif cmd == "serve":
+            serve(agent, rest)
         elif cmd == "frontend" and len(rest) <= 1:
             if rest:
                 if rest[0] not in KINDS:

@@ -16,7 +16,7 @@ CELL_USAGE = (
 LINE_USAGE = (
     "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME -- CMD ARGS... | "
     "add NAME --url URL | restart NAME | remove NAME] | stop | approve [CALL_ID] | deny CALL_ID [REASON] | "
-    "frontend [widgets|text|headless]]"
+    "serve [--port N] | serve --stop | frontend [widgets|text|headless]]"
 )
 _VAR = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 
