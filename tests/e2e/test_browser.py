@@ -135,3 +135,40 @@ def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Pa
     assert result["provenance"]["thread_id"] in saved["metadata"]["nbagent"]["threads"]
     assert not any(DENIED_SOURCE in "".join(c["source"]) for c in saved["cells"])
     assert sorted(p.name for p in ARTIFACTS.glob("*.png"))  # screenshots were taken
+
+
+NB7_CELL = """\
+from nbagent.notebook.bridge import get_bridge
+from nbagent.notebook.bridge_protocol import InsertCellParams, Provenance
+_bridge = get_bridge()
+_hello = await _bridge.connect()
+_nb = await _bridge.read_notebook()
+_new = await _bridge.insert_cell(InsertCellParams(source="inserted_in_notebook7 = True",
+    provenance=Provenance(thread_id="thread_nb7", turn_id="turn_nb7", call_id="call_nb7")))
+print("BRIDGE", _hello.app, _nb.path, len(_nb.cells), _new.index)"""
+
+
+def test_the_extension_serves_the_bridge_in_notebook_7(tmp_path: Path) -> None:
+    root, work = tmp_path / "root", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    notebook = root / "nb7.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [_code(NB7_CELL)],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
+    with JupyterLab(root, work, {"NBAGENT_HOME": str(work / "home")}) as lab:
+        env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="nb7.ipynb",
+                   NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS.parent / "notebook7"), CHROMIUM=CHROMIUM)
+        proc = subprocess.run(["node", "notebook7.mjs"], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=240)
+        lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        result = lines[-1] if lines else {}
+        assert proc.returncode == 0 and result.get("ok"), f"{result.get('error') or proc.stderr}\n{lab.log_tail()}"
+    # Shift+Enter ran the cell and added an empty one below; the insert appended after both.
+    assert result["line"] == "BRIDGE Jupyter Notebook nb7.ipynb 2 2"
+    saved = json.loads(notebook.read_text())
+    inserted = [c for c in saved["cells"] if "".join(c["source"]) == "inserted_in_notebook7 = True"]
+    assert len(inserted) == 1
+    assert inserted[0]["metadata"]["nbagent"] == {"thread_id": "thread_nb7", "turn_id": "turn_nb7", "call_id": "call_nb7"}
+    assert saved["metadata"]["nbagent"]["threads"] == ["thread_nb7"]

@@ -1,0 +1,43 @@
+// Notebook 7 smoke test, run by tests/e2e/test_browser.py: the same extension serves the
+// bridge in Jupyter Notebook's UI. One cell asks the bridge for hello, reads the notebook and
+// inserts a cell; the page must show the agent-cell marker.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.NBAGENT_E2E_URL;
+const TOKEN = process.env.NBAGENT_E2E_TOKEN;
+const NOTEBOOK = process.env.NBAGENT_E2E_NOTEBOOK;
+const ARTIFACTS = process.env.NBAGENT_E2E_ARTIFACTS;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
+
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+const result = { ok: false };
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage']
+});
+const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+try {
+  await page.goto(`${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`, { timeout: TIMEOUT });
+  await page.locator('.jp-Notebook .jp-Cell').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  await page.locator('.jp-Cell .cm-content').first().click();
+  await page.keyboard.press('Shift+Enter'); // runs it and adds an empty cell below
+  const line = page.getByText(/^BRIDGE Jupyter Notebook /);
+  await line.first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.line = (await line.first().textContent()).trim();
+  await page.locator('.nbagent-agent-cell').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.marked = await page.locator('.nbagent-agent-cell').count();
+  await page.screenshot({ path: path.join(ARTIFACTS, 'notebook7.png') });
+  result.ok = true;
+} catch (e) {
+  result.error = String(e && e.stack ? e.stack : e);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'notebook7-failure.png') }).catch(() => undefined);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ step: 'result', ...result }));
+process.exit(result.ok ? 0 : 1);
