@@ -108,7 +108,7 @@ class ApprovalDesk:
         if answer.decision == "always":
             written = self._on_always(spec)
             if written:
-                self._bus.emit(WarningEvent(message=f"'always' for {spec.display_name} written to {written}"))
+                self._bus.emit(WarningEvent(message=f"'always' for {spec.display_name} written to {written}"), turn_id=turn_id)
         return self._resolve(spec, call_id, turn_id, outcome)
 
     def answer(self, op: ApprovalDecision) -> bool:

@@ -215,18 +215,23 @@ class Session:
         return self.bus.subscribe(callback)
 
     def emit(self, event: Event, *, turn_id: str | None = None) -> Event:
-        if turn_id is None and self._current is not None and event.type not in ("session_configured",):
-            turn_id = self._current[0].turn_id
+        """Only what a turn produces carries its id; session-level events (MCP status, logs)
+        emitted while a turn runs do not."""
         return self.bus.emit(event, turn_id=turn_id)
+
+    def start(self, op: UserTurn) -> asyncio.Future[RunResult]:
+        """Submit a turn whose id the caller already knows; the future resolves at its end."""
+        future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
+        self._results[op.turn_id] = future
+        self.submit(op)
+        return future
 
     async def run(
         self, prompt: str, *, entry: Entry | None = None, model: str | None = None, policy: Policy | None = None
     ) -> RunResult:
         """Run one turn to its end. Cancelling this await interrupts the turn."""
         op = UserTurn(prompt=prompt, entry=entry or self.entry, model=model, policy=policy)
-        future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        self._results[op.turn_id] = future
-        self.submit(op)
+        future = self.start(op)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
