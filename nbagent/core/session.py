@@ -307,22 +307,27 @@ class Session:
         )
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, policy: Policy | None = None
+        self, name: str, arguments: dict[str, Any], *, policy: Policy | None = None, entry: Entry = "notebook_server"
     ) -> FunctionCallOutput:
         """Run one catalogue tool for a caller outside the model (e.g. an agent connected through
         ``%agent serve``): same router, approvals, events and cards, but not part of the model's
-        history. An "abort" at its approval denies this call only."""
+        history. The rollout records it as a turn of its own ``entry``. An "abort" at its
+        approval denies this call only."""
         turn = TurnContext(
-            session=self, turn_id=new_id("call_turn"), model=None, model_name="", policy=policy or self.policy
+            session=self, turn_id=new_id("call_turn"), model=None, model_name="", policy=policy or self.policy,
+            entry=entry,
         )
         turn.catalogue = self.router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
+        self.write_line(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
         try:
-            return await execute_call(turn, call)
+            output = await execute_call(turn, call)
         except AbortTurn as exc:
-            return FunctionCallOutput(
+            output = FunctionCallOutput(
                 turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"
             )
+        self.write_line(TurnRecord(turn_id=turn.turn_id, status="completed", entry=entry, policy=turn.policy))
+        return output
 
     def add_provider(self, provider: ToolProvider) -> None:
         """Native tools come before MCP tools in the catalogue."""

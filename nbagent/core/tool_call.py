@@ -69,6 +69,7 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
             title=spec.display_name if spec else None,
             arguments=arguments,
             raw_arguments=call.arguments,
+            entry=turn.entry,
         ),
         turn_id=turn.turn_id,
     )

@@ -31,6 +31,7 @@ from nbagent.protocol import (
     AgentMessage,
     AgentMessageDelta,
     AssistantMessage,
+    Entry,
     ErrorEvent,
     FunctionCall,
     Policy,
@@ -64,6 +65,7 @@ class TurnContext:
     """``None`` for calls that come from outside a model turn (``Session.call_tool``)."""
     model_name: str
     policy: Policy
+    entry: Entry = "python"
     traceparent: str = field(default_factory=new_traceparent)
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -187,7 +189,9 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
 
 async def run_turn(session: Session, op: UserTurn, model: ModelClient, model_name: str) -> TurnOutcome:
     policy: Policy = op.policy or session.policy
-    turn = TurnContext(session=session, turn_id=op.turn_id, model=model, model_name=model_name, policy=policy)
+    turn = TurnContext(
+        session=session, turn_id=op.turn_id, model=model, model_name=model_name, policy=policy, entry=op.entry
+    )
     tid = op.turn_id
     session.write_line(TurnRecord(turn_id=tid, status="started", entry=op.entry, model=model_name, policy=policy))
     session.emit(TurnStarted(prompt=op.prompt, entry=op.entry, model=model_name, policy=policy), turn_id=tid)

@@ -79,6 +79,8 @@ class ToolCallBegin(_Event):
     arguments: dict[str, Any] | None = None
     """Parsed arguments; ``None`` when the model sent malformed JSON (see ``raw_arguments``)."""
     raw_arguments: str = ""
+    entry: Entry | None = None
+    """Which front end's turn made the call (``notebook_server`` for an outside agent)."""
 
 
 class ToolCallEnd(_Event):

@@ -338,4 +338,8 @@ async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home
     assert ran == ["b"] and denied.status == "denied" and allowed.output == "written"
     kinds = [e.type for e in seen]
     assert kinds.count("tool_call_begin") == 2 and kinds.count("approval_requested") == 1
+    assert {e.entry for e in seen if e.type == "tool_call_begin"} == {"notebook_server"}
     assert model_history == []
+    rollout = (home / "threads" / f"{session.thread_id}.jsonl").read_text()
+    turns = [json.loads(line) for line in rollout.splitlines() if '"type":"turn"' in line]
+    assert [(t["status"], t["entry"]) for t in turns] == [("started", "notebook_server"), ("completed", "notebook_server")] * 2
