@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 
-            print(f"executed walkthrough written to {run_demo(Path(args.output))}")
+            run_demo(Path(args.output))
             return 0
     except (ConfigError, KeyError) as exc:
         print(f"nbagent: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)

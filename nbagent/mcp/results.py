@@ -98,7 +98,13 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 
 def _already_in_text(structured: Any, texts: list[str]) -> bool:
-    """Whether some text block already says the same JSON (servers often send both)."""
+    """Whether some text block already says the same JSON (servers often send both), or the
+    structured value only wraps the text (``{"result": "<the text>"}``, as SDK servers do for
+    plain return values)."""
+    if isinstance(structured, dict) and len(structured) == 1:
+        (only,) = structured.values()
+        if isinstance(only, str) and "\n".join(texts) == only:
+            return True
     for t in texts:
         s = t.strip()
         if s[:1] in ("{", "[", '"') or s in ("null", "true", "false") or s[:1].isdigit() or s[:1] == "-":

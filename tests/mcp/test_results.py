@@ -146,3 +146,13 @@ def test_describe_for_display_reveals_invisible_characters() -> None:
     assert describe_for_display("a\x1b[31mred\r") == "a<U+001B>[31mred<U+000D>"
     assert describe_for_display("ok\ufe0f\u3164") == "ok<U+FE0F><U+3164>"
     assert describe_for_display("café 日本") == "café 日本"
+
+
+def test_a_structured_wrapper_of_the_text_is_not_repeated_to_the_model() -> None:
+    from nbagent.mcp.results import render_for_model
+    from nbagent.protocol import TextBlock, ToolResult
+
+    wrapped = ToolResult(content=[TextBlock(text="wrote hello.md")], structured={"result": "wrote hello.md"})
+    assert render_for_model(wrapped) == "wrote hello.md"
+    other = ToolResult(content=[TextBlock(text="wrote hello.md")], structured={"result": "something else"})
+    assert render_for_model(other) == 'wrote hello.md\n{"result":"something else"}'
