@@ -129,8 +129,7 @@ class HttpServer:
     pid: int
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+def _serve_http(tmp_path: Path, transport: str) -> Iterator[HttpServer]:
     """tests/servers/http_server.py on a free port; ready within 15 s or the test fails."""
     port = _free_port()
     token = "test-token-" + os.urandom(4).hex()
@@ -138,7 +137,7 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
     env = {**os.environ, "HTTP_TOKEN": token, "RECORD_FILE": str(record)}
     log = open(tmp_path / "http-server.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "http_server.py"), str(port)], env=env, stdout=log, stderr=log,
+        [sys.executable, str(SERVERS / "http_server.py"), str(port), *(["sse"] if transport == "sse" else [])], env=env, stdout=log, stderr=log,
         start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 15
@@ -153,7 +152,8 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"http test server did not start: {(tmp_path / 'http-server.log').read_text()}")
             time.sleep(0.05)
-        yield HttpServer(url=f"http://127.0.0.1:{port}/mcp", token=token, record=record, pid=proc.pid)
+        path = "/sse" if transport == "sse" else "/mcp"
+        yield HttpServer(url=f"http://127.0.0.1:{port}{path}", token=token, record=record, pid=proc.pid)
     finally:
         proc.terminate()
         try:
@@ -162,6 +162,16 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    yield from _serve_http(tmp_path, "http")
+
+
+@pytest.fixture
+def sse_server(tmp_path: Path) -> Iterator[HttpServer]:
+    yield from _serve_http(tmp_path, "sse")
 
 
 @pytest.fixture

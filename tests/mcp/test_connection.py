@@ -87,9 +87,11 @@ async def test_startup_timeout_kills_the_server(harness: Harness) -> None:
     assert status.pid is not None and not alive(status.pid)
 
 
-async def test_http_with_bearer_token(harness: Harness, http_server: HttpServer, monkeypatch) -> None:
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_http_with_bearer_token(harness: Harness, request, transport: str, monkeypatch) -> None:
+    http_server: HttpServer = request.getfixturevalue("sse_server" if transport == "sse" else "http_server")
     monkeypatch.setenv("NBAGENT_TEST_TOKEN", http_server.token)
-    cfg = McpServerConfig(url=http_server.url, bearer_token_env_var="NBAGENT_TEST_TOKEN")
+    cfg = McpServerConfig(url=http_server.url, transport=transport, bearer_token_env_var="NBAGENT_TEST_TOKEN")
     manager = await harness.start({"web": cfg})
     assert manager.status()["web"].state == "ready", manager.status()
     spec = next(s for s in manager.list_tools() if s.raw_name == "add")

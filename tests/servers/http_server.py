@@ -1,6 +1,6 @@
 """Streamable HTTP on 127.0.0.1:PORT, requiring ``Authorization: Bearer $HTTP_TOKEN``.
 
-Usage: python http_server.py PORT
+Usage: python http_server.py PORT [sse]   (``sse``: the older HTTP+SSE transport at /sse)
 """
 
 from __future__ import annotations
@@ -54,5 +54,6 @@ def bearer_guard(app, token: str):
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    app = bearer_guard(mcp.streamable_http_app(), os.environ["HTTP_TOKEN"])
+    inner = mcp.sse_app() if sys.argv[2:] == ["sse"] else mcp.streamable_http_app()
+    app = bearer_guard(inner, os.environ["HTTP_TOKEN"])
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
