@@ -24,6 +24,16 @@ const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
 try {
   await page.goto(`${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`, { timeout: TIMEOUT });
   await page.locator('.jp-Notebook .jp-Cell').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  // Run only once the kernel is connected and idle (a key press before that runs nothing).
+  await page.waitForFunction(
+    () => {
+      const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+      const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+      return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+    },
+    null,
+    { timeout: TIMEOUT }
+  );
   await page.locator('.jp-Cell .cm-content').first().click();
   await page.keyboard.press('Shift+Enter'); // runs it and adds an empty cell below
   const line = page.getByText(/^BRIDGE Jupyter Notebook /);

@@ -67,7 +67,7 @@ class JupyterLab:
             sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.expose_app_in_browser=True", "--JupyterNotebookApp.expose_app_in_browser=True",
             f"--LabApp.user_settings_dir={self.base / 'settings'}",
             f"--LabApp.workspaces_dir={self.base / 'workspaces'}",
         ]
