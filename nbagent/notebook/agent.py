@@ -22,6 +22,7 @@ from nbagent.protocol import (
     Op,
     SessionConfigured,
     TurnAborted,
+    ToolCallBegin,
     TurnCompleted,
 )
 
@@ -56,6 +57,8 @@ class KernelAgent:
         self.outside_view: View | None = None
         """Where calls outside any turn show (an outside agent's calls through ``%agent serve``)."""
         self.server: Any = None
+        self._outside_turns: set[str] = set()
+        """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
 
     # -- the session -----------------------------------------------------------------------
 
@@ -88,6 +91,10 @@ class KernelAgent:
             raise
         self.session = session
         return session
+
+    @property
+    def opening(self) -> bool:
+        return self._opening is not None
 
     async def ready(self) -> Session:
         return await asyncio.shield(self.open())
@@ -148,7 +155,7 @@ class KernelAgent:
         if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
         view = self.views.get(turn_id) if turn_id else None
-        if view is None and turn_id is None and event.type in _OUTSIDE_TYPES:
+        if view is None and event.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view
         if view is not None:
             _safe(view, event)
@@ -157,6 +164,22 @@ class KernelAgent:
             future = self.endings.pop(turn_id, None)
             if future is not None and not future.done():
                 future.set_result(event)
+
+
+    def _is_outside(self, event: Event, turn_id: str | None) -> bool:
+        """A call from outside any model turn (an outside agent through ``%agent serve``): it runs
+        as a one-call turn of its own, announced by a ``tool_call_begin`` whose entry is
+        ``notebook_server`` and which has no view of its own. Its later events (approval, progress, end) follow that turn id."""
+        if turn_id is None:
+            return True
+        if turn_id in self._outside_turns:
+            if event.type == "tool_call_end":
+                self._outside_turns.discard(turn_id)
+            return True
+        if isinstance(event, ToolCallBegin) and event.entry == "notebook_server":
+            self._outside_turns.add(turn_id)
+            return True
+        return False
 
 
 _OUTSIDE_TYPES = {

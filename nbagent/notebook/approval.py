@@ -14,6 +14,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
 
@@ -58,8 +59,10 @@ def argument_problems(schema: dict[str, Any] | None, arguments: Any) -> list[str
     try:
         validator = jsonschema.validators.validator_for(schema)(schema)
         return [f"{'/'.join(map(str, e.path)) or '(top level)'}: {e.message}" for e in validator.iter_errors(arguments)]
-    except jsonschema.SchemaError:
-        return []  # a broken schema from a server must not stop the user from deciding
+    except Exception:
+        # A broken schema from a server (bad "type", bad pattern, unresolvable $ref: each raises
+        # its own error, some only while validating) must not stop the user from deciding.
+        return []
 
 
 class ApprovalPanel:
@@ -97,8 +100,9 @@ class ApprovalPanel:
             "deny": W.Button(description="Deny", button_style="warning", icon="ban"),
             "abort": W.Button(description="Abort turn", button_style="danger", icon="stop"),
         }
+        on_click = guarded("this decision", self._show_problem)
         for decision, button in self.buttons.items():
-            button.on_click(lambda _b, d=decision: self.decide(d))
+            button.on_click(on_click(lambda _b, d=decision: self.decide(d)))
         self.record = W.HTML(layout=W.Layout(display="none"))
         self.body = W.VBox(
             [self.info, self.arguments, self.problems, W.HBox(list(self.buttons.values())), self.reason]
@@ -111,6 +115,9 @@ class ApprovalPanel:
     @property
     def call_id(self) -> str:
         return self.event.call_id
+
+    def _show_problem(self, html: str) -> None:
+        self.problems.value = html
 
     def edited_arguments(self) -> tuple[dict[str, Any] | None, list[str]]:
         try:

@@ -6,6 +6,7 @@ print their outcome into the cell that asked, through the captured cell context.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import sys
@@ -24,25 +25,95 @@ def _out(text: str) -> None:
     print(text)
 
 
-def _later(agent: KernelAgent, coro_fn: Any, done: str) -> None:
-    """Run ``coro_fn(session)`` after the session is open; print ``done`` or the error here."""
+def _later(agent: KernelAgent, coro_fn: Any, done: Any) -> None:
+    """Run ``coro_fn(session)`` after the session is open; print ``done`` (a format string, or a
+    function of the session and the result) or the error, in this cell."""
     cell = CellContext()
 
     async def job() -> None:
         try:
             session = await agent.ready()
             result = await coro_fn(session)
-            cell.run(print, done.format(result=result))
+            cell.run(print, done(session, result) if callable(done) else done.format(result=result))
         except Exception as exc:
             cell.run(print, f"%agent: {exc}", file=sys.stderr)
 
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        # A plain terminal runs its event loop only while a cell awaits: run the command now,
+        # on IPython's loop (the one the session's tasks live on), or it would never happen.
+        agent.shell.loop_runner(job())
+        return
     agent.spawn(job())
+
+
+def _server_line(session: Any, name: str) -> str:
+    st = session.mcp.status().get(name)
+    if st is None:
+        return f"mcp server {name}: not configured"
+    tools = f" ({st.tools} tools)" if st.state == "ready" else ""
+    error = f": {st.error}" if st.error else ""
+    log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
+    return f"mcp server {name}: {st.state}{tools}{error}{log}"
+
+
+ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
+
+
+def _add_config(rest: list[str]) -> Any:
+    """The server config ``mcp add NAME ...`` describes (Codex's ``codex mcp add`` options)."""
+    from nbagent.config import McpServerConfig
+
+    env: dict[str, str] = {}
+    url: str | None = None
+    token_var: str | None = None
+    command: list[str] = []
+    i = 0
+    while i < len(rest):
+        word, value = rest[i], rest[i + 1] if i + 1 < len(rest) else None
+        if word == "--":
+            command = rest[i + 1 :]
+            if not command:
+                raise UsageError("mcp add: a command must follow --")
+            break
+        if value is None:
+            raise UsageError(f"mcp add: {word!r} needs a value; {ADD_USAGE}")
+        if word in ("--env", "-e") and "=" in value:
+            key, _, val = value.partition("=")
+            env[key] = val
+        elif word == "--url":
+            url = value
+        elif word == "--bearer-token-env-var":
+            token_var = value
+        else:
+            raise UsageError(f"mcp add: unexpected {word!r}; {ADD_USAGE}")
+        i += 2
+    if bool(command) == bool(url):
+        raise UsageError(ADD_USAGE)
+    if url is not None:
+        if env:
+            raise UsageError("mcp add: --env is for stdio servers (after -- CMD)")
+        return McpServerConfig(url=url, bearer_token_env_var=token_var)
+    if token_var:
+        raise UsageError("mcp add: --bearer-token-env-var is for --url servers")
+    return McpServerConfig(command=command[0], args=command[1:], env=env)
+
+
+def _known_server(agent: KernelAgent, name: str) -> None:
+    s = agent.session
+    if s is not None and name not in s.mcp.servers:
+        raise UsageError(f"no MCP server named {name!r} (configured: {', '.join(s.mcp.servers) or 'none'})")
 
 
 def status(agent: KernelAgent) -> None:
     s = agent.session
     if s is None:
-        state = f"failed to open: {agent.error}" if agent.error else "opening…"
+        state = (
+            f"failed to open: {agent.error}" if agent.error
+            else "opening…" if agent.opening
+            else "not open yet (it opens with the first %%agent cell)"
+        )
         _out(f"nbagent session: {state}")
         return
     c = agent.configured
@@ -103,24 +174,18 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         return
     sub, rest = args[0], args[1:]
     if sub == "add":
-        if not rest:
-            raise UsageError("mcp add needs a NAME")
-        name, rest = rest[0], rest[1:]
-        from nbagent.config import McpServerConfig
-
-        if rest[:1] == ["--url"] and len(rest) == 2:
-            cfg = McpServerConfig(url=rest[1])
-        elif rest[:1] == ["--"] and len(rest) >= 2:
-            cfg = McpServerConfig(command=rest[1], args=rest[2:])
-        else:
-            raise UsageError("mcp add NAME -- CMD ARGS...  or  mcp add NAME --url URL")
-        _later(agent, lambda sess: sess.mcp.add(name, cfg), f"mcp server {name}: " + "{result}")
+        if not rest or rest[0].startswith("-"):
+            raise UsageError(f"mcp add needs a NAME; {ADD_USAGE}")
+        name, cfg = rest[0], _add_config(rest[1:])
+        _later(agent, lambda sess: sess.mcp.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
     elif sub == "restart" and len(rest) == 1:
-        _later(agent, lambda sess: sess.mcp.restart(rest[0]), f"mcp server {rest[0]} restarted: " + "{result}")
+        _known_server(agent, rest[0])
+        _later(agent, lambda sess: sess.mcp.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
     elif sub == "remove" and len(rest) == 1:
+        _known_server(agent, rest[0])
         _later(agent, lambda sess: sess.mcp.remove(rest[0]), f"mcp server {rest[0]} removed")
     else:
-        raise UsageError(f"unknown mcp command {' '.join(args)!r}")
+        raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [add ... | restart NAME | remove NAME]")
 
 
 def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as W
 
 from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
 
@@ -89,8 +90,9 @@ class ElicitationForm:
         }
         if self.schema_error:
             self.buttons["accept"].disabled = True
+        on_click = guarded("this answer", self._show_problem)
         for action, button in self.buttons.items():
-            button.on_click(lambda _b, a=action: self.respond(a))
+            button.on_click(on_click(lambda _b, a=action: self.respond(a)))
         rows += [self.problems, W.HBox(list(self.buttons.values()))]
         self.body = W.VBox(rows)
         self.record = W.HTML(layout=W.Layout(display="none"))
@@ -102,6 +104,9 @@ class ElicitationForm:
     @property
     def request_id(self) -> str:
         return self.event.request_id
+
+    def _show_problem(self, html: str) -> None:
+        self.problems.value = html
 
     def _url_html(self) -> str:
         url = self.event.url or ""
@@ -124,7 +129,8 @@ class ElicitationForm:
             label = W.HTML(f"{esc(f.label)}{star}", layout=W.Layout(width="12em"))
             message = W.HTML()
             self.messages[f.name] = message
-            widget.observe(lambda _c, f=f: self._check_field(f), names="value")
+            check = guarded(f"checking {f.label}", lambda html, m=message: setattr(m, "value", html))
+            widget.observe(check(lambda _c, f=f: self._check_field(f)), names="value")
             help_text = W.HTML(muted(f.description)) if f.description else W.HTML()
             rows.append(W.HBox([label, widget, help_text]))
             rows.append(message)

@@ -14,8 +14,9 @@ CELL_USAGE = (
     "       <the goal, in words>"
 )
 LINE_USAGE = (
-    "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME -- CMD ARGS... | "
-    "add NAME --url URL | restart NAME | remove NAME] | stop | approve [CALL_ID] | deny CALL_ID [REASON] | "
+    "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME [--env K=V]... -- CMD ARGS... | "
+    "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | stop | approve [CALL_ID] | "
+    "deny CALL_ID [REASON] | "
     "serve [--port N] | serve --stop | frontend [widgets|text|headless]]"
 )
 _VAR = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import ipywidgets as W
 
 from nbagent.notebook.approval import ApprovalPanel
+from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
 from nbagent.notebook.labels import model_text, policy_text
@@ -75,8 +76,8 @@ class TurnView:
         self.header = W.HTML()
         self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
-        self.stop_button.on_click(lambda _b: self.stop())
         self.status = W.HTML(muted("waiting for the session…"))
+        self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
         self.body = W.VBox([])
         self.footer = W.HTML()
         self.widget = W.VBox([W.HBox([self.header, self.stop_button, self.status]), self.body, self.footer])

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.toolcard import tool_label
 from nbagent.protocol import (
     ApprovalDecision,
@@ -58,9 +59,23 @@ class TextTurn:
         self.done = False
         self._resolved: set[str] = set()
         self.lines: list[str] = []
-        self._write(f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n")
-        if note:
-            self._write(f"[nbagent] {note}\n")
+        self._note = note
+        self._header: str | None = None
+        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
+
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+        """What the turn runs with. Printed with the first thing the turn shows, so the line
+        names the session's real model and thread once it is open (not a placeholder)."""
+        if not self.lines:
+            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n"
+
+    def _print_header(self) -> None:
+        if self._header is None:
+            return
+        header, self._header = self._header, None
+        self._write(header)
+        if self._note:
+            self._write(f"[nbagent] {self._note}\n")
 
     def _write(self, text: str, flush: bool = True) -> None:
         self.lines.append(text)
@@ -76,6 +91,7 @@ class TextTurn:
         self._write(text + "\n")
 
     def handle(self, event: Event) -> None:
+        self._print_header()
         t = event.type
         if t == "agent_message_delta":
             if self._stream_deltas:
@@ -148,18 +164,30 @@ class TextTurn:
 
     def _ask_approval(self, e: ApprovalRequested) -> None:
         assert self._prompt is not None
-        answer = self._prompt(f"approve {e.tool}? [y]es / [s]ession / [n]o / [a]bort: ").strip().lower()
-        decision = {"y": "approve", "yes": "approve", "s": "approve_session", "a": "abort"}.get(answer, "deny")
-        self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision))  # type: ignore[arg-type]
+        if self.done or e.call_id in self._resolved:
+            return
+        decision, message = ask_approval(self._prompt, e)
+        self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision, message=message))  # type: ignore[arg-type]
+
+    def _ask_elicitation(self, e: ElicitationRequested) -> None:
+        assert self._prompt is not None
+        if self.done or e.request_id in self._resolved:
+            return
+        action, content = ask_elicitation(self._prompt, self._line, e)
+        self._submit_quietly(ElicitationResponse(request_id=e.request_id, action=action, content=content))  # type: ignore[arg-type]
 
     def _on_elicitation(self, e: ElicitationRequested) -> None:
         where = f" — open {e.url} yourself" if e.mode == "url" and e.url else ""
         fields = ", ".join((e.requested_schema or {}).get("properties", {})) if e.mode == "form" else ""
-        self._line(
-            f"? {e.server} asks: {e.message}{where}" + (f"\n  fields: {fields}" if fields else "")
-            + f"\n  answer from Python: session.submit(ElicitationResponse(request_id={e.request_id!r}, action='accept', content={{...}}))"
+        how = (
+            ""
+            if self._prompt is not None
+            else f"\n  answer from Python: session.submit(ElicitationResponse(request_id={e.request_id!r}, action='accept', content={{...}}))"
         )
-        if self._timeout is not None and self._prompt is None:
+        self._line(f"? {e.server} asks: {e.message}{where}" + (f"\n  fields: {fields}" if fields else "") + how)
+        if self._prompt is not None:
+            asyncio.get_running_loop().call_soon(self._ask_elicitation, e)
+        elif self._timeout is not None:
             asyncio.get_running_loop().call_later(
                 self._timeout, lambda: self._submit_quietly(ElicitationResponse(request_id=e.request_id, action="cancel"))
             )

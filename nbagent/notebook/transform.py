@@ -25,6 +25,12 @@ def rewrite(lines: list[str]) -> list[str]:
     return [f"await {CELL_FUNCTION}({line!r}, {body!r})\n"]
 
 
+# IPython's ``check_complete`` (the terminal's "is this cell finished?" on Enter, the kernel's
+# ``is_complete_request``) skips transformers marked so: a ``%%agent`` line alone stays
+# incomplete until its body and a blank line follow, instead of running with an empty goal.
+rewrite.has_side_effects = True  # type: ignore[attr-defined]
+
+
 def install(shell: Any, cell_function: Any) -> None:
     if not getattr(shell, "autoawait", False):
         return  # %autoawait off: the plain magic runs, in the background

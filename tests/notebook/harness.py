@@ -131,6 +131,25 @@ class Kernel:
                 parts.append(c["data"].get("text/plain", ""))
         return "".join(parts)
 
+    def wait_output(self, msg_id: str, text: str, timeout: float = 30) -> str:
+        """The cell's output once it contains ``text`` (output from tasks the cell started
+        arrives after its reply)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.outputs(msg_id)
+            if text in out:
+                return out
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{text!r} not in the cell's output within {timeout}s: {out!r}")
+            self.pump(0.05)
+
+    def run(self, code: str, *, ui: bool = True, timeout: float = 60) -> tuple[str, str]:
+        """Run one cell to its reply; ``(msg_id, output so far)``; the cell must not fail."""
+        reply = self.execute(code, ui=ui, timeout=timeout)
+        msg_id = reply["parent_header"]["msg_id"]
+        assert reply["content"]["status"] == "ok", (code, self.outputs(msg_id))
+        return msg_id, self.outputs(msg_id)
+
     def eval(self, expr: str, timeout: float = 30) -> Any:
         """Evaluate ``expr`` in the kernel and return it (JSON round trip)."""
         reply = self.execute(f"import json as _j; print('@@' + _j.dumps({expr}, default=str))", ui=False, timeout=timeout)
@@ -173,3 +192,30 @@ class Kernel:
             self.kc.stop_channels()
         finally:
             self.km.shutdown_kernel(now=True)
+
+
+SERVERS = REPO / "tests" / "servers"
+HISTORY = "[i.model_dump(mode='json') for i in __import__('nbagent.notebook', fromlist=['_']).session().history]"
+
+
+def script(path: Path, *responses: dict[str, Any]) -> Path:
+    """A replay-model script: each model request takes the next response."""
+    path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
+    return path
+
+
+def executions(record: Path) -> list[dict[str, Any]]:
+    """What a server says it executed (one JSON line per tool run)."""
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+
+
+def outputs_of(kernel: Kernel) -> list[dict[str, Any]]:
+    """The function-call outputs in the kernel session's thread history."""
+    return [i for i in kernel.eval(HISTORY) if i["type"] == "function_call_output"]
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """One replay response that calls ``name``."""
+    return {"text": f"Calling {name}.", "tool_calls": [{"name": name, "arguments": arguments}]}

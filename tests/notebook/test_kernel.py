@@ -10,48 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook.harness import Kernel, demo_config
+from tests.notebook.harness import HISTORY, executions, outputs_of
 
 pytestmark = pytest.mark.timeout(180)
 
 WRITE = {"name": "mcp__demo__write_note", "arguments": {"name": "hello", "text": "hi there"}}
 LOG = {"name": "mcp__demo__log_experiment", "arguments": {"name": "e1"}}
-
-
-def script(path: Path, *responses: dict) -> Path:
-    path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
-    return path
-
-
-def executions(record: Path) -> list[dict]:
-    if not record.exists():
-        return []
-    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture
-def make_kernel(tmp_path):
-    kernels: list[Kernel] = []
-
-    def make(*responses: dict, extra: str = "") -> tuple[Kernel, Path]:
-        record = tmp_path / "record.jsonl"
-        demo_config(tmp_path, script(tmp_path / "replay.json", *responses), record, extra=extra)
-        kernel = Kernel(tmp_path, env={"NBAGENT_HOME": str(tmp_path / "home")})
-        kernels.append(kernel)
-        reply = kernel.execute("%load_ext nbagent")
-        assert reply["content"]["status"] == "ok"
-        return kernel, record
-
-    yield make
-    for kernel in kernels:
-        kernel.close()
-
-
-HISTORY = "[i.model_dump(mode='json') for i in __import__('nbagent.notebook', fromlist=['_']).session().history]"
-
-
-def outputs_of(kernel: Kernel) -> list[dict]:
-    return [i for i in kernel.eval(HISTORY) if i["type"] == "function_call_output"]
 
 
 def test_approve_by_click_runs_the_tool_exactly_once(make_kernel):
