@@ -7,7 +7,7 @@ Model clients know nothing of sessions, tools routing or approvals: they turn a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 

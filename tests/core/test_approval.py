@@ -109,10 +109,10 @@ async def test_no_call_executes_without_a_recorded_decision(home: Path, script, 
         session.subscribe(front_end)
         result = await session.run("call everything", policy=policy)  # type: ignore[arg-type]
     records = {r.call_id: r for r in result.items if isinstance(r, ApprovalRecord)}
-    for i, (mode, annotations, trusted, remembered) in enumerate(combos):
+    for i, (mode, annotation, trusted, remembered) in enumerate(combos):
         call_id = f"c{i}"
         free = runs_without_asking(
-            policy, mode, annotations, "trusted" if trusted else "untrusted", "remembered" if remembered else "new"
+            policy, mode, annotation, "trusted" if trusted else "untrusted", "remembered" if remembered else "new"
         )
         executed = call_id in provider.executed
         if free:
