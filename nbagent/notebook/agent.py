@@ -7,8 +7,9 @@ turn; MCP startup updates also go to every startup status display.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.notebook.frontend_kind import Frontend, detect
@@ -57,6 +58,8 @@ class KernelAgent:
         self.outside_view: View | None = None
         """Where calls outside any turn show (an outside agent's calls through ``%agent serve``)."""
         self.server: Any = None
+        self.notebook_tools: Any = None
+        """The session's ``NotebookTools`` (``None`` with a custom session factory)."""
         self._outside_turns: set[str] = set()
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
 
@@ -65,12 +68,29 @@ class KernelAgent:
     def _default_session(self) -> Session:
         from nbagent.core.session import Session
 
-        return Session(
+        session = Session(
             cwd=os.getcwd(),
             interactive=True,
             entry="magic",
             notebook_path=os.environ.get("JPY_SESSION_NAME") or None,
         )
+        self._add_native_tools(session)
+        return session
+
+    def _add_native_tools(self, session: Session) -> None:
+        """The notebook tools (through the JupyterLab extension's bridge) and ``run_python``."""
+        from nbagent.tools import native_tools
+
+        self.notebook_tools, python_tools = native_tools(self.shell)
+        session.add_provider(python_tools)
+        session.add_provider(self.notebook_tools)
+
+    @contextlib.contextmanager
+    def awaited(self, wait: bool) -> Iterator[None]:
+        """Around a turn: tell the notebook tools whether its cell awaits it (``--wait``)."""
+        tools = self.notebook_tools
+        with tools.awaited() if wait and tools is not None else contextlib.nullcontext():
+            yield
 
     def open(self) -> asyncio.Future[Session]:
         """Start opening the session (MCP servers start in the background); idempotent."""

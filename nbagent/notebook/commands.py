@@ -242,6 +242,9 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
     async def start(session: Any) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
 
+        # The URL is printed once MCP startup is over: an outside agent that lists tools at once
+        # gets the whole catalogue, not just the native tools.
+        await session.wait_for_mcp()
         agent.server = await start_notebook_server(session, port=port)
         return describe(agent.server)
 

@@ -122,8 +122,9 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
     if session.running:
         turn.view.handle_queued() if hasattr(turn.view, "handle_queued") else None
-    session.submit(turn.op)
-    return await ending
+    with agent.awaited(turn.wait):
+        session.submit(turn.op)
+        return await ending
 
 
 async def run_cell(agent: KernelAgent, line: str, body: str) -> None:
