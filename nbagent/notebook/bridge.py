@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import ValidationError
 
 from nbagent.notebook.bridge_protocol import (
+    BRIDGE_PROTOCOL_VERSION,
     COMM_TARGET,
     RESPONSE_BY_METHOD,
     BridgeMessage,
@@ -189,7 +190,16 @@ class NotebookBridge:
         except BridgeError:
             self._drop_comm(comm, close=False)
             raise
-        return HelloResponse.model_validate(reply)
+        hello = HelloResponse.model_validate(reply)
+        if hello.protocol_version != BRIDGE_PROTOCOL_VERSION:
+            self._drop_comm(comm, close=True)
+            raise BridgeUnavailable(
+                "hello",
+                f"the nbagent JupyterLab extension {hello.extension_version or '(unknown version)'} speaks bridge "
+                f"protocol {hello.protocol_version}, this kernel's nbagent speaks {BRIDGE_PROTOCOL_VERSION}: "
+                "install the same nbagent version for the server and the kernel",
+            )
+        return hello
 
     def close(self) -> None:
         """Close the comm and fail every pending request."""
@@ -208,7 +218,8 @@ class NotebookBridge:
         """
         await self.connect()
         comm = self._comm
-        assert comm is not None
+        if comm is None:  # closed between the hello and now
+            raise BridgeError(method, f"notebook bridge: the comm closed before {method} was sent", "closed")
         request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"))  # type: ignore[arg-type]
         future = self._expect(request)
         try:

@@ -210,3 +210,11 @@ async def test_outside_a_kernel_the_default_bridge_is_absent_without_waiting() -
     started = time.monotonic()
     assert not await bridge.available()
     assert time.monotonic() - started < 0.5
+
+
+async def test_an_extension_speaking_another_protocol_version_is_refused_with_a_clear_reason() -> None:
+    factory = FakeFactory(lambda r: ok(r, {**HELLO, "protocol_version": 99, "extension_version": "9.0.0"}))
+    bridge = NotebookBridge(factory)
+    with pytest.raises(BridgeUnavailable, match="speaks bridge protocol 99, this kernel's nbagent speaks 1"):
+        await bridge.connect()
+    assert factory.comms[0].closed
