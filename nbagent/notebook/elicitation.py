@@ -64,6 +64,14 @@ def field_value(field: FormField, widget: W.Widget) -> Any:
     return value
 
 
+def field_problems(schema: dict[str, Any], f: FormField, value: Any) -> list[str]:
+    """What is wrong with one field's answer (``None`` = left empty), checked on its own."""
+    single: dict[str, Any] = {"type": "object", "properties": {f.name: schema["properties"][f.name]}}
+    if f.required:
+        single["required"] = [f.name]
+    return validate_content(single, {} if value is None else {f.name: value})
+
+
 class ElicitationForm:
     def __init__(self, event: ElicitationRequested, submit: Submit) -> None:
         self.event = event
@@ -147,11 +155,7 @@ class ElicitationForm:
         return out
 
     def _field_problems(self, f: FormField) -> list[str]:
-        value = field_value(f, self.inputs[f.name])
-        single = {"type": "object", "properties": {f.name: (self.event.requested_schema or {})["properties"][f.name]}}
-        if f.required:
-            single["required"] = [f.name]
-        return validate_content(single, {} if value is None else {f.name: value})
+        return field_problems(self.event.requested_schema or {}, f, field_value(f, self.inputs[f.name]))
 
     def _check_field(self, f: FormField) -> bool:
         problems = self._field_problems(f)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.notebook.elicitation import field_problems
 from nbagent.protocol import ApprovalRequested, ElicitationRequested
 
 Ask = Callable[[str], str]
@@ -89,20 +90,26 @@ def _field_prompt(field: FormField) -> str:
     return f"  {field.label}{need}{about}{choices}{default}: "
 
 
-def _fill(prompt: Ask, say: Say, fields: list[FormField]) -> dict[str, Any]:
+def _fill(prompt: Ask, say: Say, schema: dict[str, Any], fields: list[FormField]) -> dict[str, Any]:
+    """Each field until its answer is valid on its own (``TRIES`` times, then cancelled)."""
     content: dict[str, Any] = {}
     for field in fields:
-        while True:
+        for _ in range(TRIES):
             text = _ask(prompt, _field_prompt(field), on_eof="cancel", on_interrupt="cancel")
-            if not text:
-                if field.default is not None:
-                    content[field.name] = field.default
-                break
             try:
-                content[field.name] = _parse(field, text)
-                break
+                value = _parse(field, text) if text else field.default
             except ValueError as exc:
-                say(f"  ✖ {field.label}: {exc}")
+                problems = [str(exc)]
+            else:
+                problems = field_problems(schema, field, value)
+            if not problems:
+                if value is not None:
+                    content[field.name] = value
+                break
+            for problem in problems:
+                say(f"  ✖ {field.label}: {problem}")
+        else:
+            raise Unanswerable("cancel", f"no valid answer for {field.label} after {TRIES} tries")
     return content
 
 
@@ -122,15 +129,13 @@ def ask_elicitation(prompt: Ask, say: Say, e: ElicitationRequested) -> tuple[str
         except ElicitationSchemaError as exc:
             say(f"  ✖ this form cannot be answered: {exc}")
             return "decline", None
-        for _ in range(TRIES):
-            content = _fill(prompt, say, fields)
-            problems = validate_content(schema, content)
-            if not problems:
-                return "accept", content
+        content = _fill(prompt, say, schema, fields)
+        problems = validate_content(schema, content)
+        if problems:  # fields valid one by one but not together: nothing sensible to re-ask
             for problem in problems:
                 say(f"  ✖ {problem}")
-        say(f"  ✖ no valid answer after {TRIES} tries")
-        return "cancel", None
+            return "cancel", None
+        return "accept", content
     except Unanswerable as exc:
         say(f"  ({exc})")
         return exc.action, None

@@ -216,6 +216,6 @@ def outputs_of(kernel: Kernel) -> list[dict[str, Any]]:
     return [i for i in kernel.eval(HISTORY) if i["type"] == "function_call_output"]
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    """One replay response that calls ``name``."""
-    return {"text": f"Calling {name}.", "tool_calls": [{"name": name, "arguments": arguments}]}
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    """One replay response that calls ``tool``."""
+    return {"text": f"Calling {tool}.", "tool_calls": [{"name": tool, "arguments": arguments}]}
