@@ -79,9 +79,10 @@ class KernelAgent:
 
     def _add_native_tools(self, session: Session) -> None:
         """The notebook tools (through the JupyterLab extension's bridge) and ``run_python``."""
+        from nbagent.notebook.bridge import get_bridge
         from nbagent.tools import native_tools
 
-        self.notebook_tools, python_tools = native_tools(self.shell)
+        self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
 
