@@ -1,7 +1,7 @@
 /**
  * Messages between the kernel and this extension over the `nbagent.bridge` comm.
  *
- * Mirrors `nbagent/notebook/bridge_protocol.py` name for name and field for field
+ * Mirrors `nbagent/protocol/bridge.py` name for name and field for field
  * (tests/bridge/test_protocol_mirror.py compares them). Fields stay snake_case: they are
  * the JSON on the wire. Change both files together.
  */

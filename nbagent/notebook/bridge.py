@@ -23,7 +23,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from nbagent.notebook.bridge_protocol import (
+from nbagent.protocol.bridge import (
+    BridgeError,
     BRIDGE_PROTOCOL_VERSION,
     COMM_TARGET,
     RESPONSE_BY_METHOD,
@@ -62,15 +63,6 @@ class CommLike(Protocol):
 
 CommFactory = Callable[[str, dict[str, Any]], CommLike]
 """``(target_name, open_data) -> comm``; the comm is open when it returns."""
-
-
-class BridgeError(Exception):
-    """A request failed: the extension answered with an error, or the comm closed."""
-
-    def __init__(self, method: str, message: str, code: str = "error") -> None:
-        super().__init__(message)
-        self.method = method
-        self.code = code
 
 
 class BridgeTimeout(BridgeError):

@@ -222,3 +222,12 @@ RESPONSE_BY_METHOD: dict[str, type[BridgeMessage]] = {
     "notebook_path": NotebookPathResponse,
     "note_thread": NoteThreadResponse,
 }
+
+
+class BridgeError(Exception):
+    """A request failed: the extension answered with an error, or the comm closed."""
+
+    def __init__(self, method: str, message: str, code: str = "error") -> None:
+        super().__init__(message)
+        self.method = method
+        self.code = code

@@ -28,7 +28,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nbagent.notebook.bridge_protocol import (
+from nbagent.protocol.bridge import (
+    BridgeError,
     CellInfo,
     InsertCellParams,
     InsertCellResponse,
@@ -208,7 +209,7 @@ class NotebookTools:
     """A ``ToolProvider`` of the notebook tools.
 
     Args:
-        bridge: the notebook bridge; defaults to the kernel's one (``get_bridge()``).
+        bridge: the notebook bridge (the front end passes the kernel's one).
         shell: the IPython shell (for ``set_next_input`` and the notebook's path); defaults to the
             running one.
         display: ``(markdown, plain)`` shows a fallback note in the agent cell's output.
@@ -219,12 +220,8 @@ class NotebookTools:
             (only delivered when the awaiting cell finishes) and showing the code.
     """
 
-    def __init__(self, bridge: BridgeClient | None = None, *, shell: Any = None,
+    def __init__(self, bridge: BridgeClient, *, shell: Any = None,
                  display: Callable[[str, str], None] | None = None) -> None:
-        if bridge is None:
-            from nbagent.notebook.bridge import get_bridge
-
-            bridge = get_bridge()
         if shell is None:
             try:
                 from IPython import get_ipython
@@ -259,8 +256,6 @@ class NotebookTools:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return ToolResult.error(f"{spec.name}: bad arguments: {problems}")
-        from nbagent.notebook.bridge import BridgeError
-
         try:
             present = await self.bridge.available()
             handler = getattr(self, f"_{spec.name}" if present else f"_{spec.name}_fallback")

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from nbagent.notebook.bridge import BridgeError, BridgeTimeout, BridgeUnavailable, NotebookBridge
-from nbagent.notebook.bridge_protocol import (
+from nbagent.protocol.bridge import (
     COMM_TARGET,
     CellInfo,
     InsertCellParams,
@@ -89,7 +89,7 @@ async def test_requests_carry_ids_and_typed_params() -> None:
 
 async def test_an_error_reply_raises_with_its_code_and_the_method() -> None:
     bridge = NotebookBridge(FakeFactory(serve))
-    from nbagent.notebook.bridge_protocol import ReplaceCellParams
+    from nbagent.protocol.bridge import ReplaceCellParams
 
     with pytest.raises(BridgeError) as info:
         await bridge.replace_cell(ReplaceCellParams(cell_id="zz", source=""))

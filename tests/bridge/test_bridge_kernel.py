@@ -17,7 +17,7 @@ from nbagent.notebook.bridge import get_bridge
 from nbagent.protocol import CallInfo
 from nbagent.tools.notebook import NotebookTools
 _call = CallInfo(thread_id="thr", turn_id="turn", call_id="call")
-_tools = NotebookTools()
+_tools = NotebookTools(get_bridge())
 _insert = next(s for s in _tools.list_tools() if s.name == "insert_cell")
 """
 

@@ -1,4 +1,4 @@
-"""The TypeScript message types mirror ``nbagent.notebook.bridge_protocol`` one to one."""
+"""The TypeScript message types mirror ``nbagent.protocol.bridge`` one to one."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 import typing
 from pathlib import Path
 
-from nbagent.notebook import bridge_protocol
-from nbagent.notebook.bridge_protocol import BridgeMessage
+from nbagent.protocol import bridge as bridge_protocol
+from nbagent.protocol.bridge import BridgeMessage
 
 TS = Path(__file__).resolve().parents[2] / "labextension" / "src" / "bridge_protocol.ts"
 

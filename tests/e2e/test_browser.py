@@ -72,15 +72,10 @@ def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
         f'args = ["-m", "nbagent.examples.demo_server", "--dir", {json.dumps(str(work / "notes"))}, '
         f'"--record", {json.dumps(str(record))}]\n'
     )
-    # Cell 1 makes sure the session has the notebook tools; the notebook front end may already
-    # add them itself, then it only lists them.
+    # Cell 1 waits for the kernel's session and lists its tools (the notebook tools included).
     wire = (
         "from nbagent.notebook.extension import get_agent\n"
-        "from nbagent.tools import native_tools\n"
         "_session = await get_agent().ready()\n"
-        "if 'insert_cell' not in {s.name for s in _session.tools()}:\n"
-        "    for _provider in native_tools():\n"
-        "        _session.add_provider(_provider)\n"
         "print('tools:', ', '.join(sorted(s.name for s in _session.tools())))"
     )
     notebook = root / "e2e.ipynb"
@@ -139,7 +134,7 @@ def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Pa
 
 NB7_CELL = """\
 from nbagent.notebook.bridge import get_bridge
-from nbagent.notebook.bridge_protocol import InsertCellParams, Provenance
+from nbagent.protocol.bridge import InsertCellParams, Provenance
 _bridge = get_bridge()
 _hello = await _bridge.connect()
 _nb = await _bridge.read_notebook()

@@ -10,7 +10,7 @@ import pytest
 
 from nbagent.core.approval import ask_reason
 from nbagent.notebook.bridge import BridgeError
-from nbagent.notebook.bridge_protocol import (
+from nbagent.protocol.bridge import (
     CellInfo,
     InsertCellParams,
     InsertCellResponse,
