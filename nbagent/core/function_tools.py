@@ -3,9 +3,7 @@ the same router, events and approval engine as every other tool."""
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from nbagent.core.provider import ProgressFn
 from nbagent.mcp.identity import validate_native_name
-from nbagent.mcp.schema import sanitize_schema
-from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSpec
+from nbagent.mcp.schema import definition_hash, sanitize_schema
+from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -27,6 +25,35 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
     return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def own_tool_spec(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    *,
+    source: ToolSource,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    approval_mode: ApprovalMode = "auto",
+    warnings: list[str] | None = None,
+) -> ToolSpec:
+    """The spec of a tool nbagent or the user defines (native or Python): trusted, so its own
+    annotations may relax approval, and hashed like an MCP tool so memory binds to it."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters=parameters,
+        input_schema=parameters,
+        source=source,
+        raw_name=name,
+        title=title,
+        annotations=annotations,
+        approval_mode=approval_mode,
+        trusted=True,
+        definition_hash=definition_hash(description, parameters, annotations),
+        warnings=warnings or [],
+    )
 
 
 def to_tool_result(value: Any) -> ToolResult:
@@ -61,18 +88,8 @@ class FunctionTools:
         parameters, warnings = sanitize_schema(model.model_json_schema())
         text = description if description is not None else inspect.cleandoc(fn.__doc__ or "")
         annotations = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive)
-        digest = hashlib.sha256(json.dumps([text, parameters], sort_keys=True).encode()).hexdigest()[:16]
-        spec = ToolSpec(
-            name=tool_name,
-            description=text,
-            parameters=parameters,
-            input_schema=parameters,
-            source="python",
-            raw_name=tool_name,
-            annotations=annotations,
-            approval_mode=approval_mode,
-            trusted=True,
-            definition_hash=digest,
+        spec = own_tool_spec(
+            tool_name, text, parameters, source="python", annotations=annotations, approval_mode=approval_mode,
             warnings=warnings,
         )
         self._tools[tool_name] = (spec, model, fn)

@@ -19,7 +19,6 @@ Whether the turn is awaited is the front end's knowledge, not ours: it sets
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from nbagent.core.function_tools import own_tool_spec
+from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
     CellInfo,
@@ -42,7 +43,6 @@ from nbagent.protocol.bridge import (
     RunCellParams,
     RunCellResponse,
 )
-from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 
 
 class BridgeClient(Protocol):
@@ -134,22 +134,7 @@ _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
 
 def _spec(name: str) -> ToolSpec:
     args, description, title, annotations = _TOOLS[name]
-    parameters = _parameters(args)
-    digest = hashlib.sha256(
-        json.dumps([description, parameters, annotations.model_dump()], sort_keys=True).encode()
-    ).hexdigest()[:16]
-    return ToolSpec(
-        name=name,
-        description=description,
-        parameters=parameters,
-        input_schema=parameters,
-        source="native",
-        raw_name=name,
-        title=title,
-        annotations=annotations,
-        trusted=True,
-        definition_hash=digest,
-    )
+    return own_tool_spec(name, description, _parameters(args), source="native", title=title, annotations=annotations)
 
 
 # -- rendering for the model ----------------------------------------------------------------------

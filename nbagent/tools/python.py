@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import hashlib
 import inspect
 import io
 import itertools
-import json
 import linecache
 import sys
 import threading
@@ -32,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from nbagent.core.function_tools import own_tool_spec
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 
 _MAX_CHARS = 20_000
@@ -260,17 +259,13 @@ class PythonTools:
         self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.in_thread = in_thread
         self.max_chars = max_chars
-        self._spec = ToolSpec(
-            name="run_python",
-            description=_DESCRIPTION,
-            parameters=_PARAMETERS,
-            input_schema=_PARAMETERS,
+        self._spec = own_tool_spec(
+            "run_python",
+            _DESCRIPTION,
+            _PARAMETERS,
             source="native",
-            raw_name="run_python",
             title="Run Python in the kernel",
             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-            trusted=True,
-            definition_hash=hashlib.sha256(json.dumps([_DESCRIPTION, _PARAMETERS], sort_keys=True).encode()).hexdigest()[:16],
         )
 
     def list_tools(self) -> Sequence[ToolSpec]:
