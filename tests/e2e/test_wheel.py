@@ -3,6 +3,7 @@ build step at the user's end), ``jupyter labextension list`` shows it enabled.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,3 +56,11 @@ def test_the_wheel_installs_an_enabled_prebuilt_extension(tmp_path: Path) -> Non
     # The installed package is the wheel's, not the source tree's.
     location = run(python, "-c", "import nbagent; print(nbagent.__file__)", env=env, cwd=tmp_path).strip()
     assert location.startswith(str(venv)), location
+
+    # The wheel's console script runs a scripted turn headless and prints JSON events.
+    hello = REPO / "tests" / "fixtures" / "replay_hello.json"
+    out = run(venv / "bin" / "nbagent", "run", "-m", f"replay:{hello}", "--json", "say hello",
+              env={**env, "NBAGENT_HOME": str(tmp_path / "home")}, cwd=tmp_path)
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [e["type"] for e in events][-2:] == ["turn_completed", "shutdown_complete"]
+    assert all({"seq", "thread_id", "turn_id"} <= e.keys() for e in events)
