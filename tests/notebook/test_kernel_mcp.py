@@ -52,7 +52,7 @@ def test_add_restart_remove_a_stdio_server(make_kernel, tmp_path):
     assert last["is_error"] and "unknown tool 'mcp__feat__read_note'" in last["output"]
 
 
-def test_add_a_streamable_http_server_with_a_bearer_token(make_kernel, http_server):  # noqa: F811
+def test_add_a_streamable_http_server_with_a_bearer_token(http_server, make_kernel):  # noqa: F811  (kernel closes first)
     kernel, _ = make_kernel(call("mcp__web__add", a=2, b=3), {"text": "Five."}, env={"WEB_TOKEN": http_server.token})
     msg_id, _ = kernel.run(f"%agent mcp add web --url {http_server.url} --bearer-token-env-var WEB_TOKEN")
     assert "mcp server web: ready (2 tools)" in kernel.wait_output(msg_id, "mcp server web:")
@@ -64,7 +64,7 @@ def test_add_a_streamable_http_server_with_a_bearer_token(make_kernel, http_serv
     assert http_server.token not in kernel.eval("open(__import__('glob').glob('home/threads/*.jsonl')[0]).read()")
 
 
-def test_a_server_without_its_token_fails_visibly(make_kernel, http_server):  # noqa: F811
+def test_a_server_without_its_token_fails_visibly(http_server, make_kernel):  # noqa: F811
     kernel, _ = make_kernel({"text": "unused"})
     msg_id, _ = kernel.run(f"%agent mcp add web --url {http_server.url}")
     out = kernel.wait_output(msg_id, "mcp server web:")
