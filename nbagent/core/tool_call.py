@@ -73,7 +73,7 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
         ),
         turn_id=turn.turn_id,
     )
-    started = time.perf_counter()
+    started = time.perf_counter()  # reset once approved: a human's wait is not the tool's duration
     status = "completed"
     if entry is None:
         names = ", ".join(sorted(turn.catalogue)) or "none"
@@ -111,6 +111,7 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
                     turn_id=turn.turn_id,
                 )
 
+            started = time.perf_counter()
             try:
                 result = await provider.call_tool(spec, outcome.arguments, info, on_progress)
             except Exception as exc:  # boundary: a provider that raises still yields an output

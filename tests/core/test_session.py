@@ -343,3 +343,23 @@ async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home
     rollout = (home / "threads" / f"{session.thread_id}.jsonl").read_text()
     turns = [json.loads(line) for line in rollout.splitlines() if '"type":"turn"' in line]
     assert [(t["status"], t["entry"]) for t in turns] == [("started", "notebook_server"), ("completed", "notebook_server")] * 2
+
+
+async def test_the_duration_of_a_call_excludes_the_wait_for_approval(home: Path, script) -> None:
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "ok"})
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(lambda text: None, name="write")
+
+        async def answer_late() -> None:
+            async for event in session.events():
+                if event.type == "approval_requested":
+                    await asyncio.sleep(0.5)
+                    session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))
+                    return
+
+        task = asyncio.ensure_future(answer_late())
+        await asyncio.sleep(0)
+        result = await asyncio.wait_for(session.run("write"), 10)
+        await task
+    (output,) = outputs_by_call(result.items).values()
+    assert output.duration_ms < 400
