@@ -396,20 +396,25 @@ class McpConnection:
     # ----- tools catalogue ---------------------------------------------------------------
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
-        tools: list[types.Tool] = []
+        return await self._paginate("tools/list", lambda cursor: client.list_tools(cursor=cursor), "tools")
+
+    async def _paginate(self, method: str, fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+        """Every page of a ``*/list`` method, bounded: a server whose cursor never ends or repeats
+        yields what it sent so far, with a warning."""
+        items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_TOOL_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
+            page = await fetch(cursor)
+            items.extend(getattr(page, field))
             cursor = page.next_cursor
             if not cursor:
-                return tools
+                return items
             if cursor in seen:
                 break
             seen.add(cursor)
-        self._emit(WarningEvent(message=f"MCP server {self.name!r}: tools/list did not end; kept {len(tools)} tools"))
-        return tools
+        self._emit(WarningEvent(message=f"MCP server {self.name!r}: {method} did not end; kept {len(items)} {field}"))
+        return items
 
     def _listens(self, client: Client) -> bool:
         """2026-07-28 servers announce tool changes on a ``subscriptions/listen`` stream."""
@@ -548,30 +553,14 @@ class McpConnection:
 
     async def list_resources(self) -> list[types.Resource]:
         client = self._live()
-        out: list[types.Resource] = []
-        cursor: str | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            page = await client.list_resources(cursor=cursor)
-            out.extend(page.resources)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return out
+        return await self._paginate("resources/list", lambda cursor: client.list_resources(cursor=cursor), "resources")
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         return await self._live().read_resource(uri)
 
     async def list_prompts(self) -> list[types.Prompt]:
         client = self._live()
-        out: list[types.Prompt] = []
-        cursor: str | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            page = await client.list_prompts(cursor=cursor)
-            out.extend(page.prompts)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return out
+        return await self._paginate("prompts/list", lambda cursor: client.list_prompts(cursor=cursor), "prompts")
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> types.GetPromptResult:
         return await self._live().get_prompt(name, arguments)

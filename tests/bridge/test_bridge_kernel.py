@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jupyter_client.manager import KernelManager
+
+from tests.kernels import running_kernel
 
 SETUP = """
 import time, json, asyncio
@@ -43,16 +44,8 @@ _task = asyncio.ensure_future(_turn())
 
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[Any]:
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel()
-    client = km.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=60)
-    try:
+    with running_kernel() as client:
         yield client
-    finally:
-        client.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def execute(client: Any, code: str, *, linger: float = 0.0) -> tuple[list[dict], dict]:

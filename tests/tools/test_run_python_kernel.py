@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jupyter_client.manager import KernelManager
+
+from tests.kernels import running_kernel
 
 START_TURN = '''
 import asyncio
@@ -50,16 +51,8 @@ print(json.dumps(_results))
 
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[Any]:
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel()
-    client = km.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=60)
-    try:
+    with running_kernel() as client:
         yield client
-    finally:
-        client.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def execute(client: Any, code: str, timeout: float = 30) -> tuple[str, str]:
