@@ -10,6 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from nbagent.mcp.meta import new_traceparent
 from nbagent.mcp.results import to_model_output
 from nbagent.protocol import (
     CallInfo,
@@ -102,7 +103,10 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
             status = "denied"
         else:
             info = CallInfo(
-                thread_id=session.thread_id, turn_id=turn.turn_id, call_id=call.call_id, traceparent=turn.traceparent
+                thread_id=session.thread_id,
+                turn_id=turn.turn_id,
+                call_id=call.call_id,
+                traceparent=new_traceparent(turn.trace_id),
             )
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from nbagent.core.approval import known_safe
 from nbagent.core.provider import ToolProvider
 from nbagent.core.tool_call import AbortTurn, execute_call
-from nbagent.mcp.meta import new_traceparent
+from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import (
     Completed,
     ModelClient,
@@ -66,9 +66,13 @@ class TurnContext:
     model_name: str
     policy: Policy
     entry: Entry = "python"
-    traceparent: str = field(default_factory=new_traceparent)
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
+
+    @property
+    def trace_id(self) -> str:
+        """One W3C trace per turn; each call is a span of it."""
+        return trace_id_for_turn(self.turn_id)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -141,3 +142,46 @@ def test_nbagent_tools_lists_the_catalogue(home: Path, tmp_path: Path) -> None:
     assert (read["server"], read["raw_tool"], read["title"]) == ("feat", "read_note", "Read a note")
     assert read["annotations"]["read_only_hint"] is True
     assert rows[FEATURES + "delete_note"]["approval_mode"] == "prompt"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_every_call_carries_thread_turn_call_and_trace_meta(home: Path, script, tmp_path: Path, protocol) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"feat": server_cfg("features.py", record, protocol=protocol, trusted=True)}
+    model = script(call(FEATURES + "whoami"), call(FEATURES + "whoami"), {"text": "ok"})
+    async with Session(model=model, mcp_servers=servers) as session:
+        result = await asyncio.wait_for(session.run("who am I?"), 30)
+    metas = [r["meta"] for r in records(record)]
+    call_ids = [i.call_id for i in result.items if i.type == "function_call"]
+    assert [m["nbagent/callId"] for m in metas] == call_ids
+    for meta in metas:
+        assert meta["nbagent/threadId"] == result.thread_id and meta["nbagent/turnId"] == result.turn_id
+        assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", meta["traceparent"])
+        assert "progress_token" in meta or "progressToken" in meta
+        assert not [k for k in meta if k.startswith(("io.modelcontextprotocol/nbagent", "dev.mcp/"))]
+    trace_ids = {m["traceparent"].split("-")[1] for m in metas}
+    spans = {m["traceparent"].split("-")[2] for m in metas}
+    assert len(trace_ids) == 1 and len(spans) == 2  # one trace per turn, one span per call
+
+
+async def test_an_unanswered_question_times_out_to_cancel(home: Path, script, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"ask": server_cfg("elicit_resolve.py", record)}
+    model = script(call("mcp__ask__book", restaurant="Late"), {"text": "no answer"})
+    async with Session(model=model, policy="full-auto", mcp_servers=servers, interactive=True) as session:
+        session.config.elicitation_timeout_sec = 0.5
+        result = await asyncio.wait_for(session.run("book"), 30)
+    assert [r["action"] for r in records(record)] == ["cancel"]
+    assert [(i.action, i.by) for i in result.items if i.type == "elicitation"] == [("cancel", "timeout")]
+
+
+async def test_an_unanswered_approval_times_out_to_deny(home: Path, script, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"feat": server_cfg("features.py", record)}
+    model = script(call(FEATURES + "delete_note", key="k"), {"text": "not deleted"})
+    async with Session(model=model, mcp_servers=servers, interactive=True) as session:
+        session.config.approval_timeout_sec = 0.5
+        result = await asyncio.wait_for(session.run("delete"), 30)
+    assert records(record) == []
+    assert [(i.decision, i.by) for i in result.items if i.type == "approval"] == [("deny", "timeout")]
+    assert result.text == "not deleted"

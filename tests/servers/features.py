@@ -4,6 +4,7 @@ resources and prompts."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 
 import anyio
@@ -70,6 +71,14 @@ def mixed() -> list:
     """Text and an image in one result."""
     record("mixed")
     return ["a caption", Image(data=PIXEL, format="png")]
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami(ctx: Context) -> str:
+    """Echo the ``_meta`` this call carried (the client's identity and trace context)."""
+    data = dict(ctx.request_context.meta or {})
+    record("whoami", meta=data)
+    return json.dumps(data)
 
 
 def _extra(n: int) -> str:
