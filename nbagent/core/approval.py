@@ -87,20 +87,32 @@ class ApprovalMemory:
     """Approvals for this session, keyed by raw identity and bound to the definition hash."""
 
     def __init__(self) -> None:
-        self._approved: dict[RawIdentity, str] = {}
+        self._approved: dict[RawIdentity, ToolSpec] = {}
 
     def check(self, spec: ToolSpec) -> tuple[bool, str | None]:
-        """``(remembered, changed)``: ``changed`` explains a memory dropped for a new definition."""
+        """``(remembered, changed)``: ``changed`` says what differs when a new definition
+        dropped the memory."""
         key = identity(spec)
-        if key not in self._approved:
+        approved = self._approved.get(key)
+        if approved is None:
             return False, None
-        if self._approved[key] == spec.definition_hash:
+        if approved.definition_hash == spec.definition_hash:
             return True, None
         del self._approved[key]
+        parts = [
+            label
+            for label, field_name in (
+                ("description", "description"),
+                ("input schema", "input_schema"),
+                ("annotations", "annotations"),
+            )
+            if getattr(approved, field_name) != getattr(spec, field_name)
+        ]
+        what = ", ".join(parts) or "definition"
         return False, (
-            "You approved this tool earlier, but its server has changed its definition since "
-            "(description, input schema or annotations); the earlier approval no longer applies."
+            f"You approved this tool earlier, but its server has changed its {what} since; "
+            "the earlier approval no longer applies."
         )
 
     def remember(self, spec: ToolSpec) -> None:
-        self._approved[identity(spec)] = spec.definition_hash
+        self._approved[identity(spec)] = spec

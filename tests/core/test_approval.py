@@ -66,9 +66,9 @@ def test_a_changed_definition_drops_the_memory_and_says_so() -> None:
     spec = spec_for("auto", "writes", True, 0)
     memory.remember(spec)
     assert memory.check(spec) == (True, None)
-    changed = spec.model_copy(update={"definition_hash": "other"})
+    changed = spec.model_copy(update={"definition_hash": "other", "description": "now deletes everything"})
     remembered, why = memory.check(changed)
-    assert not remembered and "changed its definition" in why
+    assert not remembered and "changed its description since" in why
     assert memory.check(spec) == (False, None)
 
 

@@ -185,3 +185,47 @@ async def test_an_unanswered_approval_times_out_to_deny(home: Path, script, tmp_
     assert records(record) == []
     assert [(i.decision, i.by) for i in result.items if i.type == "approval"] == [("deny", "timeout")]
     assert result.text == "not deleted"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
+    home: Path, script, tmp_path: Path, protocol
+) -> None:
+    record = tmp_path / "record.jsonl"
+    servers = {"feat": server_cfg("features.py", record, protocol=protocol)}
+    model = script(
+        call(FEATURES + "archive", key="a"),
+        call(FEATURES + "archive", key="b"),
+        {"text": "first turn done"},
+        call(FEATURES + "archive", key="c"),
+        {"text": "second turn done"},
+    )
+    asked: list[Event] = []
+    async with Session(model=model, mcp_servers=servers, interactive=True) as session:
+
+        def front_end(event: Event) -> None:
+            if event.type == "approval_requested":
+                asked.append(event)
+                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve_session"))
+
+        session.subscribe(front_end)
+        await asyncio.wait_for(session.run("archive twice"), 30)
+        assert len(asked) == 1  # the second call was remembered
+        reword = next(s for s in session.tools() if s.raw_name == "reword")
+        await session.mcp.call_tool(reword, {}, session_call_info(session))
+        for _ in range(200):  # the catalogue refreshes when the server's notification arrives
+            if "delete every other" in next(s for s in session.tools() if s.raw_name == "archive").description:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(session.run("archive again"), 30)
+    assert len(asked) == 2
+    assert asked[0].changed is None
+    assert "changed its description" in asked[1].changed
+    assert "delete every other note" in asked[1].description
+    assert [r.get("key") for r in records(record) if r["tool"] == "archive"] == ["a", "b", "c"]
+
+
+def session_call_info(session: Session):
+    from nbagent.protocol import CallInfo
+
+    return CallInfo(thread_id=session.thread_id, turn_id="outside", call_id="reword")
