@@ -51,6 +51,7 @@ from nbagent.protocol import (
     ShutdownComplete,
     ThreadMeta,
     ToolSpec,
+    TurnAborted,
     TurnRecord,
     UserTurn,
     WarningEvent,
@@ -133,6 +134,9 @@ class Session:
         self._writer: RolloutWriter | None = None
         self._models: dict[str, ModelClient] = {}
         self._turns: asyncio.Queue[UserTurn] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._skipped: set[str] = set()
+        """Queued turns interrupted before they started: the runner drops them."""
         self._results: dict[str, asyncio.Future[RunResult]] = {}
         self._current: tuple[UserTurn, asyncio.Task[TurnOutcome]] | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -192,6 +196,7 @@ class Session:
     def submit(self, op: Op) -> str:
         """Hand the session one op; returns its id (the turn id for a ``UserTurn``)."""
         if isinstance(op, UserTurn):
+            self._queued.add(op.turn_id)
             self._turns.put_nowait(op)
             return op.turn_id
         if isinstance(op, ApprovalDecision):
@@ -201,8 +206,8 @@ class Session:
             self.elicitations.answer(op)
             return op.request_id
         if isinstance(op, Interrupt):
-            self.interrupt(op.reason)
-            return "interrupt"
+            self.interrupt(op.reason, turn_id=op.turn_id)
+            return op.turn_id or "interrupt"
         if isinstance(op, Shutdown):
             asyncio.ensure_future(self.shutdown())
             return "shutdown"
@@ -239,8 +244,17 @@ class Session:
                 self.interrupt("the caller stopped waiting")
             raise
 
-    def interrupt(self, reason: str = "interrupted") -> bool:
-        """Cancel the running turn; pending approvals are denied and questions cancelled."""
+    def interrupt(self, reason: str = "interrupted", *, turn_id: str | None = None) -> bool:
+        """Cancel the running turn (or ``turn_id``, running or queued); pending approvals are
+        denied and questions cancelled. ``False`` when there was nothing to cancel."""
+        if turn_id is not None and turn_id in self._queued:
+            self._queued.discard(turn_id)
+            self._skipped.add(turn_id)
+            self.emit(TurnAborted(reason=reason), turn_id=turn_id)
+            self._finish(turn_id, TurnOutcome(turn_id, "aborted", error=reason), start=len(self.history))
+            return True
+        if turn_id is not None and turn_id != self.current_turn_id:
+            return False
         self.elicitations.cancel_all()
         if self._current is None or self._current[1].done():
             return False
@@ -456,6 +470,10 @@ class Session:
     async def _run_turns(self) -> None:
         while True:
             op = await self._turns.get()
+            self._queued.discard(op.turn_id)
+            if op.turn_id in self._skipped:
+                self._skipped.discard(op.turn_id)
+                continue
             start = len(self.history)
             try:
                 name = op.model or self.config.require_model()
@@ -477,16 +495,19 @@ class Session:
                     outcome = TurnOutcome(op.turn_id, "aborted", error=self.interrupt_reason)
                 finally:
                     self._current = None
-            future = self._results.pop(op.turn_id, None)
-            if future is not None and not future.done():
-                future.set_result(
-                    RunResult(
-                        text=outcome.text,
-                        thread_id=self.thread_id,
-                        turn_id=op.turn_id,
-                        status=outcome.status,
-                        items=self.history[start:],
-                        error=outcome.error,
-                        error_code=outcome.error_code,
-                    )
+            self._finish(op.turn_id, outcome, start)
+
+    def _finish(self, turn_id: str, outcome: TurnOutcome, start: int) -> None:
+        future = self._results.pop(turn_id, None)
+        if future is not None and not future.done():
+            future.set_result(
+                RunResult(
+                    text=outcome.text,
+                    thread_id=self.thread_id,
+                    turn_id=turn_id,
+                    status=outcome.status,
+                    items=self.history[start:],
+                    error=outcome.error,
+                    error_code=outcome.error_code,
                 )
+            )

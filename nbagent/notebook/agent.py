@@ -17,7 +17,6 @@ from nbagent.protocol import (
     ElicitationRequested,
     ErrorEvent,
     Event,
-    Interrupt,
     McpStartupComplete,
     McpStartupUpdate,
     Op,
@@ -148,14 +147,11 @@ class KernelAgent:
         return self.session.submit(op)
 
     def stop(self, turn_id: str | None = None) -> bool:
-        """Interrupt the running turn (only ``turn_id``'s, when given)."""
+        """Interrupt the running turn, or ``turn_id``'s whether running or still queued."""
         session = self.session
-        if session is None or not session.running:
+        if session is None:
             return False
-        if turn_id is not None and session.current_turn_id != turn_id:
-            return False
-        session.submit(Interrupt(reason="stopped by the user"))
-        return True
+        return session.interrupt("stopped by the user", turn_id=turn_id)
 
     # -- events ----------------------------------------------------------------------------
 

@@ -52,10 +52,12 @@ class ElicitationResponse(ProtocolModel):
 
 
 class Interrupt(ProtocolModel):
-    """Cancel the running turn. Answered by ``turn_aborted``; pending asks are denied."""
+    """Cancel the running turn, or the named one whether running or still queued. Answered by
+    ``turn_aborted``; pending asks are denied."""
 
     type: Literal["interrupt"] = "interrupt"
     reason: str = "interrupted"
+    turn_id: str | None = None
 
 
 class Shutdown(ProtocolModel):

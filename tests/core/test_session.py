@@ -18,6 +18,7 @@ from nbagent.protocol import (
     FunctionCallOutput,
     Interrupt,
     UserMessage,
+    UserTurn,
 )
 
 
@@ -363,3 +364,25 @@ async def test_the_duration_of_a_call_excludes_the_wait_for_approval(home: Path,
         await task
     (output,) = outputs_by_call(result.items).values()
     assert output.duration_ms < 1000  # a no-op tool; the 1.5 s of deciding are not in it
+
+
+async def test_a_queued_turn_can_be_stopped_before_it_starts(home: Path, script) -> None:
+    gate = asyncio.Event()
+
+    async def wait_for_gate() -> str:
+        await gate.wait()
+        return "opened"
+
+    model = script({"tool_calls": [{"name": "wait_for_gate", "arguments": {}}]}, {"text": "first"}, {"text": "third"})
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(wait_for_gate)
+        ops = [UserTurn(prompt=p) for p in ("one", "two", "three")]
+        first, second, third = (session.start(op) for op in ops)
+        session.submit(Interrupt(reason="not this one", turn_id=ops[1].turn_id))
+        assert session.interrupt("already gone", turn_id=ops[1].turn_id) is False
+        gate.set()
+        results = await asyncio.wait_for(asyncio.gather(first, second, third), 10)
+        prompts = [i.text for i in session.history if isinstance(i, UserMessage)]
+    assert [r.status for r in results] == ["completed", "aborted", "completed"]
+    assert [r.text for r in results] == ["first", "", "third"]
+    assert prompts == ["one", "three"]
