@@ -21,6 +21,8 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/core.py
+	$(BIN)/python bench/render.py
+	$(BIN)/python bench/conformance.py
 
 labextension: setup
 	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build
