@@ -92,10 +92,17 @@ class ApprovalPanel:
             layout=W.Layout(width="95%", height=f"{min(16, 2 + pretty_json(event.arguments).count(chr(10)))}em"),
         )
         self.problems = W.HTML()
-        self.reason = W.Text(placeholder="reason told to the model (optional)", description="deny reason")
+        self.reason = W.Text(
+            placeholder="reason told to the model (optional)",
+            description="deny reason",
+            style={"description_width": "initial"},
+            layout=W.Layout(width="60%"),
+        )
         self.buttons: dict[Decision, W.Button] = {
             "approve": W.Button(description="Approve", button_style="success", icon="check"),
-            "approve_session": W.Button(description="Approve for session", button_style="info"),
+            "approve_session": W.Button(
+                description="Approve for session", button_style="info", layout=W.Layout(width="auto")
+            ),
             "always": W.Button(description="Always", tooltip="approve and save to the config file"),
             "deny": W.Button(description="Deny", button_style="warning", icon="ban"),
             "abort": W.Button(description="Abort turn", button_style="danger", icon="stop"),

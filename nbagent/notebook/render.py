@@ -80,7 +80,9 @@ class TurnView:
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
         self.body = W.VBox([])
         self.footer = W.HTML()
-        self.widget = W.VBox([W.HBox([self.header, self.stop_button, self.status]), self.body, self.footer])
+        # Wraps, so a long label never pushes the Stop button out of sight.
+        top = W.HBox([self.header, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
+        self.widget = W.VBox([top, self.body, self.footer])
 
     def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
         """Model (a scripted model is labelled so), thread and policy; full-auto is loud."""

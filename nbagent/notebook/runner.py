@@ -113,9 +113,16 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         return event
     if hasattr(turn.view, "set_header") and agent.configured is not None:
         c = agent.configured
+        label, scripted = c.model_label, c.scripted
+        if turn.op.model:
+            try:
+                client = session.model_client(turn.op.model)
+                label, scripted = client.label, client.scripted
+            except Exception:  # noqa: BLE001 - a bad model name is reported by the turn itself
+                label, scripted = turn.op.model, turn.op.model.startswith("replay:")
         turn.view.set_header(
-            model_label=turn.op.model or c.model_label,
-            scripted=c.scripted if not turn.op.model else turn.op.model.startswith("replay:"),
+            model_label=label,
+            scripted=scripted,
             thread=session.thread_name or session.thread_id,
             policy=turn.op.policy or session.policy,
         )
