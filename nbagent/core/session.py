@@ -240,8 +240,8 @@ class Session:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            if self._current is not None and self._current[0].turn_id == op.turn_id:
-                self.interrupt("the caller stopped waiting")
+            # Running or still queued: either way the turn no one waits for must not go on.
+            self.interrupt("the caller stopped waiting", turn_id=op.turn_id)
             raise
 
     def interrupt(self, reason: str = "interrupted", *, turn_id: str | None = None) -> bool:

@@ -179,7 +179,16 @@ async def _run_calls(turn: TurnContext, calls: list[FunctionCall]) -> None:
 
     for parallel, batch in _batches(turn, calls):
         if parallel and len(batch) > 1:
-            await asyncio.gather(*(run_and_record(call) for call in batch))
+            tasks = [asyncio.ensure_future(run_and_record(call)) for call in batch]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                # One call ended the turn (an "abort", a fault): the others must not run on
+                # and record a second output after the turn closed their calls.
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         else:
             for call in batch:
                 await run_and_record(call)
