@@ -213,6 +213,19 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _merge_layer(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """One file over the layers below. A server table naming its own ``command`` or ``url`` is a
+    new definition and replaces the one below (it inherits no env, cwd or headers meant for
+    another program); one without refines the server below key by key."""
+    merged = _merge(base, over)
+    servers = over.get("mcp_servers")
+    if isinstance(servers, dict) and isinstance(merged.get("mcp_servers"), dict):
+        for name, entry in servers.items():
+            if isinstance(entry, dict) and ("command" in entry or "url" in entry):
+                merged["mcp_servers"][name] = entry
+    return merged
+
+
 def _loc(error: Any) -> str:
     return ".".join(str(part) for part in error["loc"])
 
@@ -252,10 +265,12 @@ def load_config(
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for origin, data in layers:
-        _validate(data, origin)
+        # Validated over the layers below (already valid), so an error is this file's own, and
+        # a table that overrides one key of a lower file's table is not rejected as incomplete.
+        merged = _merge_layer(merged, data)
+        _validate(merged, origin)
         for name in data.get("mcp_servers", {}) or {}:
             sources[name] = origin
-        merged = _merge(merged, data)
     env_layer: dict[str, Any] = {}
     if env.get("NBAGENT_MODEL"):
         env_layer["model"] = env["NBAGENT_MODEL"]
