@@ -74,6 +74,7 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
         ),
         turn_id=turn.turn_id,
     )
+    turn.begun[call.call_id] = time.perf_counter()
     started = time.perf_counter()  # reset once approved: a human's wait is not the tool's duration
     status = "completed"
     if entry is None:

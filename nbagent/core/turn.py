@@ -8,6 +8,7 @@ open an "aborted" output, so the thread stays valid for the next turn.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -39,6 +40,7 @@ from nbagent.protocol import (
     ReasoningDelta,
     ReasoningItem,
     TokenUsage,
+    ToolCallEnd,
     ToolSpec,
     TurnAborted,
     TurnCompleted,
@@ -68,6 +70,8 @@ class TurnContext:
     entry: Entry = "python"
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
+    begun: dict[str, float] = field(default_factory=dict)
+    """Call id -> start time of every call whose ``tool_call_begin`` went out."""
 
     @property
     def trace_id(self) -> str:
@@ -195,9 +199,23 @@ async def _run_calls(turn: TurnContext, calls: list[FunctionCall]) -> None:
 
 
 def _close_open_calls(turn: TurnContext, reason: str) -> None:
+    names = {i.call_id: i.name for i in turn.session.history if isinstance(i, FunctionCall)}
     for output in repair_open_calls(turn.session.history, output=f"aborted: {reason}; this call did not finish"):
         output.turn_id = turn.turn_id
         turn.session.record(output)
+        started = turn.begun.get(output.call_id)
+        if started is not None:  # a card that began must not stay "running"
+            turn.session.emit(
+                ToolCallEnd(
+                    call_id=output.call_id,
+                    tool=names.get(output.call_id, ""),
+                    output=output.output,
+                    is_error=True,
+                    status="aborted",
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                ),
+                turn_id=turn.turn_id,
+            )
 
 
 async def run_turn(session: Session, op: UserTurn, model: ModelClient, model_name: str) -> TurnOutcome:

@@ -85,3 +85,31 @@ async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, scrip
         await asyncio.sleep(0.2)
         prompts = [i.text for i in session.history if type(i).__name__ == "UserMessage"]
     assert prompts == ["first"]
+
+
+async def test_an_interrupted_call_gets_its_tool_call_end_before_the_turn_aborts(home: Path, script) -> None:
+    started = asyncio.Event()
+
+    async def hang() -> str:
+        """Never finishes on its own."""
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    model = script({"tool_calls": [{"name": "hang", "arguments": {}}, {"name": "hang", "arguments": {}}]})
+    seen: list = []
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(hang)
+        session.subscribe(seen.append)
+        turn = asyncio.ensure_future(session.run("hang"))
+        await asyncio.wait_for(started.wait(), 5)
+        session.interrupt("stop pressed")
+        result = await asyncio.wait_for(turn, 5)
+    assert result.status == "aborted"
+    kinds = [e.type for e in seen]
+    begins = [e for e in seen if e.type == "tool_call_begin"]
+    ends = [e for e in seen if e.type == "tool_call_end"]
+    assert len(begins) == 1  # the second call never started
+    assert [(e.call_id, e.status, e.is_error) for e in ends] == [(begins[0].call_id, "aborted", True)]
+    assert "stop pressed" in ends[0].output
+    assert kinds.index("tool_call_end") < kinds.index("turn_aborted")
