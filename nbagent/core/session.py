@@ -367,6 +367,8 @@ class Session:
 
     def _secrets(self) -> list[str]:
         secrets = [self.config.api_key or ""]
+        for provider in self.config.model_providers.values():
+            secrets += list(provider.http_headers.values())
         for server in self.config.mcp_servers.values():
             secrets += list(server.env.values()) + list(server.http_headers.values())
             for var in [server.bearer_token_env_var, *server.env_vars, *server.env_http_headers.values()]:

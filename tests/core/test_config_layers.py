@@ -57,3 +57,11 @@ def test_always_for_a_server_from_mcp_json_leaves_a_config_that_loads(tmp_path: 
     again = load_config(work, environ={"NBAGENT_HOME": str(home)})
     assert again.mcp_servers["files"].command == "npx"
     assert again.mcp_servers["files"].approval_mode_for("read_file") == "approve"
+
+
+def test_an_unreadable_mcp_json_is_a_clear_error_naming_the_file(tmp_path: Path) -> None:
+    from nbagent.config import ConfigError, load_config
+
+    (tmp_path / ".mcp.json").write_bytes(b"\xff\xfe not utf-8")
+    with pytest.raises(ConfigError, match=r"\.mcp\.json: cannot read"):
+        load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})

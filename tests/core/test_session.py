@@ -386,3 +386,21 @@ async def test_a_queued_turn_can_be_stopped_before_it_starts(home: Path, script)
     assert [r.status for r in results] == ["completed", "aborted", "completed"]
     assert [r.text for r in results] == ["first", "", "third"]
     assert prompts == ["one", "three"]
+
+
+async def test_secret_header_values_never_reach_the_rollout(home: Path, script) -> None:
+    from nbagent.config import Config, ModelProviderConfig
+
+    secret = "hdr-secret-value-0123456789"
+    model = script({"tool_calls": [{"name": "leak", "arguments": {}}]}, {"text": f"the header was {secret}"})
+    config = Config(
+        model=model,
+        home=str(home),
+        approval_policy="full-auto",
+        model_providers={"local": ModelProviderConfig(base_url="http://127.0.0.1:9/v1", http_headers={"api-key": secret})},
+    )
+    async with Session(config=config) as session:
+        session.register_tool(lambda: f"echoed {secret}", name="leak")
+        result = await session.run("leak it")
+    assert secret in result.text  # the live session sees it; the disk never does
+    assert secret not in (home / "threads" / f"{result.thread_id}.jsonl").read_text()
