@@ -15,7 +15,16 @@ from typing import Any
 
 from nbagent.config import Config, load_config
 from nbagent.core.session import RunResult, Session
-from nbagent.protocol import ApprovalRequested, ElicitationRequested, Event, Interrupt, Op, Policy, new_id
+from nbagent.protocol import (
+    ApprovalRequested,
+    ElicitationRequested,
+    ElicitationResponse,
+    Event,
+    Interrupt,
+    Op,
+    Policy,
+    new_id,
+)
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
 from nbagent.store import ThreadStore
@@ -82,6 +91,10 @@ class TurnRun:
             return
         self.answered.add(ask.wire_key)
         self.session.submit(op)
+        if ask.kind == "elicitation" and ask.key in self.session.pending_elicitations():
+            # The session refused the client's answer (it does not fit the schema; the reason is a
+            # warning event). The client is not asked again, so cancel rather than wait for the timeout.
+            self.session.submit(ElicitationResponse(request_id=ask.key, action="cancel"))
 
     async def next(self, forward: Forwarder) -> RunResult | Ask:
         """Forward events until the session waits on a question or the turn has ended."""

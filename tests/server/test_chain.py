@@ -131,3 +131,24 @@ async def test_inner_elicitation_forwarded_with_its_schema(mode: str, senv: Serv
     assert result.structured_content["text"] == "Greeted.", result
     assert len(seen.elicitations) == 1
     assert senv.records() == [{"tool": "ask_name", "arguments": {"action": "accept", "name": "Ada"}}]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_invalid_forwarded_answer_cancels_instead_of_hanging(mode: str, senv: ServerEnv) -> None:
+    """An outer answer the inner schema refuses cannot be re-asked: the question is cancelled at once,
+    never left open until the elicitation timeout (which would hold the outer call)."""
+    import anyio
+
+    model = senv.script({"tool_calls": [{"name": "mcp__rec__ask_name", "arguments": {}}]}, {"text": "Done."})
+    config = senv.recorder_config()
+    config["mcp_servers"]["rec"]["protocol"] = "legacy"
+    config["mcp_servers"]["rec"]["trusted"] = True
+
+    def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": 42, "extra": "x"})
+
+    async with connect("stdio", mode, senv, answer=answer) as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool("agent", {"prompt": "greet", "model": model, "config": config})
+    assert result.structured_content["text"] == "Done.", result
+    assert senv.records() == [{"tool": "ask_name", "arguments": {"action": "cancel", "name": None}}]
