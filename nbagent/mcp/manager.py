@@ -50,6 +50,7 @@ class McpConnectionManager:
         self._conns: dict[str, McpConnection] = {}
         self._catalog: list[ToolSpec] = []
         self._catalog_key: tuple[Any, ...] | None = None
+        self._catalog_by_raw: dict[tuple[str, str], ToolSpec] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
 
@@ -191,6 +192,7 @@ class McpConnectionManager:
             for message in warnings:
                 self._emit(WarningEvent(message=message))
             self._catalog, self._catalog_key = specs, key
+            self._catalog_by_raw = {(spec.server or "", spec.raw_name or ""): spec for spec in specs}
         return list(self._catalog)
 
     def _tools_changed(self, conn: McpConnection) -> None:
@@ -217,6 +219,15 @@ class McpConnectionManager:
             return ToolResult.error(f"{where}: the server is not connected: {conn.state}{reason}")
         if not conn.cfg.tool_enabled(tool) or all(t.name != tool for t in conn.info.tools):
             return ToolResult.error(f"{where}: the server does not offer this tool (now)")
+        if spec.definition_hash:
+            self.list_tools()  # refresh the cache if the server's tools changed
+            current = self._catalog_by_raw.get((server, tool))
+            if current is None or current.definition_hash != spec.definition_hash:
+                # An approval was given for the definition in ``spec``; never run a different one.
+                return ToolResult.error(
+                    f"{where}: the server changed this tool since it was listed; not called (the next request "
+                    "sees the new definition)"
+                )
         meta = call_meta(call, progress_token=call.call_id)
         try:
             result, _control = await conn.call_tool(

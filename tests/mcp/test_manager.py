@@ -300,3 +300,23 @@ async def test_resources_prompts_add_remove(harness: Harness) -> None:
     assert "crash" not in manager.status() and not alive(pid)
     with pytest.raises(ValueError):
         await manager.add("bad name", harness.cfg("crashy.py"))
+
+
+@BOTH
+async def test_call_refused_when_tool_changed_since_the_model_saw_it(harness: Harness, protocol: str) -> None:
+    """The definition an approval was given for is the one that runs: a call made with a spec
+    whose definition the server has since changed is refused, never sent to the new tool."""
+    manager = await harness.start({"feat": harness.cfg("features.py", protocol=protocol)})
+    old = _spec(manager, "archive")
+    assert not (await manager.call_tool(_spec(manager, "reword"), {}, call_info("c1"))).is_error
+    for _ in range(100):
+        if _spec(manager, "archive").definition_hash != old.definition_hash:
+            break
+        await asyncio.sleep(0.05)
+    new = _spec(manager, "archive")
+    assert new.definition_hash != old.definition_hash, "the changed tool never reached the catalogue"
+    stale = await manager.call_tool(old, {"key": "k"}, call_info("c2"))
+    assert stale.is_error and "changed" in _text(stale)
+    assert [r["tool"] for r in harness.records()] == ["reword"]
+    fresh = await manager.call_tool(new, {"key": "k"}, call_info("c3"))
+    assert not fresh.is_error and "archived k" in _text(fresh)
