@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 
+from nbagent.mcp.results import describe_for_display
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRequested,
@@ -62,7 +63,8 @@ def approval_message(event: ApprovalRequested) -> str:
     args = json.dumps(event.arguments, ensure_ascii=False, sort_keys=True)
     if len(args) > 2000:
         args = args[:2000] + f"... [{len(args) - 2000} more chars]"
-    lines = [f"nbagent asks to run {event.title or event.tool}{where}.", f"Arguments: {args}"]
+    name = describe_for_display(event.title or event.tool).replace("\n", "<U+000A>")  # untrusted text
+    lines = [f"nbagent asks to run {name}{where}.", f"Arguments: {args}"]
     if event.reason:
         lines.append(f"Why approval is needed: {event.reason}")
     if event.description:
