@@ -131,12 +131,18 @@ async def stdio_transport(
 
     async def reader() -> None:
         assert process.stdout is not None
-        buffer = b""
+        buffer = bytearray()
         try:
             async with read_send:
                 async for chunk in process.stdout:
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
+                    # Only the new chunk is searched for a newline: a many-megabyte line costs
+                    # time linear in its size, not quadratic.
+                    if b"\n" not in chunk:
+                        buffer += chunk
+                        continue
+                    *lines, rest = chunk.split(b"\n")
+                    lines[0] = bytes(buffer) + lines[0]
+                    buffer = bytearray(rest)
                     for line in lines:
                         if line.strip():
                             await read_send.send(_parse(line))
