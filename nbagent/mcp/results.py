@@ -23,13 +23,43 @@ def _b64_size(data: str) -> int:
     return max(0, n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0))
 
 
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
+_DATA_KEYS = ("enum", "const", "default", "examples")
+
+
+def _without_regexes(schema: Any) -> Any:
+    """A copy of ``schema`` without ``pattern`` and ``patternProperties`` (and, beside the latter,
+    ``additionalProperties``/``unevaluatedProperties``, which would match keys against it)."""
+    if isinstance(schema, list):
+        return [_without_regexes(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "pattern" and isinstance(value, str):
+            continue
+        if key in _DATA_KEYS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _without_regexes(sub) for name, sub in value.items()}
+        else:
+            out[key] = _without_regexes(value)
+    if "patternProperties" in out:
+        for key in ("patternProperties", "additionalProperties", "unevaluatedProperties"):
+            out.pop(key, None)
+    return out
+
+
 def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str | None:
     """Why ``structured`` does not match ``output_schema``, or ``None``. Never raises."""
     try:
         import jsonschema
 
         cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
-        error = jsonschema.exceptions.best_match(cls(output_schema).iter_errors(structured))
+        # A server's regular expressions are never run: one that backtracks catastrophically would
+        # freeze the event loop every server and the kernel share. Patterns are not checked.
+        schema = _without_regexes(output_schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(structured))
     except Exception as e:  # noqa: BLE001 - a broken schema from the server is its problem, not the turn's
         return f"the tool's outputSchema could not be used ({type(e).__name__}: {e})"
     if error is None:

@@ -156,3 +156,27 @@ def test_a_structured_wrapper_of_the_text_is_not_repeated_to_the_model() -> None
     assert render_for_model(wrapped) == "wrote hello.md"
     other = ToolResult(content=[TextBlock(text="wrote hello.md")], structured={"result": "something else"})
     assert render_for_model(other) == 'wrote hello.md\n{"result":"something else"}'
+
+
+def test_output_schema_patterns_cannot_hang_the_loop() -> None:
+    """A hostile outputSchema ``pattern`` (catastrophic backtracking) must not freeze the event
+    loop every server shares; checked in a child process so a regression fails, not hangs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import mcp_types as mt\n"
+        "from nbagent.mcp.results import from_call_result\n"
+        "schema = {'type': 'object', 'properties': {'a': {'type': 'string', 'pattern': '^(a+)+$'}},\n"
+        "          'patternProperties': {'^(b+)+$': {'type': 'string'}}, 'additionalProperties': False}\n"
+        "r = mt.CallToolResult(content=[], structured_content={'a': 'a' * 64 + '!', 'b' * 64 + '!': 'x'})\n"
+        "print(len(from_call_result(r, schema).content))\n"
+        "named = {'type': 'object', 'properties': {'pattern': {'type': 'integer'}}, 'required': ['pattern']}\n"
+        "bad = from_call_result(mt.CallToolResult(content=[], structured_content={'pattern': 'x'}), named)\n"
+        "assert any('outputSchema' in b.text for b in bad.content), bad\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("validating structured content against the outputSchema hung") from None
+    assert done.returncode == 0, done.stderr
