@@ -60,7 +60,8 @@ class Ask:
 def approval_message(event: ApprovalRequested) -> str:
     """What the outer user reads: the tool, where it comes from, why, and the exact arguments."""
     where = f" from MCP server {event.server!r} (tool {event.raw_tool!r})" if event.server else ""
-    args = json.dumps(event.arguments, ensure_ascii=False, sort_keys=True)
+    # The model's arguments may carry bidi controls from untrusted text: show them, never apply them.
+    args = describe_for_display(json.dumps(event.arguments, ensure_ascii=False, sort_keys=True))
     if len(args) > 2000:
         args = args[:2000] + f"... [{len(args) - 2000} more chars]"
     name = describe_for_display(event.title or event.tool).replace("\n", "<U+000A>")  # untrusted text

@@ -18,3 +18,10 @@ def test_hostile_title_is_shown_with_invisible_characters_visible() -> None:
     # The title cannot start a line of its own that looks like nbagent's.
     lines = message.splitlines()
     assert [line for line in lines if line.startswith("Arguments:")] == ['Arguments: {"path": "/"}']
+
+
+def test_bidi_controls_in_arguments_are_shown() -> None:
+    event = ApprovalRequested(call_id="c2", tool="mcp__fs__delete", server="fs", raw_tool="delete",
+                              arguments={"path": "/home/u/\u202etxt.hcs"})
+    message = approval_message(event)
+    assert "\u202e" not in message and "<U+202E>txt.hcs" in message
