@@ -11,6 +11,10 @@ Runs as a task on the kernel's own event loop (``uvicorn.Server.serve``), loopba
 from __future__ import annotations
 
 import json
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -28,11 +32,32 @@ TOKEN_ENV = "NBAGENT_NOTEBOOK_TOKEN"
 SERVER_NAME = "nbagent_notebook"
 
 
+@dataclass
 class NotebookServerHandle(HttpHandle):
-    """``url``, ``token`` and ``await stop()``; ``snippets()`` for the outside agent's config."""
+    """``url``, ``token`` and ``await stop()``; ``snippets()`` for the outside agent's config.
+
+    The token is kept in ``token_file`` (mode 0600) and never printed: what ``%agent serve``
+    prints lands in the saved notebook.
+    """
+
+    token_file: Path | None = None
 
     def snippets(self, name: str = SERVER_NAME) -> dict[str, str]:
-        return connection_snippets(self.url, self.token, name=name)
+        return connection_snippets(self.url, self.token_file, name=name)
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.token_file is not None:
+            self.token_file.unlink(missing_ok=True)
+
+
+def _write_token(directory: Path, port: int, token: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"notebook-server-{port}.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token)
+    return path
 
 
 def _tool(spec: ToolSpec) -> types.Tool:
@@ -92,20 +117,23 @@ async def start_notebook_server(
     token = token or new_token()
     app = http_app(build_notebook_server(session), token, bind_host=host)
     handle = await start_http(app, host=host, port=port, token=token, signals=False)
+    token_file = _write_token(session.config.home_path / "run", handle.port, token)
     return NotebookServerHandle(url=handle.url, token=token, host=handle.host, port=handle.port,
-                                _server=handle._server, _task=handle._task)
+                                _server=handle._server, _task=handle._task, token_file=token_file)
 
 
-def connection_snippets(url: str, token: str, *, name: str = SERVER_NAME) -> dict[str, str]:
-    """What to paste where: Codex ``config.toml``, a ``.mcp.json``, and the token's env line.
+def connection_snippets(url: str, token_file: Path | None, *, name: str = SERVER_NAME) -> dict[str, str]:
+    """What to paste where: Codex ``config.toml``, a ``.mcp.json``, and the shell line that puts
+    the token into ``$NBAGENT_NOTEBOOK_TOKEN`` from its private file.
 
-    Both configs read the token from ``$NBAGENT_NOTEBOOK_TOKEN`` so it is not written to a file.
+    Both configs read the token from the environment, so it is written into neither.
     """
     codex = f'[mcp_servers.{name}]\nurl = "{url}"\nbearer_token_env_var = "{TOKEN_ENV}"\n'
     mcp_json = json.dumps({"mcpServers": {name: {"type": "http", "url": url,
                                                 "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}}},
                           indent=2)
-    return {"codex_config_toml": codex, "mcp_json": mcp_json, "env": f"export {TOKEN_ENV}={token}"}
+    env = f'export {TOKEN_ENV}="$(cat {shlex.quote(str(token_file))})"' if token_file else f"export {TOKEN_ENV}=..."
+    return {"codex_config_toml": codex, "mcp_json": mcp_json, "env": env}
 
 
 def describe(handle: NotebookServerHandle) -> str:

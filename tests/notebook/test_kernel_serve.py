@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 import socket
 import threading
 import time
@@ -60,7 +61,10 @@ def test_outside_agent_lists_and_calls_tools_and_waits_for_the_panel(make_kernel
     msg_id, _ = kernel.run("%agent serve")
     text = kernel.wait_output(msg_id, "Stop with: %agent serve --stop")
     url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", text).group(1)  # type: ignore[union-attr]
-    token = re.search(r"export NBAGENT_NOTEBOOK_TOKEN=(\S+)", text).group(1)  # type: ignore[union-attr]
+    token_file = re.search(r'export NBAGENT_NOTEBOOK_TOKEN="\$\(cat (\S+)\)"', text).group(1)  # type: ignore[union-attr]
+    token = Path(token_file).read_text()
+    assert token not in text  # never in the cell's output, which the notebook saves
+    assert Path(token_file).stat().st_mode & 0o077 == 0
     port = int(url.rsplit(":", 1)[1].split("/")[0])
 
     result = in_thread(outside_agent(url, token))
@@ -90,6 +94,7 @@ def test_outside_agent_lists_and_calls_tools_and_waits_for_the_panel(make_kernel
     while not refused(port):
         assert time.monotonic() < deadline, "the port still accepts connections after --stop"
         kernel.pump(0.1)
+    assert not Path(token_file).exists()
     _, again = kernel.run("%agent serve --stop")
     assert "not serving" in again
 

@@ -75,11 +75,10 @@ async def test_session_tools_served_through_approvals(nb_home: Path) -> None:
 
 
 def test_snippets_parse() -> None:
-    s = connection_snippets("http://127.0.0.1:4321/mcp", "s3cr3t-Zq9")
+    s = connection_snippets("http://127.0.0.1:4321/mcp", Path("/home/me/.nbagent/run/notebook-server-4321.token"))
     codex = tomllib.loads(s["codex_config_toml"])["mcp_servers"]["nbagent_notebook"]
     assert codex == {"url": "http://127.0.0.1:4321/mcp", "bearer_token_env_var": "NBAGENT_NOTEBOOK_TOKEN"}
     entry: dict[str, Any] = json.loads(s["mcp_json"])["mcpServers"]["nbagent_notebook"]
     assert entry["url"] == "http://127.0.0.1:4321/mcp" and entry["type"] == "http"
     assert entry["headers"]["Authorization"] == "Bearer ${NBAGENT_NOTEBOOK_TOKEN}"
-    assert s["env"] == "export NBAGENT_NOTEBOOK_TOKEN=s3cr3t-Zq9"
-    assert "s3cr3t-Zq9" not in s["codex_config_toml"] + s["mcp_json"]
+    assert s["env"] == 'export NBAGENT_NOTEBOOK_TOKEN="$(cat /home/me/.nbagent/run/notebook-server-4321.token)"'
