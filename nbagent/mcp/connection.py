@@ -500,7 +500,8 @@ class McpConnection:
         finally:
             for control in targets:
                 control.resume()
-        content = outcome.content if outcome.action == "accept" else None
+        # URL mode carries no content: the user acted in their browser, not in a form.
+        content = outcome.content if outcome.action == "accept" and event.mode == "form" else None
         return types.ElicitResult(action=outcome.action, content=content)
 
     # ----- requests ----------------------------------------------------------------------
