@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -159,7 +160,8 @@ async def test_a_comm_closed_mid_request_fails_it_and_the_next_request_reopens()
     assert len(factory.comms) == 2
 
 
-async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() -> None:
+def holding_frontend() -> tuple[list[dict], Callable[[dict], dict | None]]:
+    """A frontend that answers hello and holds every other request for the test to answer."""
     held: list[dict] = []
 
     def frontend(request: dict) -> dict | None:
@@ -168,6 +170,11 @@ async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() 
         held.append(request)
         return None
 
+    return held, frontend
+
+
+async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() -> None:
+    held, frontend = holding_frontend()
     factory = FakeFactory(frontend)
     bridge = NotebookBridge(factory)
     first = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="1")))
@@ -180,14 +187,7 @@ async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() 
 
 
 async def test_a_reply_delivered_from_another_thread_resolves_on_the_loop() -> None:
-    held: list[dict] = []
-
-    def frontend(request: dict) -> dict | None:
-        if request["method"] == "hello":
-            return ok(request, HELLO)
-        held.append(request)
-        return None
-
+    held, frontend = holding_frontend()
     factory = FakeFactory(frontend)
     bridge = NotebookBridge(factory)
     task = asyncio.ensure_future(bridge.notebook_path())
