@@ -22,6 +22,7 @@ test: setup
 bench: setup
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/render.py
+	$(BIN)/python bench/mcp_stdio.py
 	$(BIN)/python bench/conformance.py
 
 labextension: setup

@@ -29,6 +29,8 @@ GROUP_REAP_SEC = 0.5
 """Bounded wait for killed group members to disappear (an init that never reaps makes it run out)."""
 
 _POLL = 0.01
+MAX_LINE_BYTES = 256 * 1024 * 1024
+"""A server that sends more than this without a newline is cut off: memory stays bounded."""
 
 
 @dataclass
@@ -139,6 +141,11 @@ async def stdio_transport(
                     # time linear in its size, not quadratic.
                     if b"\n" not in chunk:
                         buffer += chunk
+                        if len(buffer) > MAX_LINE_BYTES:
+                            await read_send.send(
+                                ValueError(f"the server sent over {MAX_LINE_BYTES} bytes without a newline; disconnected")
+                            )
+                            return
                         continue
                     *lines, rest = chunk.split(b"\n")
                     lines[0] = bytes(buffer) + lines[0]

@@ -139,19 +139,22 @@ def test_server_cfg_uses_this_interpreter() -> None:
     assert server_cfg("crashy.py").command == sys.executable
 
 
-async def test_large_result_is_read_in_linear_time(harness: Harness) -> None:
-    """A 40 MB answer (one JSON-RPC line) must not cost time quadratic in its size: the reader
-    shares the kernel's event loop with every other server."""
-    import time
-
-    from nbagent.mcp.manager import McpConnectionManager  # noqa: F401 - the harness builds one
+async def test_a_large_result_arrives_whole(harness: Harness) -> None:
+    """A 40 MB answer is one JSON-RPC line; its read time is measured in bench/mcp_stdio.py."""
     from nbagent.protocol import TextBlock
 
     manager = await harness.start({"bulky": harness.cfg("bulky.py", tool_timeout_sec=60)})
     spec = next(s for s in manager.list_tools() if s.raw_name == "bulk")
-    started = time.monotonic()
     result = await manager.call_tool(spec, {"mb": 40}, call_info())
-    elapsed = time.monotonic() - started
     assert not result.is_error, result
     assert sum(len(b.text) for b in result.content if isinstance(b, TextBlock)) == 40 * 1024 * 1024
-    assert elapsed < 6.0, f"40 MB took {elapsed:.1f} s"
+
+
+async def test_a_line_over_the_cap_disconnects_the_server_not_the_session(harness: Harness, monkeypatch) -> None:
+    from nbagent.mcp import stdio
+
+    monkeypatch.setattr(stdio, "MAX_LINE_BYTES", 1024 * 1024)
+    manager = await harness.start({"bulky": harness.cfg("bulky.py", tool_timeout_sec=30)})
+    spec = next(s for s in manager.list_tools() if s.raw_name == "bulk")
+    result = await manager.call_tool(spec, {"mb": 4}, call_info())
+    assert result.is_error and "bulky" in _text(result)
