@@ -14,6 +14,7 @@ from typing import Any
 
 import openai
 
+from nbagent.models._wire import get_field
 from nbagent.models.base import (
     Completed,
     ModelEvent,
@@ -25,9 +26,8 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.models._wire import get_field
-from nbagent.models.endpoint import Endpoint
-from nbagent.models.retry import RetryPolicy, stream_with_retry
+from nbagent.models.endpoint import Endpoint, HttpModel
+from nbagent.models.retry import RetryPolicy
 from nbagent.protocol import AssistantMessage, FunctionCall, FunctionCallOutput, Item, ToolSpec, UserMessage
 
 
@@ -153,18 +153,15 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-class ChatModel:
+class ChatModel(HttpModel):
     """``wire_api = "chat"``: ``POST /chat/completions`` with ``stream=True``."""
 
-    scripted = False
+    wire_api = "chat"
+    path = "/chat/completions"
 
     def __init__(self, model: str, endpoint: Endpoint | None = None, *, retry: RetryPolicy | None = None) -> None:
-        self.model = model
-        self.endpoint = endpoint or Endpoint()
-        self.retry = retry or RetryPolicy()
+        super().__init__(model, endpoint, retry=retry)
         self.label = f"{model} (Chat Completions at {self.endpoint.base_url})"
-        self._client = self.endpoint.client()
-        self._ctx = self.endpoint.context(model, "chat", "/chat/completions")
         self.send_stream_options = True
         """Turned off for good when a server rejects ``stream_options`` (then usage may be absent)."""
 
@@ -178,10 +175,6 @@ class ChatModel:
             if not request.parallel_tool_calls:
                 params["parallel_tool_calls"] = False
         return params
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        params = self.build_params(request)
-        return stream_with_retry(lambda: self._once(params), self._ctx, self.retry)
 
     async def _create(self, params: dict[str, Any]) -> Any:
         if self.send_stream_options:
@@ -234,6 +227,3 @@ class ChatModel:
         if usage is not None:
             yield usage
         yield Completed(text="".join(texts))
-
-    async def aclose(self) -> None:
-        await self._client.close()

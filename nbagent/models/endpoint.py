@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import openai
 
-from nbagent.models.retry import ErrorContext
+from nbagent.models.base import ModelEvent, ModelRequest
+from nbagent.models.retry import ErrorContext, RetryPolicy, stream_with_retry
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "not-needed"
@@ -48,3 +51,33 @@ class Endpoint:
             provider=self.provider,
             api_key=None if self.api_key == NO_KEY else self.api_key,
         )
+
+
+class HttpModel:
+    """What the two OpenAI-API clients share: one SDK client, the error context, bounded retry
+    around a single streamed attempt. Subclasses build the body and parse one stream."""
+
+    scripted = False
+    wire_api = ""
+    path = ""
+
+    def __init__(self, model: str, endpoint: Endpoint | None = None, *, retry: RetryPolicy | None = None) -> None:
+        self.model = model
+        self.endpoint = endpoint or Endpoint()
+        self.retry = retry or RetryPolicy()
+        self.label = model
+        self._client = self.endpoint.client()
+        self._ctx = self.endpoint.context(model, self.wire_api, self.path)
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        raise NotImplementedError
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        params = self.build_params(request)
+        return stream_with_retry(lambda: self._once(params), self._ctx, self.retry)
+
+    async def aclose(self) -> None:
+        await self._client.close()

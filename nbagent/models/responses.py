@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from nbagent.models._wire import get_field
 from nbagent.models.base import (
     Completed,
     ModelEvent,
@@ -21,9 +22,8 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.models._wire import get_field
-from nbagent.models.endpoint import OPENAI_BASE_URL, Endpoint
-from nbagent.models.retry import RetryPolicy, StreamFailure, stream_with_retry
+from nbagent.models.endpoint import OPENAI_BASE_URL, Endpoint, HttpModel
+from nbagent.models.retry import RetryPolicy, StreamFailure
 from nbagent.protocol import (
     AssistantMessage,
     FunctionCall,
@@ -189,20 +189,17 @@ class _Parser:
         return []
 
 
-class ResponsesModel:
+class ResponsesModel(HttpModel):
     """``wire_api = "responses"``: OpenAI itself and servers that implement ``POST /responses``."""
 
-    scripted = False
+    wire_api = "responses"
+    path = "/responses"
 
     def __init__(self, model: str, endpoint: Endpoint | None = None, *, retry: RetryPolicy | None = None) -> None:
-        self.model = model
-        self.endpoint = endpoint or Endpoint()
-        self.retry = retry or RetryPolicy()
+        super().__init__(model, endpoint, retry=retry)
         base_url = self.endpoint.base_url
         where = "OpenAI Responses" if base_url == OPENAI_BASE_URL else f"Responses API at {base_url}"
         self.label = f"{model} ({where})"
-        self._client = self.endpoint.client()
-        self._ctx = self.endpoint.context(model, "responses", "/responses")
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The request body (minus ``stream``); public so tests and debugging can see it."""
@@ -222,10 +219,6 @@ class ResponsesModel:
             params["include"] = ["reasoning.encrypted_content"]
         return params
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        params = self.build_params(request)
-        return stream_with_retry(lambda: self._once(params), self._ctx, self.retry)
-
     async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         stream = await self._client.responses.create(**params, stream=True)
         parser = _Parser()
@@ -238,6 +231,3 @@ class ResponsesModel:
             raise StreamFailure("the stream ended before response.completed")
         finally:
             await stream.close()
-
-    async def aclose(self) -> None:
-        await self._client.close()
