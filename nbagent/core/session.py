@@ -101,10 +101,10 @@ class Session:
     ) -> None:
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         overrides: dict[str, Any] = {"model": model, "approval_policy": policy, "home": str(home) if home else None}
-        self.config = config or load_config(self.cwd, overrides=overrides)
-        if config is not None:
+        if config is None:
+            self.config = load_config(self.cwd, overrides=overrides)
+        else:  # a copy (keeping its sources and key): per-session settings never leak back
             self.config = config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-            self.config.sources, self.config.api_key = config.sources, config.api_key
         if mcp_servers:
             self.config.mcp_servers = {**self.config.mcp_servers, **mcp_servers}
         self.interactive = interactive
