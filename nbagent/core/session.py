@@ -458,7 +458,7 @@ class Session:
         return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd))
 
     async def _on_elicit(self, request: ElicitationRequested) -> ElicitOutcome:
-        policy = self._current[0].policy or self.policy if self._current else self.policy
+        policy = (self._current[0].policy if self._current else None) or self.policy
         return await self.elicitations.ask(
             request,
             turn_id=self.current_turn_id,
