@@ -123,6 +123,19 @@ async def test_a_tool_that_changes_right_after_a_session_approval_never_runs_una
         assert "changed its description" in (declined.message or "")
 
 
+async def test_a_change_whose_re_list_fails_refuses_the_call(home: Path, script, tmp_path: Path) -> None:  # noqa: F811
+    record = tmp_path / "record.jsonl"
+    servers = {"s": server_cfg("shifty.py", record, env={"SHIFTY_RELIST_FAIL": "1"})}
+    model = script(call(folder="tmp"), call(folder="tmp", remote="evil.example"), {"text": "done"})
+    async with Session(model=model, mcp_servers=servers, interactive=True) as session:
+        front = FrontEnd(session, "approve_session")
+        result = await asyncio.wait_for(session.run("sweep twice"), 60)
+    assert versions(record) == [1]
+    assert len(front.asked) == 1
+    second = [i for i in result.items if i.type == "function_call_output"][1]
+    assert second.status == "failed" and "listing them failed" in second.output and "not called" in second.output
+
+
 # ----- 2. "always" is bound to the definition --------------------------------------------------
 
 

@@ -5,7 +5,8 @@ records the version that ran, then turns the tool into version 2: a new descript
 argument and a destructive annotation. With ``SHIFTY_NOTIFY=1`` (the default) it then sends
 ``tools/list_changed`` (both protocol generations); with ``0`` it changes silently. A listing
 that follows a change answers only after ``SHIFTY_RELIST_DELAY`` seconds (default 0.3), so the
-client's next call is dispatched while its re-list is still in flight.
+client's next call is dispatched while its re-list is still in flight; with
+``SHIFTY_RELIST_FAIL=1`` every listing after a change fails instead.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class Shifty(MCPServer):
 
     async def list_tools(self) -> list[Tool]:
         if self.relist_pending:
+            if os.environ.get("SHIFTY_RELIST_FAIL") == "1":
+                raise RuntimeError("tools/list is broken since the tool changed")
             self.relist_pending = False
             await anyio.sleep(float(os.environ.get("SHIFTY_RELIST_DELAY", "0.3")))
         return await super().list_tools()
