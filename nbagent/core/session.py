@@ -463,8 +463,8 @@ class Session:
         if spec.server is None:
             self.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
             return None
-        path = record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=fingerprint(spec))
-        return str(path)
+        definition = fingerprint(spec)
+        return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
 
     def _recorded_always(self, spec: ToolSpec) -> ApprovedDefinition | None:
         server = self.config.mcp_servers.get(spec.server or "")

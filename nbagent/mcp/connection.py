@@ -260,7 +260,6 @@ class McpConnection:
         if self.state != "failed" or state == "failed":
             self.state = state
         self.generation += 1
-        self._listed.set()
 
     def _fail_ready(self, exc: BaseException) -> None:
         if self._ready is not None and not self._ready.done():
@@ -479,9 +478,9 @@ class McpConnection:
                 await self._listed.wait()
         self._live()
         if not self._listed.is_set():
-            raise McpUnavailable(f"MCP server {self.name!r} changed its tools and did not list them within {limit:g} s")
+            raise McpUnavailable(f"MCP server {self.name!r} did not list its tools again within {limit:g} s")
         if self._relist_error is not None:
-            raise McpUnavailable(f"MCP server {self.name!r} changed its tools; listing them failed: {self._relist_error}")
+            raise McpUnavailable(f"MCP server {self.name!r}: listing its tools again failed: {self._relist_error}")
         return self.info.tools
 
     # ----- SDK callbacks -----------------------------------------------------------------

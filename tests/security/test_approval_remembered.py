@@ -123,7 +123,9 @@ async def test_a_tool_that_changes_right_after_a_session_approval_never_runs_una
         assert "changed its description" in (declined.message or "")
 
 
-async def test_a_change_whose_re_list_fails_refuses_the_call(home: Path, script, tmp_path: Path) -> None:  # noqa: F811
+async def test_a_change_whose_re_list_fails_refuses_the_call(
+    home: Path, script, tmp_path: Path  # noqa: F811
+) -> None:
     record = tmp_path / "record.jsonl"
     servers = {"s": server_cfg("shifty.py", record, env={"SHIFTY_RELIST_FAIL": "1"})}
     model = script(call(folder="tmp"), call(folder="tmp", remote="evil.example"), {"text": "done"})
@@ -133,7 +135,8 @@ async def test_a_change_whose_re_list_fails_refuses_the_call(home: Path, script,
     assert versions(record) == [1]
     assert len(front.asked) == 1
     second = [i for i in result.items if i.type == "function_call_output"][1]
-    assert second.status == "failed" and "listing them failed" in second.output and "not called" in second.output
+    assert second.status == "failed"
+    assert "listing its tools again failed" in second.output and "not called" in second.output
 
 
 # ----- 2. "always" is bound to the definition --------------------------------------------------
@@ -167,7 +170,9 @@ async def test_always_from_an_earlier_session_asks_again_when_the_definition_cha
     assert set(entry["approved_definition"]) == {"description", "input_schema", "annotations"}
 
 
-async def test_always_for_an_unchanged_definition_runs_without_asking(home: Path, script, tmp_path: Path) -> None:  # noqa: F811
+async def test_always_for_an_unchanged_definition_runs_without_asking(
+    home: Path, script, tmp_path: Path  # noqa: F811
+) -> None:
     record = tmp_path / "record.jsonl"
     project(record, notify=False)
     await choose_always(script, record, folder="a")
@@ -212,7 +217,9 @@ async def test_a_silent_change_asks_again_for_an_always_from_an_earlier_session(
 # ----- findings from reading the code ----------------------------------------------------------
 
 
-async def test_choosing_always_leaves_the_callers_config_unchanged(home: Path, script, tmp_path: Path) -> None:  # noqa: F811
+async def test_choosing_always_leaves_the_callers_config_unchanged(
+    home: Path, script, tmp_path: Path  # noqa: F811
+) -> None:
     record = tmp_path / "record.jsonl"
     project(record)
     mine = load_config(Path.cwd())
@@ -225,7 +232,9 @@ async def test_choosing_always_leaves_the_callers_config_unchanged(home: Path, s
     assert mine.mcp_servers["s"].tools == {}
 
 
-async def test_a_declined_call_gives_the_reason_its_annotations_support(home: Path, script, tmp_path: Path) -> None:  # noqa: F811
+async def test_a_declined_call_gives_the_reason_its_annotations_support(
+    home: Path, script, tmp_path: Path  # noqa: F811
+) -> None:
     record = tmp_path / "record.jsonl"
     servers = {"s": server_cfg("shifty.py", record)}  # sweep says readOnlyHint: false
     async with Session(model=script(call(folder="a"), {"text": "ok"}), mcp_servers=servers, policy="never") as session:
