@@ -12,6 +12,7 @@ from collections.abc import Callable
 import ipywidgets as W
 
 from nbagent.notebook.approval import ApprovalPanel
+from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
@@ -73,6 +74,10 @@ class TurnView:
         self.approvals: dict[str, ApprovalPanel] = {}
         self.forms: dict[str, ElicitationForm] = {}
         self._note = note
+        self.cell_id = running_cell_id()
+        """The cell this view is displayed in (made in the cell's execution): the turn's cells are
+        inserted below it."""
+        self._anchored: set[str] = set()
         self.header = W.HTML()
         self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
@@ -108,6 +113,9 @@ class TurnView:
     # -- events ----------------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
+        if event.turn_id and self.cell_id and event.turn_id not in self._anchored:
+            self._anchored.add(event.turn_id)  # every turn shown here (one per outside call under serve)
+            get_bridge().anchor_turn(event.turn_id, self.cell_id)
         method = getattr(self, f"_on_{event.type}", None)
         if method is not None:
             method(event)
