@@ -228,7 +228,19 @@ async function main() {
     await page.locator('.nbagent-agent-cell').first().scrollIntoViewIfNeeded();
     await screenshot(page, 'inserted');
 
-    // Saved by the extension after the write.
+    // Right below the agent cell (index 2), not at the end of the notebook.
+    if (inserted.index !== 3) {
+      throw new Error(`the inserted cell is at index ${inserted.index}, not right below the agent cell (3)`);
+    }
+    // Not saved under the user's hands (autosave is off by default): the notebook is only dirty,
+    // and the user's own save then goes through without a "File Changed" dialog.
+    if (!(await inPanel(page, (app, panel) => panel.context.model.dirty))) {
+      throw new Error('the notebook is not marked dirty after the agent wrote a cell');
+    }
+    await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
+    if (await page.locator('.jp-Dialog').count()) {
+      throw new Error(`a dialog opened on save: ${await page.locator('.jp-Dialog').first().textContent()}`);
+    }
     const deadline = Date.now() + TIMEOUT;
     let saved = null;
     while (Date.now() < deadline) {
@@ -257,8 +269,8 @@ async function main() {
     await page.getByText(TURN1_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
     const countAfterTurn1 = (await inPanel(page, cellsOf)).length;
 
-    // Turn 2: insert_cell denied, nothing written.
-    await runCell(page, 3);
+    // Turn 2 (its cell moved down by the inserted one): insert_cell denied, nothing written.
+    await runCell(page, 4);
     await decide(page, 'insert_cell', 'Deny');
     await page.getByText(TURN2_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
     await screenshot(page, 'denied');
