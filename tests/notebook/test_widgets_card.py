@@ -121,11 +121,3 @@ def test_an_error_is_shown_once_and_the_status_wraps():
     assert "failed" in v.status.value and "white-space:nowrap" not in v.status.value.split("</span>", 1)[1]
     assert v.status.layout.min_width == "0"
 
-
-def test_the_cards_names_show_hidden_characters():
-    v = view([])
-    v.handle(ToolCallBegin(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool="read\u202eetirw",
-                           title="Read\u200b a file\U000e0041", arguments={}))
-    header = v.cards["c9"].header.value
-    assert "\u202e" not in header and "\u200b" not in header and "\U000e0041" not in header
-    assert "&lt;U+202E&gt;" in header and "&lt;U+200B&gt;" in header and "&lt;U+E0041&gt;" in header
