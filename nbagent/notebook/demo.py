@@ -70,11 +70,13 @@ def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     nb = build()
     sockets = tempfile.mkdtemp(prefix="nbagent-demo-")
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
     try:
-        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
         client = nbclient.NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": str(out_dir)}})
         client.execute()
     finally:
+        if km.has_kernel:  # a kernel manager passed in is ours to shut down, not nbclient's
+            km.shutdown_kernel()
         shutil.rmtree(sockets, ignore_errors=True)
     target = out_dir / "00-quickstart.executed.ipynb"
     nbformat.write(nb, str(target))
