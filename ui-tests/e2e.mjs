@@ -192,7 +192,23 @@ async function main() {
     });
     log('session ready');
     await runCell(page, 2);
+    // As after Shift+Enter, the user is on the next cell when the panel asks.
+    await inPanel(page, (app, panel) => {
+      panel.content.activeCellIndex = 3;
+      return true;
+    });
     await decide(page, MCP_TOOL, 'Approve');
+    // The click hands the keyboard back to the notebook, in command mode, on the cell the user
+    // was on: Shift+Enter goes on from there instead of pressing the button again.
+    const focus = await waitFor(page, 'the keyboard back in the notebook', (app, panel) => {
+      const a = document.activeElement;
+      const back = a && panel.content.node.contains(a) && !a.closest('button') && panel.content.mode === 'command';
+      return back ? { active: panel.content.activeCellIndex } : null;
+    });
+    if (focus.active !== 3) {
+      throw new Error(`after the click the active cell is ${focus.active}, not the one the user was on (3)`);
+    }
+    log('focus back in the notebook', focus);
     await decide(page, 'insert_cell', 'Approve');
 
     const inserted = await waitFor(
