@@ -7,6 +7,7 @@ many descendants there are; both should stay flat after the first 50.
 
     .venv/bin/python bench/soak.py                      # 500 calls, a new client per call
     .venv/bin/python bench/soak.py --calls 100 --shared # one client for every call (the cap bounds it)
+    .venv/bin/python bench/soak.py --mode 2026-07-28    # stateless clients: the cap bounds it
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def footprint(pid: int) -> tuple[float, int]:
     return rss / 2**20, children
 
 
-async def soak(calls: int, shared: bool, extra: list[str]) -> None:
+async def soak(calls: int, every: int, shared: bool, mode: str, extra: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp), *extra)
         try:
@@ -73,24 +74,24 @@ async def soak(calls: int, shared: bool, extra: list[str]) -> None:
                     httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120))
                 one = None
                 if shared:
-                    one = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
+                    one = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode=mode))
                 start, first = time.perf_counter(), None
                 print(f"{'calls':>6} {'RSS MB':>8} {'children':>8} {'s/call':>7}")
                 for n in range(1, calls + 1):
                     if one is not None:
                         result = await one.call_tool("agent", {"prompt": f"call {n}"})
                     else:
-                        async with Client(streamable_http_client(url, http_client=http)) as c:
+                        async with Client(streamable_http_client(url, http_client=http), mode=mode) as c:
                             result = await c.call_tool("agent", {"prompt": f"call {n}"})
                     if result.is_error:
                         raise SystemExit(f"call {n} failed: {result.content}")
-                    if n % 50 == 0 or n == calls:
+                    if n % every == 0 or n == calls:
                         rss, children = footprint(process.pid)
                         first = first or (rss, children)
                         print(f"{n:>6} {rss:>8.1f} {children:>8} {(time.perf_counter() - start) / n:>7.2f}", flush=True)
                 rss, children = footprint(process.pid)
                 assert first is not None
-                print(f"growth after the first 50: RSS x{rss / first[0]:.2f}, children {children - first[1]:+d}")
+                print(f"growth after the first {every} calls: RSS x{rss / first[0]:.2f}, children {children - first[1]:+d}")
         finally:
             process.terminate()
             process.wait(15)
@@ -99,10 +100,14 @@ async def soak(calls: int, shared: bool, extra: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--every", type=int, default=50, help="print the footprint every N calls")
     parser.add_argument("--shared", action="store_true", help="one MCP client for every call")
+    parser.add_argument("--mode", default="legacy", choices=["legacy", "2026-07-28"],
+                        help="protocol generation: legacy clients have a session that ends at disconnect; "
+                             "2026-07-28 is stateless, so the idle timeout and the cap bound it")
     parser.add_argument("server_args", nargs="*", help="extra nbagent mcp-server flags, after --")
     args = parser.parse_args()
-    asyncio.run(soak(args.calls, args.shared, args.server_args))
+    asyncio.run(soak(args.calls, args.every, args.shared, args.mode, args.server_args))
 
 
 if __name__ == "__main__":
