@@ -37,6 +37,7 @@ from nbagent.core.session import RunResult
 from nbagent.protocol import WarningEvent
 from nbagent.server.asks import Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
+from nbagent.server.overrides import Overrides
 from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
 
@@ -152,8 +153,8 @@ class AgentServer:
         arguments = params.arguments or {}
         if params.name == "agent":
             args = AgentArgs.model_validate(arguments)
-            handle = await self.pool.open(model=args.model, policy=args.policy, cwd=args.cwd,
-                                          thread_name=args.thread_name, config=args.config)
+            asked = Overrides(model=args.model, policy=args.policy, cwd=args.cwd, config=args.config)
+            handle = await self.pool.open(asked, thread_name=args.thread_name)
         else:
             reply = ReplyArgs.model_validate(arguments)
             handle = await self.pool.get(reply.thread_id)

@@ -10,6 +10,7 @@ instructions and the thread's name. ``--allow-config-override`` lifts the rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,16 @@ would not run and ask wherever it asks. ``untrusted`` and ``never`` are not comp
 ``never`` runs an ``approval_mode = "approve"`` tool unasked, which ``untrusted`` asks about."""
 
 CALLER_CONFIG_KEYS = frozenset({"model", "approval_policy", "instructions"})
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What one ``agent`` call asks to change for its new thread."""
+
+    model: str | None = None
+    policy: Policy | None = None
+    cwd: str | None = None
+    config: dict[str, Any] | None = None
 
 
 class OverrideRefused(ValueError):
@@ -58,29 +69,22 @@ def _replay_file(model: str, cwd: Path) -> Path:
     return (path if path.is_absolute() else cwd / path).resolve()
 
 
-def check_overrides(
-    *,
-    model: str | None,
-    policy: Policy | None,
-    cwd: str | None,
-    config: dict[str, Any] | None,
-    server: Config,
-    server_cwd: Path,
-) -> None:
+def check_overrides(asked: Overrides, *, server: Config, server_cwd: Path) -> None:
     """Raise ``OverrideRefused`` for the first override that could widen what ``server`` runs."""
-    config = config or {}
+    config = asked.config or {}
     for key, value in config.items():
         if key not in CALLER_CONFIG_KEYS:
             raise _refuse(f"config key '{_path(key, value)}'", "it could change what runs or where")
-    if cwd is not None and Path(cwd).expanduser().resolve() != server_cwd:
+    if asked.cwd is not None and Path(asked.cwd).expanduser().resolve() != server_cwd:
         raise _refuse("argument 'cwd'", "another folder's nbagent.toml and .mcp.json can name commands")
-    for what, name in (("argument 'model'", model), ("config key 'model'", config.get("model"))):
+    for what, name in (("argument 'model'", asked.model), ("config key 'model'", config.get("model"))):
         if isinstance(name, str) and name.strip().startswith(REPLAY):
             own = server.model or ""
             if not own.startswith(REPLAY) or _replay_file(name, server_cwd) != _replay_file(own, server_cwd):
                 raise _refuse(what, "a replay: model reads a file; only the server's own replay model is allowed")
-    for what, asked in (("argument 'policy'", policy), ("config key 'approval_policy'", config.get("approval_policy"))):
-        if isinstance(asked, str) and asked in STRICTER and not at_least_as_strict(asked, server.approval_policy):
+    policies = (("argument 'policy'", asked.policy), ("config key 'approval_policy'", config.get("approval_policy")))
+    for what, policy in policies:
+        if isinstance(policy, str) and policy in STRICTER and not at_least_as_strict(policy, server.approval_policy):
             allowed = ", ".join(sorted(STRICTER[server.approval_policy]))
-            raise _refuse(what, f"{asked!r} is looser than the server's {server.approval_policy!r} "
+            raise _refuse(what, f"{policy!r} is looser than the server's {server.approval_policy!r} "
                                 f"(allowed: {allowed})")

@@ -32,7 +32,7 @@ from nbagent.protocol import (
 )
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
-from nbagent.server.overrides import check_overrides
+from nbagent.server.overrides import Overrides, check_overrides
 from nbagent.store import ThreadStore
 
 
@@ -183,46 +183,28 @@ class SessionPool:
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
 
-    def _config(
-        self, cwd: str, model: str | None, policy: Policy | None, overrides: dict[str, Any] | None
-    ) -> Config:
-        merged = {**self.defaults.config, **(overrides or {})}
-        merged.update({"model": model or merged.get("model") or self.defaults.model,
-                       "approval_policy": policy or merged.get("approval_policy") or self.defaults.policy,
+    def _config(self, cwd: str, asked: Overrides) -> Config:
+        merged = {**self.defaults.config, **(asked.config or {})}
+        merged.update({"model": asked.model or merged.get("model") or self.defaults.model,
+                       "approval_policy": asked.policy or merged.get("approval_policy") or self.defaults.policy,
                        "home": merged.get("home") or self.defaults.home})
         return load_config(cwd, overrides=merged)
 
-    async def open(
-        self,
-        *,
-        model: str | None = None,
-        policy: Policy | None = None,
-        cwd: str | None = None,
-        thread_name: str | None = None,
-        config: dict[str, Any] | None = None,
-    ) -> ThreadHandle:
+    async def open(self, asked: Overrides, *, thread_name: str | None = None) -> ThreadHandle:
         """A new thread in a new session, with a caller's overrides (refused when they could
         widen what runs, unless the server allows it)."""
         server_cwd = Path(self.defaults.cwd or ".").resolve()
         if not self.defaults.allow_config_override:
-            check_overrides(model=model, policy=policy, cwd=cwd, config=config,
-                            server=self._config(str(server_cwd), None, None, None), server_cwd=server_cwd)
+            check_overrides(asked, server=self._config(str(server_cwd), Overrides()), server_cwd=server_cwd)
         async with self._lock:
-            return await self._open(model=model, policy=policy, cwd=cwd, thread_name=thread_name, config=config)
+            return await self._open(asked, thread_name=thread_name)
 
     async def _open(
-        self,
-        *,
-        model: str | None = None,
-        policy: Policy | None = None,
-        cwd: str | None = None,
-        thread_name: str | None = None,
-        config: dict[str, Any] | None = None,
-        thread: str | None = None,
+        self, asked: Overrides = Overrides(), *, thread_name: str | None = None, thread: str | None = None
     ) -> ThreadHandle:
         """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
-        where = str(Path(cwd or self.defaults.cwd or ".").resolve())
-        cfg = self._config(where, model, policy, config)
+        where = str(Path(asked.cwd or self.defaults.cwd or ".").resolve())
+        cfg = self._config(where, asked)
         if thread and not cfg.model:
             with contextlib.suppress(Exception):
                 store = ThreadStore(cfg.home_path)
@@ -269,7 +251,7 @@ class SessionPool:
     def claim(self, handle: ThreadHandle, client: str | None) -> None:
         """``client`` (an MCP session id, ``None`` for stdio and stateless HTTP) uses ``handle`` now."""
         handle.client = client
-        handle.last_used = time.monotonic()
+        self._arm_idle(handle)
 
     def release(self, client: str) -> None:
         """The MCP client ``client`` disconnected: close the sessions it used last."""
