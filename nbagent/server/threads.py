@@ -32,7 +32,7 @@ from nbagent.protocol import (
 )
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
-from nbagent.server.overrides import Overrides, check_overrides
+from nbagent.server.overrides import Overrides, at_least_as_strict, check_overrides
 from nbagent.store import ThreadStore
 
 
@@ -205,13 +205,8 @@ class SessionPool:
         """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
         where = str(Path(asked.cwd or self.defaults.cwd or ".").resolve())
         cfg = self._config(where, asked)
-        if thread and not cfg.model:
-            with contextlib.suppress(Exception):
-                store = ThreadStore(cfg.home_path)
-                resolved = store.resolve(thread)
-                if resolved:
-                    cfg.model = store.load(resolved).meta.model or None
-                store.close()
+        if thread:
+            self._resumed(cfg, thread)
         await self._make_room()
         if thread in self._closing:  # the same thread's last session still writes its rollout
             await asyncio.gather(self._closing[thread], return_exceptions=True)
@@ -226,6 +221,21 @@ class SessionPool:
         owner.add_done_callback(lambda _: self._gone(handle))
         self._arm_idle(handle)
         return handle
+
+    @staticmethod
+    def _resumed(cfg: Config, thread: str) -> None:
+        """A resumed thread keeps its model when the server names none, and the policy of its
+        last turn when that is at least as strict as the server's (a caller's ``never`` stays)."""
+        with contextlib.suppress(Exception):
+            store = ThreadStore(cfg.home_path)
+            resolved = store.resolve(thread)
+            if resolved:
+                loaded = store.load(resolved)
+                cfg.model = cfg.model or loaded.meta.model or None
+                last = next((t.policy for t in reversed(loaded.turns) if t.status == "started"), None)
+                if last is not None and at_least_as_strict(last, cfg.approval_policy):
+                    cfg.approval_policy = last
+            store.close()
 
     async def _own(self, kwargs: dict[str, Any], ready: asyncio.Future[Session], close: asyncio.Event) -> None:
         try:

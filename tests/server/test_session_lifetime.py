@@ -77,7 +77,7 @@ async def test_idle_timeout_closes_the_session_and_the_thread_resumes(
     server = serve(senv, "--session-idle-timeout", "0.5")
     servers.append(server)
     async with connect("http", mode, senv, http=server) as client:
-        first = await client.call_tool("agent", {"prompt": "hi"})
+        first = await client.call_tool("agent", {"prompt": "hi", "policy": "never"})
         assert not first.is_error, first
         thread_id = first.structured_content["thread_id"]
         # The client stays connected; the idle session closes all the same.
@@ -85,8 +85,9 @@ async def test_idle_timeout_closes_the_session_and_the_thread_resumes(
         again = await client.call_tool("agent-reply", {"thread_id": thread_id, "prompt": "more"})
         assert not again.is_error, again
         assert again.structured_content == {"thread_id": thread_id, "text": "Done."}  # a fresh replay model
-    users = [i.text for i in ThreadStore(senv.home).load(thread_id).items if i.type == "user_message"]  # type: ignore[union-attr]
-    assert users == ["hi", "more"]
+    loaded = ThreadStore(senv.home).load(thread_id)
+    assert [i.text for i in loaded.items if i.type == "user_message"] == ["hi", "more"]  # type: ignore[union-attr]
+    assert [t.policy for t in loaded.turns if t.status == "started"] == ["never", "never"]  # the caller's stricter choice
 
 
 async def test_cap_on_live_sessions_closes_the_oldest_idle(senv: ServerEnv, servers: list[HttpServer]) -> None:
