@@ -18,7 +18,7 @@ from nbagent.protocol import Event, EventAdapter
 
 POLICIES = ["untrusted", "on-request", "never", "full-auto"]
 POLICY_HELP = (
-    "which calls run without asking (default: approval_policy from the config, on-request). "
+    "which calls run without asking (default: on-request, or approval_policy from the config). "
     "Nothing can be asked here, so a call that would ask is declined and the model is told; "
     "full-auto runs every call"
 )

@@ -117,7 +117,8 @@ def test_tools_json_lists_failed_servers_and_fails_when_one_is_required(tmp_path
     listed = json.loads(proc.stdout)
     servers = {s["name"]: s for s in listed["servers"]}
     assert servers["demo"]["state"] == "ready" and servers["demo"]["error"] is None
-    assert servers["broken"]["state"] == "failed" and "cannot open notes.db" in servers["broken"]["error"]
+    assert servers["broken"]["state"] == "failed" and "startup" in servers["broken"]["error"]
+    assert "cannot open notes.db" in servers["broken"]["stderr_tail"]
     assert servers["broken"]["required"] is required
     assert {t["server"] for t in listed["tools"]} == {"demo"}
     if required:

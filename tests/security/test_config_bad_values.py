@@ -83,33 +83,22 @@ def test_config_toml_top_level_value_that_is_not_what_the_key_takes_is_one_line(
 
 
 @pytest.mark.parametrize(
-    ("text", "key"),
+    ("name", "text", "key"),
     [
-        ("x = " + "[" * DEPTH + "]" * DEPTH + "\n", "x"),
-        ("[mcp_servers.notes]\nargs = " + "[" * DEPTH + "]" * DEPTH + "\n", "args"),
-        ("deep = " + "{a = " * DEPTH + "1" + "}" * DEPTH + "\n", "deep"),
-        ("model = \"m\"\n\n# [[[ not nested\nmcp_servers = " + "[" * DEPTH + "\n", "mcp_servers"),
+        ("nbagent.toml", "x = " + "[" * DEPTH + "]" * DEPTH + "\n", "x"),
+        ("nbagent.toml", "[mcp_servers.notes]\nargs = " + "[" * DEPTH + "]" * DEPTH + "\n", "args"),
+        ("nbagent.toml", "deep = " + "{a = " * DEPTH + "1" + "}" * DEPTH + "\n", "deep"),
+        ("nbagent.toml", "model = \"m\"\n\n# [[[ not nested\nmcp_servers = " + "[" * DEPTH + "\n", "mcp_servers"),
+        (".mcp.json", '{"mcpServers": {"notes": {"args": ' + "[" * DEPTH + "]" * DEPTH + "}}}", "args"),
+        (".mcp.json", '{"mcpServers": ' + '{"a": ' * DEPTH + "1" + "}" * DEPTH + "}", "a"),
+        (".mcp.json", '{"mcpServers": {"notes": {"env": {"K": "[[[["}, "args": ' + "[" * DEPTH + "}}}", "args"),
     ],
 )
-def test_config_toml_nested_past_reason_is_one_line_naming_file_and_key(tmp_path: Path, text: str, key: str) -> None:
+def test_config_file_nested_past_reason_is_one_line_naming_file_and_key(
+    tmp_path: Path, name: str, text: str, key: str
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    (work / "nbagent.toml").write_text(text)
+    (work / name).write_text(text)
     error = one_line_error(nbagent("tools", home=tmp_path / "home", cwd=work))
-    assert str(work / "nbagent.toml") in error and f"'{key}'" in error
-
-
-@pytest.mark.parametrize(
-    ("text", "key"),
-    [
-        ('{"mcpServers": {"notes": {"args": ' + "[" * DEPTH + "]" * DEPTH + "}}}", "args"),
-        ('{"mcpServers": ' + '{"a": ' * DEPTH + "1" + "}" * DEPTH + "}", "a"),
-        ('{"mcpServers": {"notes": {"env": {"K": "[[[["}, "args": ' + "[" * DEPTH + "}}}", "args"),
-    ],
-)
-def test_config_mcp_json_nested_past_reason_is_one_line_naming_file_and_key(tmp_path: Path, text: str, key: str) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / ".mcp.json").write_text(text)
-    error = one_line_error(nbagent("tools", home=tmp_path / "home", cwd=work))
-    assert str(work / ".mcp.json") in error and f"'{key}'" in error
+    assert str(work / name) in error and f"'{key}'" in error
