@@ -7,14 +7,22 @@ import argparse
 import asyncio
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from nbagent import __version__
-from nbagent.config import ConfigError, load_config
+from nbagent.cli_errors import BadInput, Parser, fail
+from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
 
 POLICIES = ["untrusted", "on-request", "never", "full-auto"]
+POLICY_HELP = (
+    "which calls run without asking (default: on-request, or approval_policy from the config). "
+    "Nothing can be asked here, so a call that would ask is declined and the model is told; "
+    "full-auto runs every call"
+)
+TABLE_WIDTH = 100
 
 
 def _print_event(event: Event, out: TextIO) -> None:
@@ -59,14 +67,22 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     as_json: bool = args.json
     out = sys.stdout
 
+    shown_errors: set[str] = set()
+
     def show(event: Event) -> None:
         if as_json:
             out.write(EventAdapter.dump_json(event).decode() + "\n")
             out.flush()
-        else:
-            _print_event(event, out)
+            return
+        if event.type == "error":  # the same problem found at start and again by the turn
+            if event.message in shown_errors:  # type: ignore[union-attr]
+                return
+            shown_errors.add(event.message)  # type: ignore[union-attr]
+        _print_event(event, out)
 
-    session = Session(model=args.model, policy=args.policy, cwd=args.cwd, thread=thread, entry="cli")
+    config = load_config(args.cwd)
+    _home(config)
+    session = Session(model=args.model, policy=args.policy, cwd=args.cwd, config=config, thread=thread, entry="cli")
     session.subscribe(show)
     async with session:
         result = await session.run(args.goal)
@@ -77,7 +93,7 @@ def _threads(args: argparse.Namespace) -> int:
     from nbagent.store import ThreadStore
 
     config = load_config(args.cwd)
-    with ThreadStore(config.home_path) as store:
+    with ThreadStore(_home(config)) as store:
         threads = store.list_threads(limit=args.limit)
     if args.json:
         print(json.dumps([t.model_dump(mode="json") for t in threads]))
@@ -85,7 +101,10 @@ def _threads(args: argparse.Namespace) -> int:
     if not threads:
         print(f"no threads under {config.home_path}")
     for t in threads:
-        print(f"{t.id}  {t.name or '':20.20}  {t.turns:>3} turns  {(t.last_prompt or '')[:60]}")
+        when = datetime.fromtimestamp(t.updated_at).strftime("%Y-%m-%d %H:%M")
+        turns = f"{t.turns} turn" + ("" if t.turns == 1 else "s")
+        prompt = " ".join((t.first_prompt or "").split())
+        print(f"{t.id}  {when}  {turns:>9}  {_cut(t.name or '', 16):16}  {_cut(prompt, 60)}")
     return 0
 
 
@@ -93,19 +112,33 @@ def _rebuild(args: argparse.Namespace) -> int:
     from nbagent.store import ThreadStore
 
     config = load_config(args.cwd)
-    with ThreadStore(config.home_path) as store:
+    with ThreadStore(_home(config)) as store:
         count = store.rebuild_index()
     print(f"index rebuilt from {count} rollout(s) under {config.home_path}")
     return 0
 
 
 async def _tools(args: argparse.Namespace) -> int:
-    from nbagent.core.session import Session
+    """The catalogue straight from the MCP servers: no session, so no thread is created."""
+    from nbagent.mcp.elicitation import ElicitOutcome
+    from nbagent.mcp.manager import McpConnectionManager
+    from nbagent.protocol import ElicitationRequested, WarningEvent
 
-    async with Session(cwd=args.cwd, entry="cli") as session:
-        await session.wait_for_mcp()
-        specs = session.tools()
-        status = session.mcp.status()
+    config = load_config(args.cwd)
+    log_dir = _home(config) / "logs"
+    log_dir.mkdir(exist_ok=True)
+    warnings: list[str] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, WarningEvent):
+            warnings.append(event.message)
+
+    async def no_one_to_ask(_request: ElicitationRequested) -> ElicitOutcome:
+        return ElicitOutcome(action="decline")
+
+    async with McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir) as mcp:
+        specs = mcp.list_tools()
+        status = list(mcp.status().values())
     rows: list[dict[str, Any]] = [
         {
             "name": s.name,
@@ -119,25 +152,75 @@ async def _tools(args: argparse.Namespace) -> int:
         for s in specs
     ]
     if args.json:
-        print(json.dumps(rows, ensure_ascii=False))
-        return 0
-    for name, state in status.items():
-        print(f"server {name}: {getattr(state, 'status', state)}")
-    for row in rows:
-        flags = ",".join(k.removesuffix("_hint") for k, v in row["annotations"].items() if v is True)
-        print(f"{row['name']:50} {row['server'] or '-':12} {row['raw_tool']:24} {row['approval_mode']:8} {flags}")
+        servers = [s.model_dump(mode="json") for s in status]
+        print(json.dumps({"servers": servers, "tools": rows, "warnings": warnings}, ensure_ascii=False))
+    else:
+        _print_tool_table(status, rows, warnings)
+    failed = [s for s in status if s.required and s.state != "ready"]
+    if failed:
+        names = ", ".join(repr(s.name) for s in failed)
+        return fail("nbagent tools", f"required MCP server {names} did not start (its error is listed above)", 1)
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nbagent", description="An agent runtime for Jupyter notebooks.")
+def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: list[str]) -> None:
+    """Servers (a failed one with its error), then one line per tool, each cut to fit."""
+    if not status:
+        print("no MCP servers configured")
+    for s in status:
+        if s.state == "ready":
+            detail = f"{s.tools} tool" + ("" if s.tools == 1 else "s")
+        else:
+            last = (s.stderr_tail or "").strip().splitlines()[-1:]
+            detail = " ".join(filter(None, [s.error, *(f"(stderr: {line.strip()})" for line in last)]))
+        required = " required" if s.required else ""
+        print(f"{_cut(s.name, 24):24}  {s.state + required:16}  {detail}")
+    if rows:
+        print()
+        print(f"{'TOOL':40}  {'SERVER':16}  {'APPROVAL':8}  HINTS")
+    for row in rows:
+        hints = ",".join(k.removesuffix("_hint") for k, v in row["annotations"].items() if v is True)
+        line = f"{_cut(row['name'], 40, middle=True):40}  {_cut(row['server'] or '-', 16):16}  {row['approval_mode']:8}  "
+        print(line + _cut(hints, TABLE_WIDTH - len(line)))
+    for warning in warnings:
+        print(f"warning: {warning}")
+
+
+def _cut(text: str, width: int, *, middle: bool = False) -> str:
+    """``text`` in at most ``width`` characters; what is cut becomes one ellipsis. ``middle``
+    keeps both ends (a tool name's distinguishing part is its end)."""
+    if len(text) <= width:
+        return text
+    if not middle:
+        return text[: width - 1] + "…"
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def _home(config: Config) -> Path:
+    """The home folder, created if missing; a home that is not a folder is bad input."""
+    home = config.home_path
+    if home.exists() and not home.is_dir():
+        raise BadInput(f"home {home} is not a folder (set by $NBAGENT_HOME or the 'home' key)")
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _thread_ref(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("a thread id or name is required, got an empty one")
+    return value
+
+
+def _parser() -> tuple[Parser, dict[str, Parser]]:
+    parser = Parser(prog="nbagent", description="An agent runtime for Jupyter notebooks.")
     parser.add_argument("--version", action="version", version=f"nbagent {__version__}")
     parser.add_argument("-C", dest="cwd", default=None, help="work in DIR (config, relative paths)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def turn_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-m", "--model", help="model name, or replay:FILE for a scripted model")
-        p.add_argument("--policy", choices=POLICIES, help="approval policy (headless default: never asks)")
+        p.add_argument("--policy", choices=POLICIES, help=POLICY_HELP)
         p.add_argument("--json", action="store_true", help="one JSON event per line")
         p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
 
@@ -146,19 +229,32 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("goal")
     resume = sub.add_parser("resume", help="continue a thread with one more turn")
     turn_args(resume)
-    resume.add_argument("thread")
+    resume.add_argument("thread", type=_thread_ref)
     resume.add_argument("goal")
     threads = sub.add_parser("threads", help="list threads")
     threads.add_argument("--json", action="store_true")
     threads.add_argument("--limit", type=int, default=50)
     index = sub.add_parser("index", help="the thread index")
     index.add_argument("action", choices=["rebuild"])
-    tools = sub.add_parser("tools", help="the tool catalogue the model sees")
-    tools.add_argument("--json", action="store_true")
+    tools = sub.add_parser("tools", help="the tool catalogue the model sees, and each MCP server's state")
+    tools.add_argument("--json", action="store_true", help="servers (with errors) and tools as one JSON object")
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser
+    return parser, {"run": run, "resume": resume, "threads": threads, "index": index, "tools": tools, "demo": demo}
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Parse, naming an unknown flag even where a command is missing (argparse would only say
+    the command is required)."""
+    parser, commands = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    where = commands.get(args.command, parser)
+    if unknown:
+        where.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error(f"a command is required: one of {', '.join(commands)}, mcp-server")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         from nbagent.server.cli import main_mcp_server
 
         return main_mcp_server(argv[1:])
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
+    prog = f"nbagent {args.command}"
     try:
         if args.command == "run":
             return asyncio.run(_turn(args, None))
@@ -184,9 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
             run_demo(Path(args.output))
             return 0
-    except (ConfigError, KeyError) as exc:
-        print(f"nbagent: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
-        return 2
+    except (BadInput, ConfigError, KeyError, OSError) as exc:
+        return fail(prog, exc)
     except KeyboardInterrupt:
         return 130
     return 2

@@ -21,6 +21,8 @@ SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 PROJECT_FILE = "nbagent.toml"
 USER_FILE = "config.toml"
 MCP_JSON = ".mcp.json"
+MCP_JSON_TYPES = ("stdio", "http", "sse")
+"""``.mcp.json`` ``type`` values; each is the ``transport`` of the same name."""
 
 
 class ConfigError(ValueError):
@@ -28,7 +30,10 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown keys, values of another type (``enabled = "false"``) and NaN or infinite numbers
+    are errors: a config value is never silently read as something else."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class ApprovedDefinition(_Strict):
@@ -189,23 +194,67 @@ def user_config_path() -> Path:
     return default_home() / USER_FILE
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_text(path: Path) -> str:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+_KEY_BEFORE = {
+    "toml": re.compile(r"""(?:^|[{,])\s*([A-Za-z0-9_.\-"']+)\s*=""", re.MULTILINE),
+    "json": re.compile(r'"((?:[^"\\]|\\.)*)"\s*:'),
+}
+_KEY_DEPTH = {"toml": 1, "json": 4}
+"""The nesting level of the value of the key to name: a TOML line's key, a JSON server's key."""
+MAX_DEPTH = 100
+
+
+def _too_deep(path: Path, text: str, kind: str) -> ConfigError:
+    """The parser ran out of stack: name the file, the line and the key whose value nests."""
+    depth, quote, at = 0, "", len(text)
+    opened = [0] * (_KEY_DEPTH[kind] + 1)  # where the value at each shallow level began
+    for at, char in enumerate(text):  # brackets outside strings (and TOML comments)
+        if quote:
+            if char == quote and text[at - 1] != "\\":
+                quote = ""
+        elif char in "\"'" and (kind == "toml" or char == '"'):
+            quote = char
+        elif char == "#" and kind == "toml":
+            quote = "\n"
+        elif char in "[{":
+            depth += 1
+            if depth < len(opened):
+                opened[depth] = at
+            if depth > MAX_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+    keys = _KEY_BEFORE[kind].findall(text, 0, opened[min(depth, len(opened) - 1)] or at)
+    key = keys[-1].strip("\"'") if keys else "?"
+    line = text.count("\n", 0, at) + 1
+    return ConfigError(f"{path}: line {line}: key '{key}': nested more than {MAX_DEPTH} levels deep")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise _too_deep(path, text, "toml") from None
 
 
 def _read_mcp_json(path: Path) -> dict[str, Any]:
     """The widespread ``{"mcpServers": {NAME: {command, args, env} | {url, headers}}}`` shape."""
+    text = _read_text(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except RecursionError:
+        raise _too_deep(path, text, "json") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: key 'mcpServers' must be an object of servers")
@@ -214,11 +263,20 @@ def _read_mcp_json(path: Path) -> dict[str, Any]:
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: key 'mcpServers.{name}' must be an object")
         entry = dict(raw)
-        entry.pop("type", None)
+        where = f"{path}: key 'mcpServers.{name}"
+        if "type" in entry:
+            kind = entry.pop("type")
+            if kind not in MCP_JSON_TYPES:
+                raise ConfigError(f"{where}.type': must be one of {', '.join(MCP_JSON_TYPES)}, got {kind!r}")
+            entry["transport"] = kind
         if "headers" in entry:
             entry["http_headers"] = entry.pop("headers")
-        if entry.pop("disabled", False):
-            entry["enabled"] = False
+        if "disabled" in entry:
+            disabled = entry.pop("disabled")
+            if not isinstance(disabled, bool):
+                raise ConfigError(f"{where}.disabled': must be true or false, got {disabled!r}")
+            if disabled:
+                entry["enabled"] = False
         out[name] = entry
     return {"mcp_servers": out}
 

@@ -67,7 +67,10 @@ def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
     from nbagent.examples.quickstart import build
 
     out_dir = Path(output_dir).expanduser().resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # the CLI prints it as one line: "PATH: cannot create ... (reason)"
+        raise OSError(exc.errno, f"cannot create the output folder ({exc.strerror})", str(out_dir)) from None
     nb = build()
     sockets = tempfile.mkdtemp(prefix="nbagent-demo-")
     km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))

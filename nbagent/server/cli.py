@@ -11,16 +11,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from nbagent.cli_errors import BadInput, Parser, fail
+from nbagent.config import ConfigError
 from nbagent.server.threads import Defaults
 
 TOKEN_ENV = "NBAGENT_SERVER_TOKEN"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nbagent mcp-server", description=(
+    p = Parser(prog="nbagent mcp-server", description=(
         "Serve nbagent as an MCP server with tools agent and agent-reply. stdio by default; "
         "--http serves streamable HTTP on 127.0.0.1 behind a bearer token."))
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at HOST:PORT (PORT 0 picks one)")
+    p.add_argument("--http", metavar="HOST:PORT", type=_hostport,
+                   help="serve streamable HTTP at HOST:PORT (PORT 0 picks one; an IPv6 HOST in [brackets])")
     p.add_argument("--token", help=f"bearer token (default: ${TOKEN_ENV}, else a new one printed to stderr)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback HOST (you provide TLS and network protection)")
@@ -42,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-config-override", action="store_true",
                    help="let callers of the agent tool override any config key, cwd, home and replay: "
                         "files; a caller can then run any command as you (off by default)")
-    p.add_argument("--log-level", default="warning", help="log level of the server's own stderr logging")
+    p.add_argument("--log-level", default="warning", type=str.lower, choices=["debug", "info", "warning", "error"],
+                   help="log level of the server's own stderr logging")
     return p
 
 
@@ -72,11 +76,13 @@ def _overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _split_hostport(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep:
-        return "127.0.0.1", int(value)
-    return host.strip("[]") or "127.0.0.1", int(port)
+def _hostport(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1); anything else is a one-line error."""
+    host, _, port = value.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    if not (port.isascii() and port.isdigit() and int(port) <= 65535) or (":" in host and not bracketed):
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with PORT 0-65535, got {value!r}")
+    return (host[1:-1] if bracketed else host) or "127.0.0.1", int(port)
 
 
 async def serve_stdio(defaults: Defaults) -> None:
@@ -99,7 +105,11 @@ async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, pr
 
     server, pool = build_server(defaults)
     app = http_app(server, token, bind_host=host, extra_hosts=extra_hosts)
-    handle = await start_http(app, host=host, port=port, token=token, signals=True)
+    try:
+        handle = await start_http(app, host=host, port=port, token=token, signals=True)
+    except OSError as exc:
+        await pool.aclose()
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     print(f"nbagent mcp-server listening on {handle.url}", file=sys.stderr, flush=True)
     if printed_token:
         print(f"bearer token: {token}", file=sys.stderr, flush=True)
@@ -120,16 +130,17 @@ def main_mcp_server(argv: list[str]) -> int:
         return 0
     from nbagent.server.http import check_bind, new_token
 
-    host, port = _split_hostport(args.http)
+    host, port = args.http
     try:
         check_bind(host, args.allow_remote)
     except ValueError as exc:
-        print(f"nbagent mcp-server: {exc}", file=sys.stderr)
-        return 2
+        return fail("nbagent mcp-server", exc)
     given = args.token or os.environ.get(TOKEN_ENV)
     token = given or new_token()
     try:
         asyncio.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
     except KeyboardInterrupt:
         pass
+    except (BadInput, ConfigError, OSError) as exc:
+        return fail("nbagent mcp-server", exc)
     return 0

@@ -23,7 +23,7 @@ __all__ = ["PREVIEW_CHARS", "SCHEMA_VERSION", "ThreadIndex", "ThreadStats", "Thr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PREVIEW_CHARS = 200
 
 _COLUMNS = (
@@ -36,6 +36,7 @@ _COLUMNS = (
     "notebook_path",
     "turns",
     "items",
+    "first_prompt",
     "last_prompt",
     "rollout_path",
 )
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS threads (
     notebook_path TEXT,
     turns INTEGER NOT NULL DEFAULT 0,
     items INTEGER NOT NULL DEFAULT 0,
+    first_prompt TEXT,
     last_prompt TEXT,
     rollout_path TEXT NOT NULL
 );
@@ -80,6 +82,7 @@ class ThreadSummary(BaseModel):
     notebook_path: str | None = None
     turns: int = 0
     items: int = 0
+    first_prompt: str | None = None
     last_prompt: str | None = None
     rollout_path: str
 
@@ -87,7 +90,7 @@ class ThreadSummary(BaseModel):
 class ThreadStats:
     """Running summary of a rollout; the single definition of every index column."""
 
-    __slots__ = ("meta", "name", "turns", "items", "last_prompt", "updated_at", "path")
+    __slots__ = ("meta", "name", "turns", "items", "first_prompt", "last_prompt", "updated_at", "path")
 
     def __init__(self, meta: ThreadMeta, path: Path) -> None:
         self.meta = meta
@@ -95,6 +98,7 @@ class ThreadStats:
         self.name: str | None = meta.name
         self.turns = 0
         self.items = 0
+        self.first_prompt: str | None = None
         self.last_prompt: str | None = None
         self.updated_at = meta.created_at
 
@@ -106,6 +110,8 @@ class ThreadStats:
                 self.updated_at = item.created_at
             if isinstance(item, UserMessage):
                 self.last_prompt = item.text[:PREVIEW_CHARS]
+                if self.first_prompt is None:
+                    self.first_prompt = self.last_prompt
         elif isinstance(line, TurnRecord):
             if line.status == "started":
                 self.turns += 1
@@ -127,6 +133,7 @@ class ThreadStats:
             notebook_path=m.notebook_path,
             turns=self.turns,
             items=self.items,
+            first_prompt=self.first_prompt,
             last_prompt=self.last_prompt,
             rollout_path=str(self.path),
         )
@@ -253,8 +260,8 @@ class ThreadIndex:
         """The columns a writer changes (cheaper than a replace); inserts the row if missing."""
         with self._lock:
             cur = self._conn.execute(
-                "UPDATE threads SET name=?, updated_at=?, turns=?, items=?, last_prompt=? WHERE id=?",
-                (s.name, s.updated_at, s.turns, s.items, s.last_prompt, s.id),
+                "UPDATE threads SET name=?, updated_at=?, turns=?, items=?, first_prompt=?, last_prompt=? WHERE id=?",
+                (s.name, s.updated_at, s.turns, s.items, s.first_prompt, s.last_prompt, s.id),
             )
             if cur.rowcount == 0:
                 self.upsert(s)

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli.proc import events_of, nbagent, one_line_error
+
 REQUIRED = {"type", "seq", "thread_id", "turn_id"}
-
-
-def nbagent(*args: str, home: Path, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
-    env["NBAGENT_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "nbagent.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd or ROOT,
-    )
-
-
-def events_of(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
 def test_run_json_prints_events_with_ids_and_seq(tmp_path: Path) -> None:
@@ -74,6 +59,6 @@ def test_no_model_says_what_to_set(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [["run"], ["frobnicate"], ["run", "--policy", "sometimes", "x"]])
-def test_bad_arguments_print_usage_not_a_traceback(tmp_path: Path, argv: list[str]) -> None:
+def test_bad_arguments_print_one_line_pointing_at_help_not_a_traceback(tmp_path: Path, argv: list[str]) -> None:
     proc = nbagent(*argv, home=tmp_path)
-    assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "--help" in one_line_error(proc)

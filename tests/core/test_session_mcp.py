@@ -137,7 +137,7 @@ def test_nbagent_tools_lists_the_catalogue(home: Path, tmp_path: Path) -> None:
         [sys.executable, "-m", "nbagent.cli", "tools", "--json"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
-    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    rows = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
     read = rows[FEATURES + "read_note"]
     assert (read["server"], read["raw_tool"], read["title"]) == ("feat", "read_note", "Read a note")
     assert read["annotations"]["read_only_hint"] is True

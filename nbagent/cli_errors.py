@@ -1,0 +1,44 @@
+"""How the ``nbagent`` commands refuse bad input: one line on stderr naming the problem, exit 2.
+
+argparse prints a usage block and then the error; a person has to find the one line that
+matters. Here the line comes first and alone, and points at ``--help`` for the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """Input the command cannot use (an address, a folder, a thread); the message says which."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` (and its subcommands' parsers) whose errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(BAD_INPUT, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(message: object) -> str:
+    return " ".join(str(message).split())
+
+
+def describe(exc: BaseException) -> str:
+    """An ``OSError`` as ``PATH: reason``; anything else as its message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc)
+
+
+def fail(prog: str, exc: BaseException | str, code: int = BAD_INPUT) -> int:
+    """Print the one line for ``exc``; returns ``code`` (bad input by default)."""
+    text = exc if isinstance(exc, str) else describe(exc)
+    print(f"{prog}: {one_line(text)}", file=sys.stderr, flush=True)
+    return code
