@@ -79,6 +79,8 @@ def _threads(args: argparse.Namespace) -> int:
     config = load_config(args.cwd)
     with ThreadStore(config.home_path) as store:
         threads = store.list_threads(limit=args.limit)
+        for warning in store.take_warnings():
+            print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps([t.model_dump(mode="json") for t in threads]))
         return 0
@@ -187,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, KeyError) as exc:
         print(f"nbagent: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the thread cannot be written: a full disk, another process writing it
+        print(f"nbagent: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 2
