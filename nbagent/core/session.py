@@ -441,8 +441,8 @@ class Session:
             raise KeyError(f"no thread with id or name {id_or_name!r} under {self.config.home_path}")
         if thread_id == self.thread_id:
             self._switch(thread_id)  # this session's own writer holds the thread's lock
-        # Off the loop: another process writing the thread is waited for (bounded), then refused.
-        loaded, writer = await asyncio.to_thread(self.store.open_thread, thread_id, self._secrets())
+        # Another process writing the thread is waited for (a few seconds at most), then refused.
+        loaded, writer = self.store.open_thread(thread_id, self._secrets())
         try:
             self._switch(thread_id)
         except RuntimeError:
