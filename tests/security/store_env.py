@@ -4,7 +4,6 @@ holds on disk, and a real full filesystem (a small tmpfs)."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import subprocess
 import sys
@@ -78,12 +77,3 @@ def small_filesystem(where: Path, size: str = "256k") -> Iterator[Path]:
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
-
-def is_full(directory: Path) -> bool:
-    try:
-        with open(directory / "probe", "wb", buffering=0) as fh:
-            fh.write(b"x")
-    except OSError as exc:
-        return exc.errno == errno.ENOSPC
-    (directory / "probe").unlink()
-    return False
