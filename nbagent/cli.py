@@ -95,6 +95,8 @@ def _threads(args: argparse.Namespace) -> int:
     config = load_config(args.cwd)
     with ThreadStore(_home(config)) as store:
         threads = store.list_threads(limit=args.limit)
+        for warning in store.take_warnings():
+            print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps([t.model_dump(mode="json") for t in threads]))
         return 0
@@ -281,8 +283,10 @@ def main(argv: list[str] | None = None) -> int:
 
             run_demo(Path(args.output))
             return 0
-    except (BadInput, ConfigError, KeyError, OSError) as exc:
+    except (BadInput, ConfigError, KeyError) as exc:
         return fail(prog, exc)
+    except OSError as exc:  # a home that cannot be used, a full disk, another process writing the thread
+        return fail(prog, exc, 1)
     except KeyboardInterrupt:
         return 130
     return 2

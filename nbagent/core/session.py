@@ -65,7 +65,7 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
-from nbagent.store import RolloutWriter, ThreadStore, repair_open_calls
+from nbagent.store import RolloutWriteError, RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
 
 BASE_INSTRUCTIONS = (
     "You are an agent working inside a Jupyter notebook session. Use the tools you are given to "
@@ -155,10 +155,14 @@ class Session:
 
     async def __aenter__(self) -> Session:
         self._mcp_start = asyncio.ensure_future(self.mcp.start())
-        if self._requested_thread:
-            await self.resume(self._requested_thread)
-        else:
-            await self.new_thread(self.thread_name)
+        try:
+            if self._requested_thread:
+                await self.resume(self._requested_thread)
+            else:
+                await self.new_thread(self.thread_name)
+        except BaseException:  # no thread (busy, a full disk): the servers started must not outlive it
+            await self.shutdown()
+            raise
         self._runner = asyncio.ensure_future(self._run_turns())
         return self
 
@@ -374,21 +378,23 @@ class Session:
     # -- threads and the rollout -----------------------------------------------------------
 
     def _secrets(self) -> list[str]:
-        secrets = [self.config.api_key or ""]
+        """What the rollout redacts: values that are secrets by what they are (API keys, bearer
+        tokens, header values) or by their name (``*TOKEN*``...), in the config or this process's
+        environment. A server's other settings (``NODE_ENV = "production"``) are history."""
+        env = os.environ
+        secrets = [self.config.api_key]
         for provider in self.config.model_providers.values():
-            secrets += list(provider.http_headers.values())
+            secrets += [*provider.http_headers.values(), env.get(provider.env_key or "")]
         for server in self.config.mcp_servers.values():
-            secrets += list(server.env.values()) + list(server.http_headers.values())
-            for var in [server.bearer_token_env_var, *server.env_vars, *server.env_http_headers.values()]:
-                if var and os.environ.get(var):
-                    secrets.append(os.environ[var])
-        return [s for s in secrets if s]
+            secrets += [*named_secrets(server.env), *server.http_headers.values()]
+            secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
+        return secret_values([*secrets, *named_secrets(env)])
 
     def record(self, item: Item) -> None:
+        self.write_line(ItemRecord(item=item))  # first: history never holds what the disk could not
         self.history.append(item)
         if isinstance(item, FunctionCall):
             self.call_ids.add(item.call_id)
-        self.write_line(ItemRecord(item=item))
 
     def write_line(self, line: RolloutLine) -> None:
         if self._writer is not None:
@@ -413,6 +419,8 @@ class Session:
                 resumed_items=resumed,
             )
         )
+        for message in self.store.take_warnings():
+            self.emit(WarningEvent(message=message))
 
     def _switch(self, thread_id: str) -> None:
         if self.running:
@@ -439,12 +447,19 @@ class Session:
         thread_id = self.store.resolve(id_or_name)
         if thread_id is None:
             raise KeyError(f"no thread with id or name {id_or_name!r} under {self.config.home_path}")
-        loaded = self.store.load(thread_id)
-        self._switch(thread_id)
+        if thread_id == self.thread_id:
+            self._switch(thread_id)  # this session's own writer holds the thread's lock
+        # Another process writing the thread is waited for (a few seconds at most), then refused.
+        loaded, writer = self.store.open_thread(thread_id, self._secrets())
+        try:
+            self._switch(thread_id)
+        except RuntimeError:
+            writer.close()
+            raise
+        self._writer = writer
         self.thread_name = loaded.name
         self.history = list(loaded.items)
         self.call_ids = {item.call_id for item in self.history if isinstance(item, FunctionCall)}
-        self._writer = self.store.open_writer(thread_id, secrets=self._secrets())
         self._configured(len(self.history))
         for warning in loaded.warnings:
             self.emit(WarningEvent(message=warning))
@@ -508,6 +523,10 @@ class Session:
                         raise
                     # Cancelled in its last step, after it recorded and announced the abort.
                     outcome = TurnOutcome(op.turn_id, "aborted", error=self.interrupt_reason)
+                except RolloutWriteError as exc:  # a full disk: the turn stops, the session and its caller go on
+                    message = f"the turn stopped: {exc}"
+                    self.emit(ErrorEvent(message=message, code="storage"), turn_id=op.turn_id)
+                    outcome = TurnOutcome(op.turn_id, "failed", error=message, error_code="storage")
                 finally:
                     self._current = None
             self._finish(op.turn_id, outcome, start)

@@ -14,6 +14,7 @@ from typing import Any
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import ConfigError
 from nbagent.server.threads import Defaults
+from nbagent.store import add_process_secret
 
 TOKEN_ENV = "NBAGENT_SERVER_TOKEN"
 
@@ -137,6 +138,7 @@ def main_mcp_server(argv: list[str]) -> int:
         return fail("nbagent mcp-server", exc)
     given = args.token or os.environ.get(TOKEN_ENV)
     token = given or new_token()
+    add_process_secret(token)  # a caller may paste it into a prompt: rollouts redact it
     try:
         asyncio.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
     except KeyboardInterrupt:

@@ -24,6 +24,7 @@ from mcp.server.lowlevel.server import Server
 import nbagent
 from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolSpec
 from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
+from nbagent.store import add_process_secret
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
@@ -115,6 +116,7 @@ async def start_notebook_server(
     """Serve ``session``'s tools on the running (kernel) loop; returns once it listens."""
     check_bind(host, allow_remote=False)
     token = token or new_token()
+    add_process_secret(token)  # a caller may send it back in arguments: rollouts redact it
     app = http_app(build_notebook_server(session), token, bind_host=host)
     handle = await start_http(app, host=host, port=port, token=token, signals=False)
     token_file = _write_token(session.config.home_path / "run", handle.port, token)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout
+from nbagent.store.lock import ThreadBusy
 from nbagent.store.repair import ABORTED_OUTPUT, open_calls, repair_open_calls
-from nbagent.store.rollout import REDACTED, Redactor, RolloutWriter, read_rollout
+from nbagent.store.rollout import REDACTED, Redactor, RolloutWriteError, RolloutWriter, read_rollout
+from nbagent.store.secrets import add_process_secret, named_secrets, secret_values
 from nbagent.store.threads import LoadedThread, ThreadNotFound, ThreadStore
 
 __all__ = [
@@ -12,14 +14,19 @@ __all__ = [
     "REDACTED",
     "LoadedThread",
     "Redactor",
+    "RolloutWriteError",
     "RolloutWriter",
+    "ThreadBusy",
     "ThreadIndex",
     "ThreadNotFound",
     "ThreadStats",
     "ThreadStore",
     "ThreadSummary",
+    "add_process_secret",
+    "named_secrets",
     "open_calls",
     "read_rollout",
     "repair_open_calls",
+    "secret_values",
     "summarize_rollout",
 ]

@@ -19,7 +19,16 @@ from pydantic import BaseModel
 from nbagent.protocol.items import UserMessage
 from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, ThreadMeta, TurnRecord
 
-__all__ = ["PREVIEW_CHARS", "SCHEMA_VERSION", "ThreadIndex", "ThreadStats", "ThreadSummary", "summarize_rollout"]
+__all__ = [
+    "PREVIEW_CHARS",
+    "SCHEMA_VERSION",
+    "IndexCorrupt",
+    "ThreadIndex",
+    "ThreadStats",
+    "ThreadSummary",
+    "summarize_rollout",
+    "thread_meta",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +70,28 @@ CREATE INDEX IF NOT EXISTS threads_updated ON threads(updated_at);
 """
 
 
+def _schema_matches(conn: sqlite3.Connection) -> bool:
+    """This version's table, with exactly its columns (an older or foreign ``threads`` is not)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        return False
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='threads'").fetchone():
+        return False
+    return {row[1] for row in conn.execute("PRAGMA table_info(threads)")} == set(_COLUMNS)
+
+
+class IndexCorrupt(sqlite3.DatabaseError):
+    """The file is not a database, or not a sound one: only then is it set aside."""
+
+
+def _is_corrupt(error: sqlite3.Error) -> bool:
+    """Corruption, as opposed to a full disk, a read-only file or a lock: those leave the file be."""
+    return isinstance(error, IndexCorrupt) or getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
 def _create_schema(conn: sqlite3.Connection) -> None:
-    """Drop and create the table inside the caller's transaction."""
-    conn.execute("DROP TABLE IF EXISTS threads")
+    """Drop and create the table inside the caller's transaction (whatever ``threads`` was)."""
+    for (kind,) in conn.execute("SELECT type FROM sqlite_master WHERE name='threads'").fetchall():
+        conn.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} threads")
     for stmt in _SCHEMA.split(";"):
         if stmt.strip():
             conn.execute(stmt)
@@ -139,16 +167,37 @@ class ThreadStats:
         )
 
     @classmethod
-    def from_lines(cls, lines: Iterable[RolloutLine], path: Path) -> ThreadStats | None:
-        """``None`` when the rollout has no valid ``ThreadMeta`` first line."""
-        it = iter(lines)
-        first = next(it, None)
-        if not isinstance(first, ThreadMeta):
+    def from_lines(cls, lines: list[RolloutLine], path: Path, warnings: list[str]) -> ThreadStats | None:
+        """``None`` when the rollout holds no thread (see ``thread_meta``)."""
+        found = thread_meta(lines, path, warnings)
+        if found is None:
             return None
-        stats = cls(first, path)
-        for line in it:
+        stats = cls(found[0], path)
+        for line in found[1]:
             stats.feed(line)
         return stats
+
+
+def thread_meta(lines: list[RolloutLine], path: Path, warnings: list[str]) -> tuple[ThreadMeta, list[RolloutLine]] | None:
+    """The thread's meta and the lines after it.
+
+    A first line that is not a readable meta (garbage, a hand edit, a torn write) costs what only
+    it held (name at creation, cwd, notebook), never the thread: the meta is rebuilt from the file
+    name (the thread id) and the first records, with a warning. ``None`` when no line is left.
+    """
+    if lines and isinstance(lines[0], ThreadMeta):
+        return lines[0], lines[1:]
+    if not lines:
+        warnings.append(f"{path}: no readable line; not a thread")
+        return None
+    first_turn = next((ln for ln in lines if isinstance(ln, TurnRecord)), None)
+    first = lines[0]
+    created = first.at if isinstance(first, TurnRecord) else first.item.created_at if isinstance(first, ItemRecord) else None
+    meta = ThreadMeta(thread_id=path.stem, model=first_turn.model if first_turn else "",
+                      **({"created_at": created} if created is not None else {}))
+    warnings.append(f"{path}:1: not a thread_meta line; the thread was rebuilt from the other lines "
+                    "(its name at creation, cwd and notebook path are lost)")
+    return meta, lines
 
 
 def summarize_rollout(path: Path) -> tuple[ThreadStats | None, list[str]]:
@@ -156,17 +205,16 @@ def summarize_rollout(path: Path) -> tuple[ThreadStats | None, list[str]]:
     from nbagent.store.rollout import read_rollout
 
     lines, warnings = read_rollout(path)
-    stats = ThreadStats.from_lines(lines, path)
-    if stats is None:
-        warnings.append(f"{path}: no thread_meta first line; not indexed")
-    return stats, warnings
+    return ThreadStats.from_lines(lines, path, warnings), warnings
 
 
 class ThreadIndex:
     """A thin, thread-safe wrapper over the SQLite index.
 
-    ``needs_rebuild`` is set when the file was missing, of another schema version, or corrupt
-    (then moved aside to ``state.sqlite.corrupt``); the owner then rebuilds from rollouts.
+    ``needs_rebuild`` is set when the file was missing, of another schema, or corrupt (then moved
+    aside to ``state.sqlite.corrupt``); the owner then rebuilds from rollouts. A file that cannot
+    be used for another reason (a full disk, no write permission) is left as it is and the index
+    lives in memory this time.
     """
 
     def __init__(self, path: Path | None) -> None:
@@ -187,10 +235,8 @@ class ThreadIndex:
                 conn.execute("PRAGMA synchronous=NORMAL")
             ok = conn.execute("PRAGMA quick_check").fetchone()
             if not ok or ok[0] != "ok":
-                raise sqlite3.DatabaseError(f"quick_check: {ok[0] if ok else 'no answer'}")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            has_table = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='threads'").fetchone()
-            if version != SCHEMA_VERSION or not has_table:
+                raise IndexCorrupt(f"quick_check: {ok[0] if ok else 'no answer'}")
+            if not _schema_matches(conn):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     _create_schema(conn)
@@ -209,14 +255,13 @@ class ThreadIndex:
             return self._connect(":memory:")
         try:
             return self._connect(str(self.path))
-        except sqlite3.OperationalError as e:
-            if "locked" in str(e) or "busy" in str(e):
-                # Another process holds it (e.g. mid-rebuild); work from memory this time.
-                self.warnings.append(f"{self.path}: index busy ({e}); using an in-memory index")
-                return self._connect(":memory:")
-            return self._recover(e)
         except sqlite3.DatabaseError as e:
-            return self._recover(e)
+            if _is_corrupt(e):
+                return self._recover(e)
+            # Busy (another process mid-rebuild), a full disk, a read-only file: the file may be
+            # sound, so it stays; work from memory this time.
+            self.warnings.append(f"{self.path}: index unavailable ({e}); using an in-memory index this time")
+            return self._connect(":memory:")
 
     def _recover(self, error: Exception) -> sqlite3.Connection:
         assert self.path is not None

@@ -1,127 +1,130 @@
 """The rollout: one append-only JSONL file per thread, the replayable facts of that thread.
 
-Each line is one ``RolloutLine`` written with a single ``write`` on an unbuffered file, so a
-line that was confirmed is in the OS page cache and survives a SIGKILL of the process. No
-fsync per line: a power cut may lose the tail, which the reader tolerates (torn last line).
+Each line is one ``RolloutLine`` written whole on an unbuffered file (a short write is continued,
+a failed one cut back), so a line that was confirmed is in the OS page cache and survives a
+SIGKILL of the process. No fsync per line: a power cut may lose the tail, which the reader
+tolerates (torn last line).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
+from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
 
-__all__ = ["REDACTED", "MIN_SECRET_LEN", "Redactor", "RolloutWriter", "read_rollout"]
+__all__ = ["REDACTED", "Redactor", "RolloutWriteError", "RolloutWriter", "read_rollout"]
 
 log = logging.getLogger(__name__)
 
 REDACTED = "[redacted]"
-MIN_SECRET_LEN = 4
-"""Shorter strings are ignored: redacting ``"a"`` or ``"1"`` would mangle every line."""
+
+_VOCABULARY = frozenset(
+    {"type", "status", "entry", "policy", "decision", "by", "action", "id", "turn_id", "call_id", "request_id",
+     "thread_id", "server", "tool", "raw_tool"}
+)
+"""Fields of nbagent's own protocol (literals, ids, tool and server names): never free text, so
+never redacted; a secret that happens to equal ``completed`` or ``approve`` must not rewrite a
+record's status or decision."""
 
 
 class Redactor:
-    """Replaces every occurrence of a secret in a serialized line by ``[redacted]``.
+    """Replaces every occurrence of a secret in the free text of a line by ``[redacted]``.
 
-    A byte-level replace is cheap and catches secrets anywhere (values, keys, nested JSON
-    strings). A secret may appear in its JSON-escaped form, so both forms are searched. If a
-    replace breaks the line (a secret equal to a field value such as ``"item"``), the line is
-    redacted value by value instead; a secret is never written, even at the cost of validity.
+    A line that holds no secret (nearly all) is found so by one scan of its bytes and written as
+    it is. A line that does is redacted value by value: prompts, outputs, arguments, names,
+    reasons, the keys and values of free data; never a field of the protocol's vocabulary. A
+    secret may appear JSON-escaped once (a string of the line) or twice (inside a JSON string such
+    as a call's ``arguments``), so every such form is searched.
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        texts = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
-        forms: set[bytes] = set()
-        for s in texts:
-            forms.add(s.encode())
-            forms.add(json.dumps(s)[1:-1].encode())
-            forms.add(json.dumps(s, ensure_ascii=False)[1:-1].encode())
-        # Longest first, so a secret containing another is removed whole.
-        self._forms: list[bytes] = sorted(forms, key=len, reverse=True)
-        self._texts: list[str] = sorted(texts, key=len, reverse=True)
+        forms: set[str] = set()
+        for secret in secret_values(secrets):
+            for once in _escaped(secret):
+                forms.update(_escaped(once))
+        ordered = sorted(forms, key=len, reverse=True)  # a secret containing another goes whole
+        self._text = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in ordered)) if ordered else None
 
     def __bool__(self) -> bool:
-        return bool(self._forms)
+        return self._text is not None
 
     def text(self, value: str) -> str:
         """Redact a plain string (for values that go elsewhere than the rollout)."""
-        for s in self._texts:
-            if s in value:
-                value = value.replace(s, REDACTED)
-        return value
-
-    def contains_secret(self, data: bytes) -> bool:
-        return any(f in data for f in self._forms)
+        return self._text.sub(REDACTED, value) if self._text is not None else value
 
     def line(self, data: bytes) -> bytes:
-        """Return ``data`` with every secret replaced; ``data`` itself when none occurs."""
-        out = data
-        for f in self._forms:
-            if f in out:
-                out = out.replace(f, REDACTED.encode())
-        if out is data:
+        """Return ``data`` with every secret in free text replaced; ``data`` itself when none occurs."""
+        if self._bytes is None or not self._bytes.search(data):
             return data
-        try:
-            RolloutLineAdapter.validate_json(out)
-            return out
-        except ValidationError:
-            pass
-        # The secret collided with the line's structure (a field name or a literal such as
-        # "completed"): redact value by value, sparing schema field names and literal fields.
-        structured = json.dumps(self._walk(json.loads(data)), ensure_ascii=False, separators=(",", ":")).encode()
-        try:
-            RolloutLineAdapter.validate_json(structured)
-            return structured
-        except ValidationError:
-            log.warning("redacting a secret made a rollout line invalid; it is written redacted and will be skipped")
-            return out
+        return json.dumps(self._record(json.loads(data)), ensure_ascii=False, separators=(",", ":")).encode()
 
-    def _walk(self, value: Any, key: str | None = None) -> Any:
+    def _record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A protocol model: vocabulary kept, nested models walked, the rest free text."""
+        out: dict[str, Any] = {}
+        for key, value in record.items():
+            if key in _VOCABULARY or (key == "name" and record.get("type") == "function_call"):
+                out[key] = value  # a call's name is the tool's: vocabulary; a thread's name is text
+            elif key == "item" and isinstance(value, dict):
+                out[key] = self._record(value)
+            elif key == "content" and isinstance(value, list):  # display blocks of an output
+                out[key] = [self._record(v) if isinstance(v, dict) else self._free(v) for v in value]
+            else:
+                out[key] = self._free(value)
+        return out
+
+    def _free(self, value: Any) -> Any:
         if isinstance(value, str):
-            return value if key in _LITERAL_FIELDS else self.text(value)
+            return self.text(value)
         if isinstance(value, list):
-            return [self._walk(v) for v in value]
+            return [self._free(v) for v in value]
         if isinstance(value, dict):
-            return {(k if k in _FIELD_NAMES else self.text(k)): self._walk(v, k) for k, v in value.items()}
+            out: dict[str, Any] = {}
+            for key, v in value.items():
+                new = base = self.text(key)
+                n = 1
+                while new in out:  # two keys redacted alike both stay
+                    n += 1
+                    new = f"{base} ({n})"
+                out[new] = self._free(v)
+            return out
         return value
 
 
-def _field_names() -> frozenset[str]:
-    """Every field name of the rollout models: keys a byte-level redaction must not touch."""
-    seen: set[type] = set()
-    names: set[str] = set()
-
-    def visit(tp: Any) -> None:
-        for arg in get_args(tp):
-            visit(arg)
-        if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
-            seen.add(tp)
-            for name, f in tp.model_fields.items():
-                names.add(name)
-                visit(f.annotation)
-
-    visit(RolloutLine)
-    return frozenset(names)
+def _escaped(text: str) -> set[str]:
+    """``text`` as it may appear inside a JSON string: as is, escaped with or without ``\\uXXXX``."""
+    return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
 
 
-_FIELD_NAMES = _field_names()
-_LITERAL_FIELDS = frozenset({"type", "status", "entry", "policy"})
-"""Fields whose values are literals: redacting them would make the line invalid."""
+class RolloutWriteError(OSError):
+    """A line could not be written (full disk, I/O error); no part of it is left in the file."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        super().__init__(cause.errno, f"cannot write to {path}: {cause.strerror or cause}")
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class RolloutWriter:
     """Appends lines to one thread's rollout; every ``append`` is on disk (page cache) on return.
 
-    ``on_line`` is told of every appended line with its redacted bytes, which lets the index
-    keep its counters without re-reading the file; it must be cheap and never raise.
+    ``on_line`` is told of every appended line as written (redacted) with its bytes, which lets
+    the index keep its counters without re-reading the file; it must be cheap and never raise.
+    Secrets are the caller's plus the process's own (``add_process_secret``), including those
+    added after the writer was opened.
     """
 
     def __init__(
@@ -134,14 +137,28 @@ class RolloutWriter:
         create: bool = False,
     ) -> None:
         self.path = Path(path)
-        self.redactor = Redactor(secrets)
+        self._secrets = list(secrets)
+        self._secrets_version = -1
+        self._redactor = Redactor()
         self._on_line = on_line
         self._on_close = on_close
         self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
         self._fd: int | None = os.open(self.path, flags, 0o600)
         if not create:
-            self._terminate_torn_tail()
+            try:
+                self._terminate_torn_tail()
+            except OSError:
+                self.close()
+                raise
+
+    @property
+    def redactor(self) -> Redactor:
+        version = process_secrets_version()
+        if version != self._secrets_version:
+            self._redactor = Redactor([*self._secrets, *process_secrets()])
+            self._secrets_version = version
+        return self._redactor
 
     def _terminate_torn_tail(self) -> None:
         """Keep a torn last line (from a crash) on its own line, so the next append is intact."""
@@ -151,22 +168,44 @@ class RolloutWriter:
         with open(self.path, "rb") as f:
             f.seek(size - 1)
             if f.read(1) != b"\n":
-                os.write(self._fd, b"\n")  # type: ignore[arg-type]
+                self._write_all(b"\n")
+
+    def _write_all(self, data: bytes) -> None:
+        """All of ``data`` or none of it: a short write is continued, a failed one cut back, so a
+        full disk never leaves half a line for the next append to glue onto."""
+        fd = self._fd
+        assert fd is not None
+        view, done = memoryview(data), 0
+        try:
+            while done < len(data):
+                n = os.write(fd, view[done:])
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += n
+        except OSError as exc:
+            if done:
+                with contextlib.suppress(OSError):  # not a regular file: nothing to cut back
+                    os.ftruncate(fd, os.fstat(fd).st_size - done)
+            raise RolloutWriteError(self.path, exc) from exc
 
     @property
     def closed(self) -> bool:
         return self._fd is None
 
     def append(self, line: RolloutLine) -> None:
-        """Serialize, redact and write one line; flushed to the OS before returning."""
+        """Serialize, redact and write one line; flushed to the OS before returning.
+
+        Raises ``RolloutWriteError`` (an ``OSError``) when the line could not be written whole.
+        """
         if self._fd is None:
             raise ValueError(f"rollout writer for {self.path} is closed")
-        data = line.__pydantic_serializer__.to_json(line)
-        if self.redactor:
-            data = self.redactor.line(data)
-        os.write(self._fd, data + b"\n")
+        raw = line.__pydantic_serializer__.to_json(line)
+        data = self.redactor.line(raw)
+        self._write_all(data + b"\n")
         if self._on_line is not None:
             try:
+                if data is not raw:  # the index holds what the file holds: redacted values
+                    line = RolloutLineAdapter.validate_json(data)
                 self._on_line(line, data)
             except Exception:  # the line is written; bookkeeping must not turn that into a failure
                 log.exception("rollout line hook failed for %s", self.path)

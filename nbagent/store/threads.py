@@ -2,12 +2,15 @@
 
 Layout: ``home/threads/<thread_id>.jsonl`` (flat, so a thread is found from its id alone
 even when the index is gone) and ``home/state.sqlite``. The rollouts are the truth; the
-index is refreshed from them whenever it is found missing, stale or corrupt.
+index is refreshed from them whenever it is found missing, stale, of another schema or corrupt.
+Only files inside ``home/threads`` are threads: an index row or a symlink that leads elsewhere
+is ignored with a warning, so nothing outside the home is read as history or appended to.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -17,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from nbagent.protocol.items import Item, UserMessage
-from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, RolloutLineAdapter, ThreadMeta, TurnRecord
-from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout
+from nbagent.protocol.items import Item
+from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, ThreadMeta, TurnRecord
+from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout, thread_meta
+from nbagent.store.lock import LOCK_WAIT_SEC, ThreadLock
 from nbagent.store.rollout import RolloutWriter, read_rollout
 
 __all__ = ["INDEX_FILE", "THREADS_DIR", "LoadedThread", "ThreadNotFound", "ThreadStore"]
@@ -76,17 +80,10 @@ class _Tracker:
         self.store = store
         self.path = path
         self.stats = stats
-        self.redacts = False
         self._last_flush = float("-inf")
 
     def on_line(self, line: RolloutLine, data: bytes) -> None:
         is_item = isinstance(line, ItemRecord)
-        if self.redacts and (not is_item or isinstance(line.item, UserMessage)):  # type: ignore[union-attr]
-            # Index values (name, preview) must be what the rollout holds: redacted.
-            try:
-                line = RolloutLineAdapter.validate_json(data)
-            except ValueError:
-                return
         if isinstance(line, ThreadMeta):
             if self.stats is None:
                 self.stats = ThreadStats(line, self.path)
@@ -122,7 +119,6 @@ class ThreadStore:
         self.threads_dir.mkdir(parents=True, exist_ok=True)
         self.warnings: list[str] = []
         self._lock = threading.RLock()
-        self._stats_cache: dict[str, tuple[int, int, ThreadStats]] = {}
         self._index = ThreadIndex(self.home / INDEX_FILE)
         self._take_index_warnings()
         if self._index.needs_rebuild:
@@ -130,26 +126,33 @@ class ThreadStore:
 
     # -- index plumbing ------------------------------------------------------------------
 
+    def _warn(self, message: str) -> None:
+        """Once per store: a full disk fails every index write the same way."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def _take_index_warnings(self) -> None:
-        self.warnings.extend(self._index.warnings)
+        for message in self._index.warnings:
+            self._warn(message)
         self._index.warnings.clear()
 
     def _rebuild_quietly(self) -> None:
         try:
             self.rebuild_index()
         except sqlite3.Error as e:
-            self.warnings.append(f"index rebuild failed: {e}")
+            self._warn(f"index rebuild failed: {e}")
 
     def _index_call(self, fn: Callable[[ThreadIndex], _T], default: _T) -> _T:
         """Run an index operation; a busy index gives ``default``, a corrupt one is rebuilt."""
         with self._lock:
             try:
                 return fn(self._index)
-            except sqlite3.OperationalError as e:
-                self.warnings.append(f"index operation failed: {e}")
-                return default
             except sqlite3.DatabaseError as e:
-                self.warnings.append(f"index corrupt ({e}); rebuilding it from the rollouts")
+                if isinstance(e, sqlite3.OperationalError) and not str(e).startswith("no such"):
+                    self._warn(f"index operation failed: {e}")  # busy, a full disk: the file is sound
+                    return default
+                # Corrupt, or changed to another schema under us ("no such column").
+                self._warn(f"index unusable ({e}); rebuilding it from the rollouts")
                 self._index.reset()
                 self._take_index_warnings()
                 self._rebuild_quietly()
@@ -179,84 +182,127 @@ class ThreadStore:
         self._check_id(thread_id)
         return self.threads_dir / f"{thread_id}.jsonl"
 
-    def _rollout_files(self) -> list[Path]:
-        return sorted(self.threads_dir.rglob("*.jsonl"))
+    def _inside(self, path: Path) -> bool:
+        """A file inside ``home/threads`` once links and ``..`` are followed."""
+        try:
+            return path.resolve().is_relative_to(self.threads_dir.resolve()) and path.is_file()
+        except OSError:
+            return False
+
+    def _rollouts(self, pattern: str = "*.jsonl") -> list[Path]:
+        """The rollouts under ``home/threads``; a link leading out of it is not one."""
+        found = []
+        for path in sorted(self.threads_dir.rglob(pattern)):
+            if self._inside(path):
+                found.append(path)
+            elif path.is_symlink():
+                self._warn(f"{path} links to {os.path.realpath(path)}, outside {self.threads_dir}; ignored")
+        return found
+
+    def _row_path(self, row: ThreadSummary | None) -> Path | None:
+        """A row's rollout when it is inside the home; a row leading elsewhere is ignored."""
+        if row is None:
+            return None
+        path = Path(row.rollout_path)
+        if self._inside(path):
+            return path
+        if path.is_file():
+            self._warn(f"index row of thread {row.id} points outside {self.threads_dir} ({path}); ignored")
+        return None
 
     def _find_path(self, thread_id: str) -> Path | None:
         """The rollout of a thread: index row, then the usual place, then a scan."""
         if not _SAFE_ID.fullmatch(thread_id):
             return None
-        row = self._index_call(lambda ix: ix.get(thread_id), None)
-        if row is not None and Path(row.rollout_path).is_file():
-            return Path(row.rollout_path)
-        p = self.threads_dir / f"{thread_id}.jsonl"
-        if p.is_file():
-            return p
-        for f in self.threads_dir.rglob(f"{thread_id}.jsonl"):
-            return f
-        return None
+        found = self._row_path(self._index_call(lambda ix: ix.get(thread_id), None))
+        if found is not None:
+            return found
+        usual = self.threads_dir / f"{thread_id}.jsonl"
+        if self._inside(usual):
+            return usual
+        return next(iter(self._rollouts(f"{thread_id}.jsonl")), None)
 
     # -- writing -------------------------------------------------------------------------
 
-    def _writer(self, path: Path, stats: ThreadStats | None, secrets: Iterable[str], create: bool) -> RolloutWriter:
+    def _writer(
+        self, path: Path, stats: ThreadStats | None, secrets: Iterable[str], *, create: bool, lock: ThreadLock
+    ) -> RolloutWriter:
+        """A writer that holds ``lock`` until it is closed."""
         tracker = _Tracker(self, path, stats)
-        writer = RolloutWriter(path, secrets, on_line=tracker.on_line, on_close=tracker.flush, create=create)
-        tracker.redacts = bool(writer.redactor)
-        return writer
+
+        def closed() -> None:
+            try:
+                tracker.flush()
+            finally:
+                lock.release()
+
+        try:
+            return RolloutWriter(path, secrets, on_line=tracker.on_line, on_close=closed, create=create)
+        except BaseException:
+            lock.release()
+            raise
 
     def create(self, meta: ThreadMeta, secrets: Iterable[str] = ()) -> RolloutWriter:
         """Start a thread: its rollout gets ``meta`` as first line and the index a row.
 
-        Raises ``FileExistsError`` if the thread id is taken.
+        Raises ``FileExistsError`` if the thread id is taken, ``RolloutWriteError`` (an
+        ``OSError``) if not even the first line could be written: then no file is left.
         """
         path = self.path_for(meta.thread_id)
-        writer = self._writer(path, None, secrets, create=True)
-        writer.append(meta)
+        lock = ThreadLock(path, meta.thread_id).acquire()
+        writer = self._writer(path, None, secrets, create=True, lock=lock)
+        try:
+            writer.append(meta)
+        except OSError:
+            writer.close()
+            path.unlink(missing_ok=True)  # a thread that never began leaves no empty rollout
+            raise
         return writer
 
-    def open_writer(self, thread_id: str, secrets: Iterable[str] = ()) -> RolloutWriter:
-        """Append to an existing thread (resume). Raises ``ThreadNotFound``."""
+    def open_thread(
+        self, thread_id: str, secrets: Iterable[str] = (), *, wait: float = LOCK_WAIT_SEC
+    ) -> tuple[LoadedThread, RolloutWriter]:
+        """Resume: lock the thread for this process, load it, open its writer.
+
+        Loading under the lock means a turn another process has just ended is seen as ended, not
+        taken for one a crash cut off. Raises ``ThreadNotFound``, or ``ThreadBusy`` (naming the
+        writer's pid) when another process still writes the thread after ``wait`` seconds.
+        """
         path = self._find_path(thread_id)
         if path is None:
             raise ThreadNotFound(thread_id)
-        stats = self._cached_stats(thread_id, path)
-        if stats is None:
-            stats, _ = summarize_rollout(path)
-            if stats is None:
-                raise ThreadNotFound(f"{thread_id}: rollout {path} has no valid thread_meta line")
-        return self._writer(path, stats, secrets, create=False)
-
-    def _cached_stats(self, thread_id: str, path: Path) -> ThreadStats | None:
-        """Stats from the last ``load`` if the file has not changed since (resume = load + open)."""
-        cached = self._stats_cache.pop(thread_id, None)
-        if cached is None:
-            return None
-        size, mtime, stats = cached
-        st = path.stat()
-        if st.st_size == size and st.st_mtime_ns == mtime and stats.path == path:
-            return stats
-        return None
+        lock = ThreadLock(path, thread_id).acquire(wait)
+        try:
+            loaded, stats = self._load(thread_id, path)
+        except BaseException:
+            lock.release()
+            raise
+        return loaded, self._writer(path, stats, secrets, create=False, lock=lock)
 
     # -- reading -------------------------------------------------------------------------
 
     def load(self, thread_id: str) -> LoadedThread:
-        """Rebuild a thread from its rollout. Raises ``ThreadNotFound``.
+        """Rebuild a thread from its rollout (to read it; resuming is ``open_thread``).
 
-        Also heals the thread's index row, which a crash may have left behind the rollout.
+        Raises ``ThreadNotFound``. Also heals the thread's index row, which a crash may have left
+        behind the rollout.
         """
         path = self._find_path(thread_id)
         if path is None:
             raise ThreadNotFound(thread_id)
-        st = path.stat()
+        return self._load(thread_id, path)[0]
+
+    def _load(self, thread_id: str, path: Path) -> tuple[LoadedThread, ThreadStats]:
         lines, warnings = read_rollout(path)
-        if not lines or not isinstance(lines[0], ThreadMeta):
-            raise ThreadNotFound(f"{thread_id}: rollout {path} has no valid thread_meta first line")
-        meta = lines[0]
+        found = thread_meta(lines, path, warnings)
+        if found is None:
+            raise ThreadNotFound(f"{thread_id}: rollout {path} holds no readable line")
+        meta, rest = found
         items: list[Item] = []
         turns: list[TurnRecord] = []
         name = meta.name
         stats = ThreadStats(meta, path)
-        for line in lines[1:]:
+        for line in rest:
             stats.feed(line)
             if isinstance(line, ItemRecord):
                 items.append(line.item)
@@ -266,11 +312,16 @@ class ThreadStore:
                 name = line.name
             else:
                 warnings.append(f"{path}: extra thread_meta line ignored")
-        self._stats_cache[meta.thread_id] = (st.st_size, st.st_mtime_ns, stats)
         summary = stats.summary()
         if self._index_call(lambda ix: ix.get(meta.thread_id), None) != summary:
             self._index_call(lambda ix: ix.upsert(summary), None)
-        return LoadedThread(meta=meta, items=items, turns=turns, name=name, warnings=warnings, path=path)
+        loaded = LoadedThread(meta=meta, items=items, turns=turns, name=name, warnings=warnings, path=path)
+        return loaded, stats
+
+    def take_warnings(self) -> list[str]:
+        """What went wrong with the index or the files since the last call, for a front end to show."""
+        taken, self.warnings = self.warnings, []
+        return taken
 
     def resolve(self, id_or_name: str) -> str | None:
         """Exact id, then exact name (most recent thread of that name), then a unique id prefix."""
@@ -285,22 +336,22 @@ class ThreadStore:
 
     def _lookup(self, key: str) -> str | None:
         row = self._index_call(lambda ix: ix.get(key), None)
-        if row is not None and Path(row.rollout_path).is_file():
-            return row.id
-        if _SAFE_ID.fullmatch(key) and (self.threads_dir / f"{key}.jsonl").is_file():
+        if self._row_path(row) is not None:
+            return row.id  # type: ignore[union-attr]
+        if _SAFE_ID.fullmatch(key) and self._inside(self.threads_dir / f"{key}.jsonl"):
             return key
         row = self._index_call(lambda ix: ix.by_name(key), None)
-        if row is not None and Path(row.rollout_path).is_file():
-            return row.id
+        if self._row_path(row) is not None:
+            return row.id  # type: ignore[union-attr]
         ids = set(self._index_call(lambda ix: ix.ids_with_prefix(key, limit=2), []))
         if len(ids) == 1:
             return ids.pop()
         return None
 
     def _sync(self) -> None:
-        """Index rollouts the index lacks and drop rows whose rollout is gone."""
+        """Index rollouts the index lacks and drop rows whose rollout is gone (or outside)."""
         known = self._index_call(lambda ix: ix.paths(), {})
-        files = {str(p): p for p in self._rollout_files()}
+        files = {str(p): p for p in self._rollouts()}
         for p, tid in known.items():
             if p not in files:
                 self._index_call(lambda ix, tid=tid: ix.delete(tid), None)
@@ -308,6 +359,8 @@ class ThreadStore:
             if p in known:
                 continue
             stats, warnings = summarize_rollout(path)
+            for warning in warnings:
+                self._warn(warning)
             if stats is not None:
                 self._index_call(lambda ix, s=stats.summary(): ix.upsert(s), None)
 
@@ -319,18 +372,18 @@ class ThreadStore:
     def rebuild_index(self) -> int:
         """Drop the index and recreate it from the rollouts alone; returns the thread count."""
         summaries: dict[str, ThreadSummary] = {}
-        for path in self._rollout_files():
+        for path in self._rollouts():
             stats, warnings = summarize_rollout(path)
-            self.warnings.extend(w for w in warnings if "not indexed" in w)
+            for warning in warnings:
+                self._warn(warning)
             if stats is None:
                 continue
             s = stats.summary()
             prev = summaries.get(s.id)
             if prev is not None:
-                self.warnings.append(f"thread {s.id} has two rollouts ({prev.rollout_path}, {s.rollout_path})")
+                self._warn(f"thread {s.id} has two rollouts ({prev.rollout_path}, {s.rollout_path})")
                 if Path(s.rollout_path) != self.threads_dir / f"{s.id}.jsonl":
                     continue
             summaries[s.id] = s
-        self._stats_cache.clear()
         with self._lock:
             return self._index.replace_all(summaries.values())

@@ -31,9 +31,9 @@ from nbagent.protocol.items import FunctionCall, FunctionCallOutput
 from nbagent.store import ThreadStore, repair_open_calls
 home, thread_id = Path(sys.argv[1]), sys.argv[2]
 store = ThreadStore(home)
-t = store.load(thread_id)
+t, w = store.open_thread(thread_id)
 repairs = repair_open_calls(t.items)
-with store.open_writer(thread_id) as w:
+with w:
     for r in repairs:
         w.append_item(r)
 again = store.load(thread_id)

@@ -80,7 +80,7 @@ def test_resolve_by_id_prefix_and_name(tmp_path: Path) -> None:
 def test_rename_changes_name_resolution(tmp_path: Path) -> None:
     store = ThreadStore(tmp_path)
     _thread(store, "thread_r", "first")
-    with store.open_writer("thread_r") as w:
+    with store.open_thread("thread_r")[1] as w:
         w.append(NameRecord(name="second"))
     assert store.resolve("second") == "thread_r"
     assert store.resolve("first") is None
@@ -91,7 +91,7 @@ def test_rebuild_agrees_with_live_index(tmp_path: Path) -> None:
     store = ThreadStore(tmp_path)
     for i in range(5):
         _thread(store, f"thread_{i}", f"n{i % 2}", prompts=i + 1, at=1000.0 + i)
-    with store.open_writer("thread_3") as w:  # resume appends more
+    with store.open_thread("thread_3")[1] as w:  # resume appends more
         w.append(TurnRecord(turn_id="more", status="started"))
         w.append_item(UserMessage(text="resumed"))
         w.append(TurnRecord(turn_id="more", status="aborted", reason="interrupted"))

@@ -101,9 +101,9 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     env_value = "hunter2-env-value"
     store = ThreadStore(tmp_path)
     meta = ThreadMeta(thread_id="thread_sec", name=f"name {key}", cwd=f"/home/{env_value}")
-    with store.create(meta, secrets=[key, token, env_value, "", "ab"]) as w:
+    with store.create(meta, secrets=[key, token, env_value, "", "ab", "abcdefg"]) as w:
         w.append_item(UserMessage(text=f"my key is {key}"))
-        w.append_item(UserMessage(text="short (ab) strings stay"))
+        w.append_item(UserMessage(text="short (ab, abcdefg) strings stay"))
         w.append_item(
             FunctionCallOutput(
                 call_id="c", output=f"Authorization: {token}", structured={key: [env_value]}, content=[]
@@ -115,7 +115,7 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     for secret in (key, token, env_value):
         assert secret.encode() not in data
         assert json.dumps(secret)[1:-1].encode() not in data
-    assert b"(ab)" in data  # short strings are not redacted
+    assert b"(ab, abcdefg)" in data  # shorter than 8: not a secret
     loaded = store.load("thread_sec")
     assert loaded.warnings == []
     assert loaded.items[0].text == f"my key is {REDACTED}"  # type: ignore[union-attr]
@@ -125,14 +125,14 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     db = b"".join(p.read_bytes() for p in tmp_path.glob("state.sqlite*"))
     assert key.encode() not in db and env_value.encode() not in db
     (row,) = store.list_threads()
-    assert row.name == f"name {REDACTED}" and row.last_prompt == "short (ab) strings stay"
+    assert row.name == f"name {REDACTED}" and row.last_prompt == "short (ab, abcdefg) strings stay"
 
 
 def test_secret_colliding_with_structure_keeps_line_valid(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    with RolloutWriter(path, secrets=["item", "completed"], create=True) as w:
+    with RolloutWriter(path, secrets=["user_message", "completed"], create=True) as w:
         w.append(ThreadMeta(thread_id="t"))
-        w.append_item(UserMessage(text="an item completed"))
+        w.append_item(UserMessage(text="an user_message completed"))
         w.append(TurnRecord(turn_id="x", status="completed"))
     lines, warnings = read_rollout(path)
     assert warnings == []
