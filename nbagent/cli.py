@@ -4,13 +4,12 @@ server and the offline demo. A front end like the notebook: it submits ops, prin
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import __version__
+from nbagent import __version__, signals
 from nbagent.config import ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
 
@@ -170,15 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return asyncio.run(_turn(args, None))
+            return signals.run(_turn(args, None))
         if args.command == "resume":
-            return asyncio.run(_turn(args, args.thread))
+            return signals.run(_turn(args, args.thread))
         if args.command == "threads":
             return _threads(args)
         if args.command == "index":
             return _rebuild(args)
         if args.command == "tools":
-            return asyncio.run(_tools(args))
+            return signals.run(_tools(args))
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 
@@ -189,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except signals.Stopped as stop:
+        return stop.exit_code
     return 2
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
 import sys
 from typing import Any
 
+from nbagent import signals
 from nbagent.server.threads import Defaults
 
 TOKEN_ENV = "NBAGENT_SERVER_TOKEN"
@@ -93,7 +93,10 @@ def main_mcp_server(argv: list[str]) -> int:
     defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
                         park_timeout=args.park_timeout)
     if not args.http:
-        asyncio.run(serve_stdio(defaults))
+        try:
+            signals.run(serve_stdio(defaults))
+        except signals.Stopped as stop:
+            return stop.exit_code
         return 0
     from nbagent.server.http import check_bind, new_token
 
@@ -106,7 +109,9 @@ def main_mcp_server(argv: list[str]) -> int:
     given = args.token or os.environ.get(TOKEN_ENV)
     token = given or new_token()
     try:
-        asyncio.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
+        signals.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
     except KeyboardInterrupt:
         pass
+    except signals.Stopped as stop:
+        return stop.exit_code
     return 0
