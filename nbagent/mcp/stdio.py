@@ -29,7 +29,7 @@ from nbagent.mcp import proctree
 STDIN_GRACE_SEC = 1.0
 """How long a server may take to exit by itself after its stdin closes (the spec's first step)."""
 TERM_GRACE_SEC = 1.0
-"""How long after SIGTERM to the group before SIGKILL."""
+"""How long after SIGTERM before SIGKILL."""
 
 REAP_SEC = 0.5
 """Bounded wait for killed processes to disappear (an init that never reaps makes it run out)."""
@@ -53,8 +53,8 @@ class ChildProcess:
     process: Process | None = None
     hurry: bool = False
     """Skip the stdin grace period (a server that never finished starting is not reading it)."""
-
     swept: bool = False
+    """A sweep found the server reaped and nothing of it left: later sweeps skip the /proc scan."""
 
     @property
     def returncode(self) -> int | None:

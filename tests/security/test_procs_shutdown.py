@@ -147,8 +147,9 @@ def test_mcp_server_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Pa
     pids = _mid_turn(proc, record)
     try:
         proc.send_signal(sig)
-        proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         assert survivors(pids) == {}
+        assert proc.returncode == 128 + sig, err  # an orderly exit, not death by the signal
     finally:
         proc.kill()
         kill_leftovers(pids.values())
