@@ -102,10 +102,11 @@ def main(argv: list[str]) -> None:
         os.dup2(null, 1)
         while True:
             try:
-                pid, status = os.waitpid(-1, 0)
+                pid, code = os.waitpid(-1, 0)  # orphans re-parented here are reaped on the way
             except ChildProcessError:
                 break
             if pid == server:
+                status = code
                 break
     except _ParentGone:
         pass
