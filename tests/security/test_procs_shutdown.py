@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -153,3 +157,45 @@ def test_mcp_server_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Pa
     finally:
         proc.kill()
         kill_leftovers(pids.values())
+
+
+def _post(url: str, token: str, body: dict[str, object], session: str | None = None) -> tuple[str | None, bytes]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    request = urllib.request.Request(url, json.dumps({"jsonrpc": "2.0", **body}).encode(), headers)
+    with urllib.request.urlopen(request, timeout=600) as resp:
+        return resp.headers.get("Mcp-Session-Id"), resp.read()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
+    token = "t-" + os.urandom(8).hex()
+    proc, record = _cli(tmp_path, "mcp-server", "--http", "127.0.0.1:0", "--token", token,
+                        "--model", _script(tmp_path), "--policy", "full-auto")
+    assert proc.stderr is not None
+    url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), 60, "the server to listen")[1]
+    session, _ = _post(url, token, {"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    _post(url, token, {"method": "notifications/initialized"}, session)
+    call = threading.Thread(target=lambda: suppress_errors(_post, url, token, {
+        "id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}}, session),
+        daemon=True)
+    call.start()
+    pids = _mid_turn(proc, record)
+    try:
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+        assert survivors(pids) == {}
+    finally:
+        proc.kill()
+        kill_leftovers(pids.values())
+
+
+def suppress_errors(fn: Callable[..., object], *args: object) -> None:
+    """The call's connection drops when the server stops; that is expected here."""
+    try:
+        fn(*args)
+    except OSError:
+        pass
