@@ -31,8 +31,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ApprovedDefinition(_Strict):
+    """Hashes of the parts of a tool definition an "always" approved, one per part, so a
+    changed definition can be named ("its description changed") without storing its text."""
+
+    description: str
+    input_schema: str
+    annotations: str
+
+
 class ToolConfig(_Strict):
     approval_mode: ApprovalMode | None = None
+    approved_definition: ApprovedDefinition | None = None
+    """Written with "always": ``approve`` holds only while the server's definition matches."""
 
 
 class McpServerConfig(_Strict):
@@ -89,6 +100,13 @@ class McpServerConfig(_Strict):
         if per_tool and per_tool.approval_mode:
             return per_tool.approval_mode
         return self.default_tools_approval_mode
+
+    def approved_definition_for(self, tool: str) -> ApprovedDefinition | None:
+        """The definition an "always" approved for this tool, while it is still ``approve``."""
+        per_tool = self.tools.get(tool)
+        if per_tool is None or per_tool.approval_mode != "approve":
+            return None
+        return per_tool.approved_definition
 
     def tool_enabled(self, tool: str) -> bool:
         if self.enabled_tools is not None and tool not in self.enabled_tools:
@@ -295,8 +313,16 @@ def load_config(
     return config
 
 
-def record_always_approval(config: Config, server: str, tool: str, cwd: str | Path | None = None) -> Path:
-    """Write ``approval_mode = "approve"`` for one tool into the file its server came from.
+def record_always_approval(
+    config: Config,
+    server: str,
+    tool: str,
+    cwd: str | Path | None = None,
+    *,
+    definition: ApprovedDefinition | None = None,
+) -> Path:
+    """Write ``approval_mode = "approve"`` and the approved ``definition`` for one tool into the
+    file its server came from, and into ``config`` (rebuilt: objects it shares stay untouched).
 
     Uses tomlkit so the user's comments and layout survive. Servers from ``.mcp.json`` (which
     has no such key) get the entry in the project's ``nbagent.toml``.
@@ -314,9 +340,15 @@ def record_always_approval(config: Config, server: str, tool: str, cwd: str | Pa
     tools = entry.setdefault("tools", tomlkit.table(is_super_table=True))
     tool_table = tools.setdefault(tool, tomlkit.table())
     tool_table["approval_mode"] = "approve"
+    if definition is not None:
+        hashes = tomlkit.inline_table()
+        hashes.update(definition.model_dump())
+        tool_table["approved_definition"] = hashes
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
     server_config = config.mcp_servers.get(server)
     if server_config is not None:
-        server_config.tools[tool] = ToolConfig(approval_mode="approve")
+        per_tool = ToolConfig(approval_mode="approve", approved_definition=definition)
+        rebuilt = server_config.model_copy(update={"tools": {**server_config.tools, tool: per_tool}})
+        config.mcp_servers = {**config.mcp_servers, server: rebuilt}
     return path

@@ -192,7 +192,23 @@ async function main() {
     });
     log('session ready');
     await runCell(page, 2);
+    // As after Shift+Enter, the user is on the next cell when the panel asks.
+    await inPanel(page, (app, panel) => {
+      panel.content.activeCellIndex = 3;
+      return true;
+    });
     await decide(page, MCP_TOOL, 'Approve');
+    // The click hands the keyboard back to the notebook, in command mode, on the cell the user
+    // was on: Shift+Enter goes on from there instead of pressing the button again.
+    const focus = await waitFor(page, 'the keyboard back in the notebook', (app, panel) => {
+      const a = document.activeElement;
+      const back = a && panel.content.node.contains(a) && !a.closest('button') && panel.content.mode === 'command';
+      return back ? { active: panel.content.activeCellIndex } : null;
+    });
+    if (focus.active !== 3) {
+      throw new Error(`after the click the active cell is ${focus.active}, not the one the user was on (3)`);
+    }
+    log('focus back in the notebook', focus);
     await decide(page, 'insert_cell', 'Approve');
 
     const inserted = await waitFor(
@@ -228,7 +244,19 @@ async function main() {
     await page.locator('.nbagent-agent-cell').first().scrollIntoViewIfNeeded();
     await screenshot(page, 'inserted');
 
-    // Saved by the extension after the write.
+    // Right below the agent cell (index 2), not at the end of the notebook.
+    if (inserted.index !== 3) {
+      throw new Error(`the inserted cell is at index ${inserted.index}, not right below the agent cell (3)`);
+    }
+    // Not saved under the user's hands (autosave is off by default): the notebook is only dirty,
+    // and the user's own save then goes through without a "File Changed" dialog.
+    if (!(await inPanel(page, (app, panel) => panel.context.model.dirty))) {
+      throw new Error('the notebook is not marked dirty after the agent wrote a cell');
+    }
+    await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
+    if (await page.locator('.jp-Dialog').count()) {
+      throw new Error(`a dialog opened on save: ${await page.locator('.jp-Dialog').first().textContent()}`);
+    }
     const deadline = Date.now() + TIMEOUT;
     let saved = null;
     while (Date.now() < deadline) {
@@ -257,8 +285,8 @@ async function main() {
     await page.getByText(TURN1_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
     const countAfterTurn1 = (await inPanel(page, cellsOf)).length;
 
-    // Turn 2: insert_cell denied, nothing written.
-    await runCell(page, 3);
+    // Turn 2 (its cell moved down by the inserted one): insert_cell denied, nothing written.
+    await runCell(page, 4);
     await decide(page, 'insert_cell', 'Deny');
     await page.getByText(TURN2_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
     await screenshot(page, 'denied');

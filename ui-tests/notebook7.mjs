@@ -41,6 +41,9 @@ try {
   result.line = (await line.first().textContent()).trim();
   await page.locator('.nbagent-agent-cell').first().waitFor({ state: 'visible', timeout: TIMEOUT });
   result.marked = await page.locator('.nbagent-agent-cell').count();
+  // The write only marked the notebook dirty (autosave is off by default): save it as a user would.
+  result.dirty = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.dirty);
+  await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
   await page.screenshot({ path: path.join(ARTIFACTS, 'notebook7.png') });
   result.ok = true;
 } catch (e) {

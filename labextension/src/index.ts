@@ -8,6 +8,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { CodeCell, MarkdownCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { COMM_TARGET } from './bridge_protocol';
 import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance } from './model';
@@ -19,6 +20,9 @@ const VERSION: string = require('../package.json').version;
 export namespace CommandIDs {
   export const resume = 'nbagent:resume-thread';
 }
+
+/** CSS class of nbagent's answer buttons (nbagent/notebook/buttons.py `DECISION_CLASS`). */
+export const DECISION_CLASS = 'nbagent-decision';
 
 /** CSS class of a cell an agent call wrote. */
 export const AGENT_CELL_CLASS = 'nbagent-agent-cell';
@@ -79,8 +83,63 @@ function markAgentCells(panel: NotebookPanel): void {
   }
 }
 
-function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel): void {
+/** The extension's settings (schema/bridge.json), shared by every notebook's bridge. */
+class BridgeSettings {
+  autosave = false;
+  readonly bridges = new Set<NotebookBridgeModel>();
+
+  load(settings: ISettingRegistry.ISettings): void {
+    const apply = () => {
+      this.autosave = settings.composite.autosave === true;
+      this.bridges.forEach(b => (b.autosave = this.autosave));
+    };
+    apply();
+    settings.changed.connect(apply);
+  }
+}
+
+/**
+ * After a click on one of nbagent's answer buttons (approval panel, question form), give the
+ * keyboard back to the notebook, in command mode and on the cell that was active before the
+ * click, so Shift+Enter goes on from where the user was (the click made the agent cell active).
+ */
+function returnFocusAfterAnswers(panel: NotebookPanel): void {
+  const notebook = panel.content;
+  let before: number | null = null;
+  const isAnswer = (event: Event) =>
+    event.target instanceof Element && event.target.closest(`.${DECISION_CLASS}`) !== null;
+  notebook.node.addEventListener(
+    'mousedown',
+    event => {
+      before = isAnswer(event) ? notebook.activeCellIndex : null;
+    },
+    true
+  );
+  notebook.node.addEventListener('click', event => {
+    if (!isAnswer(event) || before === null) {
+      return;
+    }
+    const index = before;
+    before = null;
+    requestAnimationFrame(() => {
+      if (notebook.isDisposed) {
+        return;
+      }
+      notebook.mode = 'command';
+      if (index < notebook.widgets.length) {
+        notebook.activeCellIndex = index;
+      }
+      notebook.node.focus();
+    });
+  });
+}
+
+function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: BridgeSettings): void {
   const bridge = new NotebookBridgeModel(new PanelHost(panel, app.name), VERSION);
+  bridge.autosave = settings.autosave;
+  settings.bridges.add(bridge);
+  panel.disposed.connect(() => settings.bridges.delete(bridge));
+  returnFocusAfterAnswers(panel);
   const register = (kernel: Kernel.IKernelConnection | null | undefined) => {
     kernel?.registerCommTarget(COMM_TARGET, (comm, msg) => bridge.attach(comm, msg));
   };
@@ -131,7 +190,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Lets the nbagent agent in the kernel read and write this notebook.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  optional: [ISettingRegistry],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, registry: ISettingRegistry | null) => {
+    const settings = new BridgeSettings();
+    if (registry) {
+      void registry
+        .load(plugin.id)
+        .then(s => settings.load(s))
+        .catch(reason => console.warn(`nbagent: settings not loaded (autosave stays off): ${reason}`));
+    }
     app.commands.addCommand(CommandIDs.resume, {
       label: 'Resume nbagent thread',
       execute: async args => {
@@ -154,8 +221,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    tracker.widgetAdded.connect((_, panel) => watchPanel(app, panel));
-    tracker.forEach(panel => watchPanel(app, panel));
+    tracker.widgetAdded.connect((_, panel) => watchPanel(app, panel, settings));
+    tracker.forEach(panel => watchPanel(app, panel, settings));
   }
 };
 

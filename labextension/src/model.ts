@@ -55,6 +55,13 @@ export class BridgeFailure extends Error {
 
 /** Serves one notebook's requests; one instance per notebook panel. */
 export class NotebookBridgeModel {
+  /**
+   * Save the notebook after each write the kernel asks to save (the `autosave` setting).
+   * Off by default: a write only marks the notebook dirty, so a save never lands under the
+   * user's hands (JupyterLab's "File Changed" dialog on the user's next Ctrl+S).
+   */
+  autosave = false;
+
   constructor(
     readonly host: INotebookHost,
     readonly version: string
@@ -247,7 +254,7 @@ export class NotebookBridgeModel {
   }
 
   private async maybeSave(save: boolean | undefined): Promise<void> {
-    if (save ?? true) {
+    if (this.autosave && (save ?? true)) {
       await this.host.save();
     }
   }

@@ -7,14 +7,15 @@ policy            a call runs without asking when
 ================  =====================================================================
 ``full-auto``     always
 ``untrusted``     it was approved for this session (its definition unchanged)
-``on-request``    remembered; or mode ``approve``; or mode ``auto`` with a trusted
-``never``         source whose annotations say read-only and not destructive
+``on-request``    remembered; or mode ``approve`` (for an "always", only while the definition
+``never``         it approved is unchanged); or mode ``auto`` with a trusted source whose
+                  annotations say read-only and not destructive
 ================  =====================================================================
 
 Under ``never`` (and whenever no front end can ask) a call that would ask is declined
 instead, and the model is told so. Annotations are hints from possibly untrusted servers:
 they relax the default only when the source is trusted. Remembered approvals are bound to
-the tool's definition hash, so a changed tool asks again and says what changed.
+the tool's definition, so a changed tool asks again and says what changed.
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from nbagent.config import ApprovedDefinition
+from nbagent.mcp.schema import definition_hash
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, Decision, Policy, ToolSpec
 
 RawIdentity = tuple[str | None, str]
+PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}
+"""The parts of a definition an approval is bound to, and how a changed one is named."""
 
 
 def identity(spec: ToolSpec) -> RawIdentity:
@@ -39,8 +44,27 @@ def known_safe(spec: ToolSpec) -> bool:
     return annotations.read_only_hint is True and annotations.destructive_hint is not True
 
 
-def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool) -> str | None:
-    """Why this call must be asked about, or ``None`` when it may run as is."""
+def fingerprint(spec: ToolSpec) -> ApprovedDefinition:
+    """One hash per part of the definition, so a change can be named part by part."""
+    schema = spec.input_schema if spec.input_schema is not None else spec.parameters
+    return ApprovedDefinition(
+        description=definition_hash(spec.description, None, None),
+        input_schema=definition_hash(None, schema, None),
+        annotations=definition_hash(None, None, spec.annotations),
+    )
+
+
+def changed_parts(approved: ApprovedDefinition, current: ApprovedDefinition) -> str | None:
+    """``"description, input schema"``: what differs, or ``None`` when nothing does."""
+    parts = [label for name, label in PARTS.items() if getattr(approved, name) != getattr(current, name)]
+    return ", ".join(parts) or None
+
+
+def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool, *, always_stale: bool = False) -> str | None:
+    """Why this call must be asked about, or ``None`` when it may run as is.
+
+    ``always_stale``: its ``approve`` mode is an "always" recorded for another definition.
+    """
     if policy == "full-auto":
         return None
     if remembered:
@@ -48,18 +72,19 @@ def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool) -> str | None:
     if policy == "untrusted":
         return "policy 'untrusted' asks before every call"
     if spec.approval_mode == "approve":
-        return None
+        return "its definition changed since 'Always' was chosen for it" if always_stale else None
     if spec.approval_mode == "prompt":
         return "this tool's approval_mode is 'prompt'"
     if known_safe(spec):
         return None
-    if spec.annotations is None or spec.annotations.read_only_hint is None:
-        return "the tool does not say it is read-only"
-    if spec.annotations.destructive_hint:
+    annotations = spec.annotations
+    if annotations is not None and annotations.destructive_hint:
         return "the tool says it is destructive"
-    if not spec.trusted:
-        return "the tool says it is read-only, but its server is not marked trusted"
-    return "the tool is not read-only"
+    if annotations is None or annotations.read_only_hint is None:
+        return "the tool does not say it is read-only"
+    if annotations.read_only_hint is False:
+        return "the tool says it is not read-only"
+    return "the tool says it is read-only, but its server is not marked trusted"
 
 
 @dataclass
@@ -99,20 +124,13 @@ class ApprovalMemory:
         if approved.definition_hash == spec.definition_hash:
             return True, None
         del self._approved[key]
-        parts = [
-            label
-            for label, field_name in (
-                ("description", "description"),
-                ("input schema", "input_schema"),
-                ("annotations", "annotations"),
-            )
-            if getattr(approved, field_name) != getattr(spec, field_name)
-        ]
-        what = ", ".join(parts) or "definition"
-        return False, (
-            f"You approved this tool earlier, but its server has changed its {what} since; "
-            "the earlier approval no longer applies."
-        )
+        what = changed_parts(fingerprint(approved), fingerprint(spec)) or "definition"
+        return False, changed_since("You approved this tool earlier", what)
 
     def remember(self, spec: ToolSpec) -> None:
         self._approved[identity(spec)] = spec
+
+
+def changed_since(approval: str, what: str) -> str:
+    """The note an ask carries when a remembered approval stopped applying."""
+    return f"{approval}, but its server has changed its {what} since; the earlier approval no longer applies."

@@ -10,7 +10,16 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from nbagent.core.approval import ApprovalMemory, Outcome, PendingApproval, ask_reason
+from nbagent.config import ApprovedDefinition
+from nbagent.core.approval import (
+    ApprovalMemory,
+    Outcome,
+    PendingApproval,
+    ask_reason,
+    changed_parts,
+    changed_since,
+    fingerprint,
+)
 from nbagent.core.bus import EventBus
 from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults, validate_content
 from nbagent.mcp.results import describe_for_display
@@ -45,10 +54,18 @@ def argument_problems(spec: ToolSpec, arguments: dict[str, Any]) -> list[str]:
 
 
 class ApprovalDesk:
-    def __init__(self, bus: EventBus, record: Record, on_always: Callable[[ToolSpec], str | None]) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        record: Record,
+        on_always: Callable[[ToolSpec], str | None],
+        recorded_always: Callable[[ToolSpec], ApprovedDefinition | None] = lambda spec: None,
+    ) -> None:
         self._bus = bus
         self._record = record
         self._on_always = on_always
+        self.recorded_always = recorded_always
+        """The definition an "always" in the config approved for this tool, if one did."""
         self.memory = ApprovalMemory()
         self.pending: dict[str, PendingApproval] = {}
 
@@ -64,7 +81,14 @@ class ApprovalDesk:
         timeout: float | None,
     ) -> Outcome:
         remembered, changed = self.memory.check(spec)
-        reason = ask_reason(spec, policy, remembered)
+        stale = False
+        recorded = None if remembered or spec.approval_mode != "approve" else self.recorded_always(spec)
+        if recorded is not None:
+            what = changed_parts(recorded, fingerprint(spec))
+            if what is not None:
+                stale = True
+                changed = changed_since("You chose 'Always' for this tool earlier", what)
+        reason = ask_reason(spec, policy, remembered, always_stale=stale)
         if reason is None:
             if remembered:
                 return self._resolve(spec, call_id, turn_id, Outcome("approve", "remembered", arguments))
@@ -86,6 +110,7 @@ class ApprovalDesk:
             # No one can answer: no live request is shown, only its recorded resolution.
             why = "policy 'never'" if policy == "never" else "no front end is attached to ask"
             message = f"This call needs approval ({reason}) and {why}: it was declined without running."
+            message += f" {changed}" if changed else ""
             return self._resolve(spec, call_id, turn_id, Outcome("deny", "policy", arguments, message))
         pending = PendingApproval(request=request, spec=spec)
         self.pending[call_id] = pending  # before the event, so a subscriber may answer at once

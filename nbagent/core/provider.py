@@ -27,3 +27,14 @@ class ToolProvider(Protocol):
     ) -> ToolResult:
         """Run one call. Failures come back as ``ToolResult(is_error=True)``, not exceptions."""
         ...
+
+
+@runtime_checkable
+class ChangingToolProvider(ToolProvider, Protocol):
+    """A source whose tools can change while a session runs (MCP servers), so an approval must
+    be checked against the definition a call will actually run, not the one the model saw."""
+
+    async def current_definition(self, spec: ToolSpec, *, relist: bool = False) -> ToolSpec | str:
+        """``spec`` as a call made now would run it, once any announced change has been listed
+        (bounded); ``relist`` asks the source again first. A string says why it cannot run."""
+        ...

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nbagent.config import Config, ConfigError, McpServerConfig, load_config, record_always_approval
+from nbagent.config import (
+    ApprovedDefinition,
+    Config,
+    ConfigError,
+    McpServerConfig,
+    load_config,
+    record_always_approval,
+)
+from nbagent.core.approval import fingerprint
 from nbagent.core.asks import ApprovalDesk, ElicitationDesk
 from nbagent.core.bus import EventBus
 from nbagent.core.function_tools import FunctionTools
@@ -114,7 +122,7 @@ class Session:
         self.router = ToolRouter()
         self.functions = FunctionTools()
         self.router.add(self.functions)
-        self.approvals = ApprovalDesk(self.bus, self.record, self._write_always)
+        self.approvals = ApprovalDesk(self.bus, self.record, self._write_always, self._recorded_always)
         self.elicitations = ElicitationDesk(self.bus, self.record)
         self.store = ThreadStore(self.config.home_path)
         self.mcp = McpConnectionManager(
@@ -455,7 +463,12 @@ class Session:
         if spec.server is None:
             self.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
             return None
-        return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd))
+        definition = fingerprint(spec)
+        return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
+
+    def _recorded_always(self, spec: ToolSpec) -> ApprovedDefinition | None:
+        server = self.config.mcp_servers.get(spec.server or "")
+        return server.approved_definition_for(spec.raw_name) if server is not None else None
 
     async def _on_elicit(self, request: ElicitationRequested) -> ElicitOutcome:
         policy = (self._current[0].policy if self._current else None) or self.policy

@@ -10,6 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.mcp.meta import new_traceparent
 from nbagent.mcp.results import to_model_output
 from nbagent.protocol import (
@@ -21,9 +22,11 @@ from nbagent.protocol import (
     ToolCallBegin,
     ToolCallEnd,
     ToolResult,
+    ToolSpec,
 )
 
 if TYPE_CHECKING:
+    from nbagent.core.session import Session
     from nbagent.core.turn import TurnContext
 
 
@@ -56,6 +59,15 @@ def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
     return kept
 
 
+async def definition_to_run(session: Session, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
+    """The definition the call will run, which the approval is checked against: a source with a
+    change announced waits for its re-list, and an "always" from the config lists again first
+    (a server may change a tool between sessions without saying so)."""
+    if not isinstance(provider, ChangingToolProvider):
+        return spec
+    return await provider.current_definition(spec, relist=session.approvals.recorded_always(spec) is not None)
+
+
 async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOutput:
     session = turn.session
     entry = turn.catalogue.get(call.name)
@@ -84,8 +96,11 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
     elif arguments is None:
         result = ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
         status = "failed"
+    elif isinstance(current := await definition_to_run(session, *entry), str):
+        result = ToolResult.error(f"could not call {call.name}: {current}")
+        status = "failed"
     else:
-        spec, provider = entry
+        spec, provider = current, entry[1]
         outcome = await session.approvals.decide(
             spec,
             arguments,

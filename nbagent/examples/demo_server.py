@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -48,7 +49,7 @@ def _record(tool: str, arguments: dict[str, Any], **extra: Any) -> None:
 
 def _note_path(name: str) -> Path:
     if not NAME_RE.match(name) or name.startswith("."):
-        raise ValueError(f"bad note name {name!r}: use letters, digits, '_', '-', '.'")
+        raise ToolError(f"bad note name {name!r}: use letters, digits, '_', '-', '.'")
     return _State.notes_dir / f"{name}.md"
 
 
@@ -97,7 +98,7 @@ def read_note(name: str) -> str:
     _record("read_note", {"name": name})
     path = _note_path(name)
     if not path.is_file():
-        raise ValueError(f"no note named {name!r}")
+        raise ToolError(f"no note named {name!r}")
     return path.read_text(encoding="utf-8")
 
 

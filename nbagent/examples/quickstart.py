@@ -61,8 +61,10 @@ CELLS: list[tuple[str, str]] = [
 
 This notebook runs an agent **inside the kernel**, fully offline:
 
-* the model is a **scripted model** (`replay:`), which replays fixed answers — it is not AI, it
-  just lets every mechanism run for real without an API key;
+* the model is a **scripted model** (`replay:`): its replies are fixed in
+  `nbagent/examples/quickstart.json` and only pick a branch by what happened to the previous call
+  (approved or denied, answered or declined, failed). It is not AI; it lets every mechanism run
+  for real without an API key, and its text always matches what you clicked;
 * the tools come from a **real MCP server** (`nbagent.examples.demo_server`) started over stdio.
 
 You will see a read-only call run by itself, a destructive call wait for **your approval**, and

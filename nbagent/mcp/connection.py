@@ -177,6 +177,10 @@ class McpConnection:
         self._ready: asyncio.Future[None] | None = None
         self._close = anyio.Event()
         self._changed = anyio.Event()
+        self._listed = anyio.Event()
+        """Unset from an announced change until its re-list ends: calls wait for it."""
+        self._listed.set()
+        self._relist_error: str | None = None
         self._closing = False
         self._serving = False
         self._inflight: set[CallControl] = set()
@@ -333,6 +337,7 @@ class McpConnection:
         self.state = "failed"
         self.generation += 1
         self.error = message
+        self._listed.set()  # nothing more will be listed: waiting calls learn the state at once
         self._emit(McpStartupUpdate(server=self.name, status="failed", error=message, stderr_tail=self.stderr_tail()))
 
     async def _watch_exit(self, child: ChildProcess) -> None:
@@ -429,10 +434,16 @@ class McpConnection:
         try:
             async with client.listen(tools_list_changed=True) as sub:
                 async for _event in sub:
-                    self._changed.set()
+                    self._announce_change()
         except Exception as exc:  # noqa: BLE001 - the catalogue then only refreshes on restart
             if not self._closing:
                 log.debug("MCP server %s: listen ended: %s", self.name, exc)
+
+    def _announce_change(self) -> None:
+        """The server's tools may differ from ``info.tools`` until the re-list this starts ends."""
+        if self._listed.is_set():
+            self._listed = anyio.Event()
+        self._changed.set()
 
     async def _follow_changes(self, client: Client) -> None:
         """Re-list after ``tools/list_changed``; run here, never inside the notification handler."""
@@ -443,18 +454,40 @@ class McpConnection:
                 with anyio.fail_after(self.cfg.startup_timeout_sec):
                     tools = await self._list_tools(client)
             except Exception as exc:  # noqa: BLE001
+                self._relist_error = str(exc) or type(exc).__name__
                 self._emit(WarningEvent(message=f"MCP server {self.name!r}: re-listing tools failed: {exc}"))
-                continue
-            self.info.tools = tools
-            self.generation += 1
-            if self._on_tools_changed is not None:
-                self._on_tools_changed(self)
+            else:
+                self._relist_error = None
+                self.info.tools = tools
+                self.generation += 1
+                if self._on_tools_changed is not None:
+                    self._on_tools_changed(self)
+            if not self._changed.is_set():
+                self._listed.set()
+
+    async def current_tools(self, *, relist: bool = False) -> list[types.Tool]:
+        """The tools as a call made now would find them: waits for an announced change to be
+        listed (bounded by ``startup_timeout_sec``); ``relist`` lists again first. Raises
+        :class:`McpUnavailable` when the current tools cannot be known."""
+        self._live()
+        if relist or self._relist_error is not None:
+            self._announce_change()  # a failed re-list is retried rather than trusted
+        limit = self.cfg.startup_timeout_sec
+        with anyio.move_on_after(limit):
+            while not self._listed.is_set():
+                await self._listed.wait()
+        self._live()
+        if not self._listed.is_set():
+            raise McpUnavailable(f"MCP server {self.name!r} did not list its tools again within {limit:g} s")
+        if self._relist_error is not None:
+            raise McpUnavailable(f"MCP server {self.name!r}: listing its tools again failed: {self._relist_error}")
+        return self.info.tools
 
     # ----- SDK callbacks -----------------------------------------------------------------
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            self._changed.set()
+            self._announce_change()
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         self._emit(McpLog(server=self.name, level=str(params.level), logger=params.logger, data=params.data))

@@ -201,6 +201,25 @@ class McpConnectionManager:
 
     # ----- calls -------------------------------------------------------------------------
 
+    async def current_definition(self, spec: ToolSpec, *, relist: bool = False) -> ToolSpec | str:
+        """``spec`` as its server offers it now, once an announced change has been listed
+        (DESIGN §5): approvals are checked against this, never against what the model saw.
+        A string names why the tool cannot be called; a server that is not connected is left to
+        ``call_tool`` to report."""
+        server, tool = spec.server or "", spec.raw_name
+        conn = self._conns.get(server)
+        if conn is None or conn.state != "ready":
+            return spec
+        try:
+            await conn.current_tools(relist=relist)
+        except McpUnavailable as exc:
+            return f"{exc}; not called"
+        self.list_tools()  # rebuilt if the re-list changed anything
+        current = self._catalog_by_raw.get((server, tool))
+        if current is None:
+            return f"MCP server {server!r} no longer offers the tool {tool!r}; not called"
+        return current
+
     async def call_tool(
         self,
         spec: ToolSpec,
@@ -220,12 +239,13 @@ class McpConnectionManager:
         if not conn.cfg.tool_enabled(tool) or all(t.name != tool for t in conn.info.tools):
             return ToolResult.error(f"{where}: the server does not offer this tool (now)")
         if spec.definition_hash:
-            self.list_tools()  # refresh the cache if the server's tools changed
-            current = self._catalog_by_raw.get((server, tool))
-            if current is None or current.definition_hash != spec.definition_hash:
+            current = await self.current_definition(spec)
+            if isinstance(current, str):
+                return ToolResult.error(current)
+            if current.definition_hash != spec.definition_hash:
                 # An approval was given for the definition in ``spec``; never run a different one.
                 return ToolResult.error(
-                    f"{where}: the server changed this tool since it was listed; not called (the next request "
+                    f"{where}: the server changed this tool since it was approved; not called (the next request "
                     "sees the new definition)"
                 )
         meta = call_meta(call, progress_token=call.call_id)

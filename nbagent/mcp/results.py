@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from typing import Any
 
@@ -87,9 +88,36 @@ def _convert_block(block: Any) -> ContentBlock:
     return TextBlock(text=f"[unsupported content: {kind}]")
 
 
+_SDK_ERROR = re.compile(r"Error executing tool ([^\s:]+)(?::\s*(.*))?", re.DOTALL)
+_UNRESOLVED = re.compile(r"Resolver for parameter '([^']*)' could not resolve: elicitation was (decline|cancel)\w*")
+_ASK_OUTCOME = {"decline": "declined", "cancel": "cancelled"}
+
+
+def explain_error(text: str) -> str:
+    """An SDK server's error text, said so a person (and the model) can act on it.
+
+    MCP SDK servers answer a crash inside a tool with only ``Error executing tool NAME`` (the
+    reason stays in the server's log), and a question the user declined with a resolver
+    message. The server's words are kept, after what they mean.
+    """
+    m = _SDK_ERROR.fullmatch(text.strip())
+    if m is None:
+        return text
+    tool, reason = m.group(1), (m.group(2) or "").strip()
+    if not reason:
+        return (f"{tool} failed and the server gave no reason (an SDK server says only \"{text.strip()}\" "
+                "when a tool fails unexpectedly; the server's log has the details).")
+    if asked := _UNRESOLVED.search(reason):
+        return (f"The user {_ASK_OUTCOME[asked.group(2)]} the server's question, so {tool} did not run. "
+                f"(server: {reason})")
+    return text
+
+
 def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, Any] | None = None) -> ToolResult:
     """Wrap a server's result; text, images, resources and structured content all survive."""
     content: list[ContentBlock] = [_convert_block(b) for b in result.content or []]
+    if result.is_error:
+        content = [TextBlock(text=explain_error(b.text)) if isinstance(b, TextBlock) else b for b in content]
     structured = result.structured_content
     if output_schema is not None and isinstance(output_schema, dict):
         if structured is None:

@@ -10,6 +10,16 @@ PATH is JSON ``{"responses": [R1, R2, ...]}``; each request consumes the next R:
 
 Every key is optional. A raw-string ``arguments`` is passed through verbatim, so a script can
 exercise malformed tool-call JSON.
+
+A response may instead branch on what happened to the previous call, so a walkthrough never
+claims what did not happen (docs/replay.md):
+
+    {"branch": {"denied": R, "declined": R, "error": R, "default": R}}
+
+The first key (in the file's order) naming an outcome of the previous call is played; then
+``default``. Outcomes: ``approved``/``denied`` (the approval), ``accepted``/``declined``/
+``cancelled`` (a question the server asked during the call), ``error`` (it failed), ``ok``
+(it ran without error), ``none`` (there was no previous call).
 """
 
 from __future__ import annotations
@@ -33,9 +43,14 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
+from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
 PREFIX = "replay:"
 _RESPONSE_KEYS = {"text", "tool_calls", "reasoning", "usage", "error"}
+OUTCOMES = ("approved", "denied", "accepted", "declined", "cancelled", "error", "ok", "none")
+_BRANCH_KEYS = (*OUTCOMES, "default")
+_APPROVED = {"approve", "approve_session", "always"}
+_ASKED = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 _CALL_KEYS = {"name", "arguments", "call_id"}
 _USAGE_KEYS = set(Usage.model_fields) - {"type"}
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
@@ -50,10 +65,12 @@ def _bad(path: Path, key: str, problem: str) -> ModelError:
     return ModelError("bad_request", f"replay script {path}: key '{key}' {problem}")
 
 
-def _check_response(path: Path, index: int, raw: Any) -> dict[str, Any]:
-    where = f"responses[{index}]"
+def _check_response(path: Path, index: int, raw: Any, where: str | None = None) -> dict[str, Any]:
+    where = where or f"responses[{index}]"
     if not isinstance(raw, dict):
         raise _bad(path, where, "must be an object like {\"text\": \"...\"}")
+    if "branch" in raw:
+        return _check_branch(path, index, raw, where)
     for key in raw:
         if key not in _RESPONSE_KEYS:
             raise _bad(path, f"{where}.{key}", f"is unknown (expected one of {', '.join(sorted(_RESPONSE_KEYS))})")
@@ -89,6 +106,60 @@ def _check_response(path: Path, index: int, raw: Any) -> dict[str, Any]:
         if error.get("code", "other") not in get_args(ModelErrorCode):
             raise _bad(path, f"{where}.error.code", f"must be one of {', '.join(get_args(ModelErrorCode))}")
     return raw
+
+
+def _check_branch(path: Path, index: int, raw: dict[str, Any], where: str) -> dict[str, Any]:
+    if len(raw) != 1:
+        others = sorted(set(raw) - {"branch"})
+        raise _bad(path, f"{where}.{others[0]}", "cannot stand beside 'branch': put it in each branch's response")
+    branches = raw["branch"]
+    if not isinstance(branches, dict) or not branches:
+        raise _bad(path, f"{where}.branch", "must be an object like {\"denied\": {...}, \"default\": {...}}")
+    for key, response in branches.items():
+        if key not in _BRANCH_KEYS:
+            raise _bad(path, f"{where}.branch.{key}", f"is not an outcome (expected one of {', '.join(_BRANCH_KEYS)})")
+        if isinstance(response, dict) and "branch" in response:
+            raise _bad(path, f"{where}.branch.{key}.branch", "is not allowed: a branch holds a plain response")
+        _check_response(path, index, response, f"{where}.branch.{key}")
+    return raw
+
+
+def previous_outcomes(items: list[Any]) -> set[str]:
+    """What happened to the last call in ``items``: its approval, the answers to questions the
+    server asked meanwhile (recorded after the call), and whether it failed."""
+    last = next((n for n in range(len(items) - 1, -1, -1) if isinstance(items[n], FunctionCall)), None)
+    if last is None:
+        return {"none"}
+    call_id = items[last].call_id
+    outcomes: set[str] = set()
+    for item in items[last + 1 :]:
+        if isinstance(item, ApprovalRecord) and item.call_id == call_id:
+            outcomes.add("approved" if item.decision in _APPROVED else "denied")
+        elif isinstance(item, ElicitationRecord) and item.action in _ASKED:
+            outcomes.add(_ASKED[item.action])
+        elif isinstance(item, FunctionCallOutput) and item.call_id == call_id:
+            if item.status == "denied":
+                outcomes.add("denied")
+            else:
+                outcomes.add("error" if item.is_error or item.status != "completed" else "ok")
+    return outcomes
+
+
+def choose(path: Path, index: int, response: dict[str, Any], items: list[Any]) -> dict[str, Any]:
+    """The response to play: itself, or the branch matching the previous call's outcome."""
+    branches = response.get("branch")
+    if branches is None:
+        return response
+    outcomes = previous_outcomes(items)
+    for key, chosen in branches.items():
+        if key in outcomes:
+            return chosen
+    if "default" in branches:
+        return branches["default"]
+    raise _bad(
+        path, f"responses[{index}].branch",
+        f"has no entry for what happened ({', '.join(sorted(outcomes))}) and no 'default'",
+    )
 
 
 def load_script(path: Path) -> list[dict[str, Any]]:
@@ -146,7 +217,7 @@ class ReplayModel:
             )
         index = self.position
         self.position += 1
-        response = script[index]
+        response = choose(self.path, index, script[index], request.items)
         if error := response.get("error"):
             raise ModelError(error.get("code", "other"), error.get("message") or "scripted error")
         if reasoning := response.get("reasoning"):

@@ -14,6 +14,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
@@ -78,10 +79,14 @@ class ApprovalPanel:
             if event.changed
             else ""
         )
-        self.info = W.HTML(
+        self.identity = W.HTML(
             f"<div><b style='color:{COLORS['warn']}'>Approval needed</b> &nbsp;<b>{esc(title)}</b> "
             f"{who} <span style='color:{COLORS['muted']}'>(model calls it <code>{esc(event.tool)}</code>)"
-            f"</span></div><div>{annotation_badges(event)}</div>"
+            "</span></div>"
+        )
+        """Which call this is: left out when the panel sits in the call's card, which says it."""
+        self.info = W.HTML(
+            f"<div>{annotation_badges(event)}</div>"
             + (f"<div>{muted('why: ' + event.reason)}</div>" if event.reason else "")
             + changed
             + (f"<details><summary>{muted('description')}</summary>{pre(event.description)}</details>" if event.description else "")
@@ -99,25 +104,33 @@ class ApprovalPanel:
             layout=W.Layout(width="60%"),
         )
         self.buttons: dict[Decision, W.Button] = {
-            "approve": W.Button(description="Approve", button_style="success", icon="check"),
-            "approve_session": W.Button(
-                description="Approve for session", button_style="info", layout=W.Layout(width="auto")
-            ),
-            "always": W.Button(description="Always", tooltip="approve and save to the config file"),
-            "deny": W.Button(description="Deny", button_style="warning", icon="ban"),
-            "abort": W.Button(description="Abort turn", button_style="danger", icon="stop"),
+            "approve": answer_button("Approve", "success", "check", "run this call once"),
+            "approve_session": answer_button("Approve for session", "info", "clock-o", "run it and do not ask again this session"),
+            "always": answer_button("Always", "info", "save", "approve and save to the config file"),
+            "deny": answer_button("Deny", "warning", "ban", "do not run it; the model is told, with the reason below"),
+            "abort": answer_button("Abort turn", "danger", "stop", "do not run it, and end the turn"),
         }
         on_click = guarded("this decision", self._show_problem)
         for decision, button in self.buttons.items():
-            button.on_click(on_click(lambda _b, d=decision: self.decide(d)))
+            on_answer(button, on_click(lambda d=decision: self.decide(d)))
         self.record = W.HTML(layout=W.Layout(display="none"))
         self.body = W.VBox(
-            [self.info, self.arguments, self.problems, W.HBox(list(self.buttons.values())), self.reason]
+            [self.identity, self.info, self.arguments, self.problems, W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")), self.reason]
         )
+        self.embedded = False
         self.widget = W.VBox(
             [self.body, self.record],
             layout=W.Layout(border=f"2px solid {COLORS['warn']}", padding="4px 8px", margin="4px 0"),
         )
+
+    def embed(self) -> W.Widget:
+        """The panel as part of its call's card: no second title, no second frame; after the
+        decision one line says what was decided."""
+        self.embedded = True
+        self.identity.layout.display = "none"
+        self.widget.layout.border = "none"
+        self.widget.layout.padding = "0"
+        return self.widget
 
     @property
     def call_id(self) -> str:
@@ -176,10 +189,13 @@ class ApprovalPanel:
         title = self.event.title or self.event.raw_tool or self.event.tool
         edited = " with edited arguments" if arguments and arguments != self.event.arguments else ""
         said = f" — “{esc(message)}”" if message else ""
+        named = "" if self.embedded else f"<b>{esc(title)}</b> "
         self.record.value = (
-            f"<span style='color:{color}'>{'✔' if ok else '⊘'} <b>{esc(title)}</b> "
+            f"<span style='color:{color}'>{'✔' if ok else '⊘'} {named}"
             f"{esc(DECISION_TEXT.get(decision, decision))} {esc(by)}{edited}{said}</span>"
         )
         self.record.layout.display = ""
         self.body.layout.display = "none"
-        self.widget.layout.border = f"1px solid {color}"
+        if not self.embedded:
+            self.widget.layout.border = f"1px solid {color}"
+

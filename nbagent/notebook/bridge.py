@@ -6,6 +6,11 @@ futures are resolved from the comm's message handler, which ipykernel runs on th
 event loop, so a turn running as a background task simply awaits them; the one thing that must
 never happen is blocking the loop while waiting, because the reply arrives through that loop.
 
+Where a new cell goes: an ``insert_cell`` with neither an index nor a cell id goes right below
+the cell that started its turn (then below the cell inserted before it, so a turn's cells keep
+their order), not at the end of the notebook after whatever blank cell the user left there. The
+turn's view registers that cell with :meth:`NotebookBridge.anchor_turn` when the cell runs.
+
 Absence of the extension (VS Code, Colab, classic Notebook, nbclient) is detected by the hello
 sent as the comm's open data: JupyterLab without the extension closes an unknown comm at once,
 other front ends stay silent and a short timeout decides. Both results are cached.
@@ -119,6 +124,8 @@ class NotebookBridge:
         self._absent_reason = ""
         self._pending: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[BridgeReply]]] = {}
         self._connect_lock: asyncio.Lock | None = None
+        self._anchors: dict[str, str] = {}
+        """turn id -> the cell a default insert goes below."""
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -229,8 +236,26 @@ class NotebookBridge:
     async def read_notebook(self, params: ReadNotebookParams | None = None) -> ReadNotebookResponse:
         return await self._typed("read_notebook", params or ReadNotebookParams(), ReadNotebookResponse)
 
+    def anchor_turn(self, turn_id: str, cell_id: str | None) -> None:
+        """Default inserts of ``turn_id`` go below ``cell_id`` (the turn's own cell)."""
+        if cell_id:
+            self._anchors[turn_id] = cell_id
+
     async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse:
-        return await self._typed("insert_cell", params, InsertCellResponse)
+        turn = params.provenance.turn_id if params.provenance else None
+        anchor = self._anchors.get(turn) if turn else None
+        if anchor is None or params.index is not None or params.after_cell_id:
+            return await self._typed("insert_cell", params, InsertCellResponse)
+        try:
+            reply = await self._typed("insert_cell", params.model_copy(update={"after_cell_id": anchor}), InsertCellResponse)
+        except BridgeError as exc:
+            if exc.code != "not_found":
+                raise
+            # The user deleted the turn's cell meanwhile: the end of the notebook is what is left.
+            self._anchors.pop(turn, None)  # type: ignore[arg-type]
+            return await self._typed("insert_cell", params, InsertCellResponse)
+        self._anchors[turn] = reply.cell_id  # type: ignore[index]
+        return reply
 
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse:
         return await self._typed("replace_cell", params, ReplaceCellResponse)
@@ -333,6 +358,20 @@ class NotebookBridge:
             settle()
         elif not loop.is_closed():
             loop.call_soon_threadsafe(settle)
+
+
+def running_cell_id() -> str | None:
+    """The id of the notebook cell whose execution is running now, as the front end sent it
+    (JupyterLab and Notebook 7 put ``cellId`` in the execute request's metadata)."""
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # noqa: BLE001 - no kernel, or one without parents: no cell to name
+        return None
+    cell_id = ((parent or {}).get("metadata") or {}).get("cellId")
+    return cell_id if isinstance(cell_id, str) and cell_id else None
 
 
 def _version() -> str:

@@ -251,6 +251,27 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
     _later(agent, start, "{result}")
 
 
+HELP = """%agent commands:
+  %agent                          the session: model, thread, policy, MCP servers, pending asks
+  %agent help                     this list
+  %agent threads                  saved threads (* marks the current one)
+  %agent resume ID                continue a saved thread
+  %agent new [NAME]               start a new thread
+  %agent history                  the current thread's items: messages, calls, decisions, answers
+  %agent mcp                      MCP servers and their tools (model-visible name, raw name, approval)
+  %agent mcp add NAME -- CMD ARGS...   add a stdio server (--env KEY=VALUE before --)
+  %agent mcp add NAME --url URL   add a streamable HTTP server (--bearer-token-env-var VAR)
+  %agent mcp restart NAME | remove NAME
+  %agent stop                     interrupt the running turn
+  %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
+  %agent deny CALL_ID [REASON]    deny it; the model reads the reason
+  %agent serve [--port N]         expose this notebook over MCP to an outside agent (127.0.0.1, token)
+  %agent serve --stop
+  %agent frontend [widgets|text|headless]   how asks are shown in this kernel
+%%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]
+  <the goal, in words>            run a turn (--wait keeps the cell running until it ends)"""
+
+
 def run_line(agent: KernelAgent, line: str) -> None:
     """``%agent ...``; usage problems print one line and the usage, never a traceback."""
     try:
@@ -258,6 +279,8 @@ def run_line(agent: KernelAgent, line: str) -> None:
         cmd, rest = (args[0], args[1:]) if args else ("", [])
         if cmd in ("", "status"):
             status(agent)
+        elif cmd in ("help", "-h", "--help", "?"):
+            _out(HELP)
         elif cmd == "threads":
             threads(agent)
         elif cmd == "history":

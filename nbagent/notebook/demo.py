@@ -1,23 +1,85 @@
-"""``nbagent demo``: run the quickstart headlessly and say where the executed copy is."""
+"""``nbagent demo``: run the quickstart headlessly, then say in a few lines what ran and where the
+executed copy is.
+
+The kernel is started on IPC sockets in a private temporary folder: nothing listens on TCP, so
+jupyter_client's "running over TCP without encryption" warning (which a demo user can do nothing
+about) has no reason to appear.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections import Counter
 from pathlib import Path
+
+from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
+
+WORK_DIR = "quickstart-work"
+"""Where the quickstart's first cell puts its config, notes and threads (``home/``)."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _tally(counts: Counter[str]) -> str:
+    return ", ".join(f"{n} {what}" for what, n in counts.most_common())
+
+
+def summary(home: Path) -> list[str]:
+    """What the threads under ``home`` hold: turns, calls, approvals and answers, one line each."""
+    from nbagent.store.threads import ThreadStore
+
+    store = ThreadStore(home)
+    turns: Counter[str] = Counter()
+    calls = failed = 0
+    approvals: Counter[str] = Counter()
+    answers: Counter[str] = Counter()
+    for row in store.list_threads(limit=1000):
+        thread = store.load(row.id)
+        turns.update(t.status for t in thread.turns if t.status != "started")
+        for item in thread.items:
+            if isinstance(item, FunctionCall):
+                calls += 1
+            elif isinstance(item, FunctionCallOutput) and item.status != "completed":
+                failed += 1
+            elif isinstance(item, ApprovalRecord):
+                approvals[f"{item.decision} by {item.by}"] += 1
+            elif isinstance(item, ElicitationRecord):
+                answers[f"{item.action} by {item.by}"] += 1
+    return [
+        f"turns:     {_plural(sum(turns.values()), 'turn')}" + (f" ({_tally(turns)})" if turns else ""),
+        f"calls:     {_plural(calls, 'tool call')}" + (f", {failed} did not complete" if failed else ""),
+        f"approvals: {_tally(approvals) or 'none'}",
+        f"questions: {_tally(answers) or 'none'}",
+    ]
 
 
 def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
-    """Execute the quickstart with nbclient in ``output_dir``; returns the executed notebook."""
+    """Execute the quickstart with nbclient in ``output_dir``; print a summary; return the
+    executed notebook."""
     import nbclient
     import nbformat
+    from jupyter_client.manager import KernelManager
 
     from nbagent.examples.quickstart import build
 
     out_dir = Path(output_dir).expanduser().resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     nb = build()
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(out_dir)}})
-    client.execute()
+    sockets = tempfile.mkdtemp(prefix="nbagent-demo-")
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+    try:
+        client = nbclient.NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": str(out_dir)}})
+        client.execute()
+    finally:
+        if km.has_kernel:  # a kernel manager passed in is ours to shut down, not nbclient's
+            km.shutdown_kernel()
+        shutil.rmtree(sockets, ignore_errors=True)
     target = out_dir / "00-quickstart.executed.ipynb"
     nbformat.write(nb, str(target))
-    print(f"executed quickstart written to {target}")
+    print("\n".join(["nbagent demo: the quickstart ran (scripted model, real MCP server)", *summary(out_dir / WORK_DIR / "home"),
+                     f"executed notebook: {target}"]))
     return target

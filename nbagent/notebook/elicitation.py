@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as W
 
 from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
@@ -64,6 +65,26 @@ def field_value(field: FormField, widget: W.Widget) -> Any:
     return value
 
 
+def help_text(field: FormField) -> str:
+    """The muted line beside a field: its description unless it only repeats the label (a
+    pydantic model gives ``optimizer`` the title and the description "Optimizer"), and for a
+    multi-select how to pick several."""
+    parts = []
+    if field.description and field.description.strip().casefold() != field.label.strip().casefold():
+        parts.append(field.description)
+    if field.kind == "multi_enum":
+        limits = [f"at least {field.min_items}" if field.min_items else "", f"at most {field.max_items}" if field.max_items is not None else ""]
+        limit = " and ".join(x for x in limits if x)
+        parts.append(f"Ctrl-click (⌘-click on a Mac) to pick several{'; ' + limit if limit else ''}")
+    return " — ".join(parts)
+
+
+def _without_field_name(field: FormField, problem: str) -> str:
+    """A problem shown beside its own field need not name the field."""
+    prefix = f"field {field.name!r}: "
+    return problem[len(prefix):] if problem.startswith(prefix) else problem
+
+
 def field_problems(schema: dict[str, Any], f: FormField, value: Any) -> list[str]:
     """What is wrong with one field's answer (``None`` = left empty), checked on its own."""
     single: dict[str, Any] = {"type": "object", "properties": {f.name: schema["properties"][f.name]}}
@@ -82,6 +103,8 @@ class ElicitationForm:
         self.inputs: dict[str, W.Widget] = {}
         self.messages: dict[str, W.HTML] = {}
         self.problems = W.HTML()
+        """The summary line under the form: what keeps Accept from sending, as of now."""
+        self._summary_shown = False
         self.schema_error: str | None = None
         header = W.HTML(
             f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(event.message)}</div>"
@@ -92,15 +115,15 @@ class ElicitationForm:
         else:
             rows.extend(self._form_rows())
         self.buttons = {
-            "accept": W.Button(description="Done" if event.mode == "url" else "Accept", button_style="success"),
-            "decline": W.Button(description="Decline", button_style="warning"),
-            "cancel": W.Button(description="Cancel"),
+            "accept": answer_button("Done" if event.mode == "url" else "Accept", "success", "check", "send this answer to the server"),
+            "decline": answer_button("Decline", "warning", "ban", "tell the server you do not want to answer"),
+            "cancel": answer_button("Cancel", "", "times", "dismiss the question without an answer"),
         }
         if self.schema_error:
             self.buttons["accept"].disabled = True
         on_click = guarded("this answer", self._show_problem)
         for action, button in self.buttons.items():
-            button.on_click(on_click(lambda _b, a=action: self.respond(a)))
+            on_answer(button, on_click(lambda a=action: self.respond(a)))
         rows += [self.problems, W.HBox(list(self.buttons.values()))]
         self.body = W.VBox(rows)
         self.record = W.HTML(layout=W.Layout(display="none"))
@@ -138,9 +161,9 @@ class ElicitationForm:
             message = W.HTML()
             self.messages[f.name] = message
             check = guarded(f"checking {f.label}", lambda html, m=message: setattr(m, "value", html))
-            widget.observe(check(lambda _c, f=f: self._check_field(f)), names="value")
-            help_text = W.HTML(muted(f.description)) if f.description else W.HTML()
-            rows.append(W.HBox([label, widget, help_text]))
+            widget.observe(check(lambda _c, f=f: self._on_change(f)), names="value")
+            hint = help_text(f)
+            rows.append(W.HBox([label, widget, W.HTML(muted(hint)) if hint else W.HTML()]))
             rows.append(message)
         return rows
 
@@ -158,11 +181,24 @@ class ElicitationForm:
         return field_problems(self.event.requested_schema or {}, f, field_value(f, self.inputs[f.name]))
 
     def _check_field(self, f: FormField) -> bool:
-        problems = self._field_problems(f)
+        problems = [_without_field_name(f, p) for p in self._field_problems(f)]
         self.messages[f.name].value = "".join(
             f"<div style='color:{COLORS['error']};margin-left:12em'>{esc(p)}</div>" for p in problems
         )
         return not problems
+
+    def _on_change(self, f: FormField) -> None:
+        """Every change re-checks its field, and the summary once Accept has shown one, so
+        neither ever describes a value that is no longer there."""
+        self._check_field(f)
+        if self._summary_shown:
+            self._show_summary()
+
+    def _show_summary(self) -> list[str]:
+        problems = validate_content(self.event.requested_schema or {}, self.content())
+        self._summary_shown = bool(problems)
+        self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems)
+        return problems
 
     def respond(self, action: str) -> bool:
         """Send one answer (button click). Accept is refused while the form is invalid."""
@@ -174,11 +210,9 @@ class ElicitationForm:
                 return False
             for f in self.fields:
                 self._check_field(f)
-            content = self.content()
-            problems = validate_content(self.event.requested_schema or {}, content)
-            if problems:
-                self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems)
+            if self._show_summary():
                 return False
+            content = self.content()
         self.problems.value = ""
         try:
             self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import ipywidgets as W
 
 from nbagent.notebook.approval import ApprovalPanel
+from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
@@ -73,10 +74,14 @@ class TurnView:
         self.approvals: dict[str, ApprovalPanel] = {}
         self.forms: dict[str, ElicitationForm] = {}
         self._note = note
+        self.cell_id = running_cell_id()
+        """The cell this view is displayed in (made in the cell's execution): the turn's cells are
+        inserted below it."""
+        self._anchored: set[str] = set()
         self.header = W.HTML()
         self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
-        self.status = W.HTML(muted("waiting for the session…"))
+        self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
         self.body = W.VBox([])
         self.footer = W.HTML()
@@ -108,6 +113,9 @@ class TurnView:
     # -- events ----------------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
+        if event.turn_id and self.cell_id and event.turn_id not in self._anchored:
+            self._anchored.add(event.turn_id)  # every turn shown here (one per outside call under serve)
+            get_bridge().anchor_turn(event.turn_id, self.cell_id)
         method = getattr(self, f"_on_{event.type}", None)
         if method is not None:
             method(event)
@@ -149,8 +157,6 @@ class TurnView:
             stream.flush()
         card = self.cards[event.call_id] = ToolCard(event)
         self._add(card.widget)
-        if event.call_id in self.approvals:
-            card.set_status("awaiting")
 
     def _on_progress(self, event: Progress) -> None:
         card = self.cards.get(event.call_id)
@@ -163,11 +169,15 @@ class TurnView:
             card.on_end(event)
 
     def _on_approval_requested(self, event: ApprovalRequested) -> None:
+        """One card per call: the panel goes inside the call's card (a call begins before it
+        asks), standing on its own only for a call this view never saw begin."""
         panel = self.approvals[event.call_id] = ApprovalPanel(event, self._submit)
-        self._add(panel.widget)
         card = self.cards.get(event.call_id)
-        if card is not None:
-            card.set_status("awaiting")
+        if card is None:
+            self._add(panel.widget)
+            return
+        card.attach(panel.embed(), replaces_arguments=True)
+        card.set_status("awaiting")
 
     def _on_approval_resolved(self, event: ApprovalResolved) -> None:
         panel = self.approvals.get(event.call_id)
@@ -175,16 +185,23 @@ class TurnView:
             panel.on_resolved(event)
         card = self.cards.get(event.call_id)
         if card is not None and card.status == "awaiting":
-            card.set_status("running" if event.decision in ("approve", "approve_session", "always") else "denied")
+            card.decided(event.decision in ("approve", "approve_session", "always"), event.arguments)
 
     def _on_elicitation_requested(self, event: ElicitationRequested) -> None:
         form = self.forms[event.request_id] = ElicitationForm(event, self._submit)
-        self._add(form.widget)
+        card = self.cards.get(event.call_id or "")
+        if card is None:
+            self._add(form.widget)
+        else:
+            card.attach(form.widget)
 
     def _on_elicitation_resolved(self, event: ElicitationResolved) -> None:
         form = self.forms.get(event.request_id)
         if form is not None:
             form.on_resolved(event)
+            card = self.cards.get(form.event.call_id or "")
+            if card is not None:
+                card.answered(event.action, event.by)
 
     def _on_mcp_startup_update(self, event: McpStartupUpdate) -> None:
         if event.status == "failed":
@@ -201,8 +218,9 @@ class TurnView:
         self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))
 
     def _on_error(self, event: ErrorEvent) -> None:
+        # The message is shown once, here; the status line only says that the turn failed.
         self._add(W.HTML(f"<div style='color:{COLORS['error']}'><b>error ({esc(event.code)})</b>{pre(event.message)}</div>"))
-        self.finish("failed", event.message)
+        self.finish("failed")
 
     def _on_turn_completed(self, event: TurnCompleted) -> None:
         self.finish("completed")
@@ -217,4 +235,6 @@ class TurnView:
         self.done = True
         self.stop_button.layout.display = "none"
         color = {"completed": "ok", "aborted": "warn"}.get(status, "error")
-        self.status.value = badge(status + (f": {reason}" if reason else ""), color)
+        # A reason can be long: it wraps beside the pill instead of running off the cell's edge.
+        why = f"<span style='color:{COLORS[color]};overflow-wrap:anywhere'>{esc(reason)}</span>" if reason else ""
+        self.status.value = f"<div style='white-space:normal'>{badge(status, color)}{why}</div>"

@@ -8,8 +8,11 @@ result collapsed (images shown inline); failures are visibly marked.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import ipywidgets as W
+
+from nbagent.mcp.results import describe_for_display
 
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.notebook.throttle import Coalescer
@@ -25,6 +28,7 @@ STATUS_STYLE = {
 }
 _IMAGE_MIME = re.compile(r"^image/(png|jpeg|gif|webp|svg\+xml)$")
 RESULT_PREVIEW_CHARS = 20_000
+_BORDER = "1px solid #d0d7de"
 
 
 def tool_label(tool: str, server: str | None, raw_tool: str | None, title: str | None) -> str:
@@ -49,16 +53,47 @@ class ToolCard:
         self.progress = W.FloatProgress(value=0, min=0, max=1, layout=W.Layout(display="none", width="60%"))
         self.progress_label = W.HTML(layout=W.Layout(display="none"))
         self.result = W.HTML()
+        self.outcome_note: str | None = None
+        """Why the call ended as it did, when the user's answer decided it."""
+        self.asks = W.VBox([])
+        """The call's approval panel and the server's questions, inside the card."""
         self._last_progress: Progress | None = None
         self._progress_coalescer = Coalescer(self._push_progress)
         self.widget = W.VBox(
-            [self.header, self.arguments, W.HBox([self.progress, self.progress_label]), self.result],
-            layout=W.Layout(border="1px solid #d0d7de", padding="2px 8px", margin="4px 0"),
+            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.result],
+            layout=W.Layout(border=_BORDER, padding="2px 8px", margin="4px 0"),
         )
         self._render_header()
 
+    def attach(self, widget: W.Widget, *, replaces_arguments: bool = False) -> None:
+        """Show an ask inside this card; an approval panel's argument editor stands in for the
+        read-only arguments until the decision."""
+        self.asks.children = (*self.asks.children, widget)
+        if replaces_arguments:
+            self.arguments.layout.display = "none"
+
+    def answered(self, action: str, by: str) -> None:
+        """A question the server asked during this call was not answered: say so in the result,
+        in the person's words rather than the SDK's."""
+        if action != "accept":
+            who = "you" if by == "user" else {"policy": "the policy (nobody to ask)", "timeout": "the timeout", "interrupt": "the interrupt"}.get(by, by)
+            verb = "declined" if action == "decline" else "cancelled"
+            self.outcome_note = f"{who} {verb} the server's question" if who == "you" else f"the server's question was {verb} by {who}"
+
+    def decided(self, approved: bool, arguments: dict[str, Any] | None) -> None:
+        """After the approval: the arguments that run (the user's edit, if any) are shown again."""
+        if arguments is not None and arguments != self.begin.arguments:
+            self.arguments.value = (
+                f"<details><summary>{muted('arguments (edited by you before approval)')}</summary>"
+                f"{pre(pretty_json(arguments))}</details>"
+            )
+        self.arguments.layout.display = ""
+        self.set_status("running" if approved else "denied")
+
     def set_status(self, status: str) -> None:
         self.status = status
+        # While it waits for the user the whole card is framed as an ask, not just a panel in it.
+        self.widget.layout.border = f"2px solid {COLORS['warn']}" if status == "awaiting" else _BORDER
         self._render_header()
 
     def on_progress(self, event: Progress) -> None:
@@ -90,8 +125,9 @@ class ToolCard:
     def _render_header(self) -> None:
         icon, color, label = STATUS_STYLE.get(self.status, ("·", "muted", self.status))
         b = self.begin
-        title = esc(b.title or b.raw_tool or b.tool)
-        raw = f"{esc(b.server)} · <code>{esc(b.raw_tool or b.tool)}</code>" if b.server else f"<code>{esc(b.tool)}</code>"
+        shown = describe_for_display  # names come from a server: nothing in them may hide
+        title = esc(shown(b.title or b.raw_tool or b.tool))
+        raw = f"{esc(shown(b.server))} · <code>{esc(shown(b.raw_tool or b.tool))}</code>" if b.server else f"<code>{esc(b.tool)}</code>"
         duration = f" · {self.duration_ms / 1000:.2f} s" if self.duration_ms is not None else ""
         self.header.value = (
             f'<span style="color:{COLORS[color]};font-weight:bold">{icon}</span> <b>{title}</b> '
@@ -118,6 +154,8 @@ class ToolCard:
         summary = "error" if end.is_error else ("result" if end.status == "completed" else end.status)
         color = COLORS["error"] if end.is_error else COLORS["muted"]
         opened = " open" if end.is_error else ""
+        if self.outcome_note and end.is_error:
+            parts.insert(0, f"<div><b>{esc(self.outcome_note)}</b>, so it did not run.</div>")
         return (
             f"<details{opened}><summary style='color:{color}'>{esc(summary)}"
             f"{' (what the model saw)' if failed else ''}</summary>{''.join(parts)}</details>"

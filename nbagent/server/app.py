@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
@@ -36,7 +37,8 @@ from nbagent.core.session import RunResult
 from nbagent.protocol import WarningEvent
 from nbagent.server.asks import Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
-from nbagent.server.threads import Defaults, SessionPool, ThreadBusy, TurnRun
+from nbagent.server.overrides import Overrides
+from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
 
 INSTRUCTIONS = (
@@ -68,6 +70,18 @@ def run_result(result: RunResult) -> types.CallToolResult:
     )
 
 
+def _arguments_error(name: str, exc: ValidationError) -> str:
+    """One line naming each bad argument (``agent-reply: argument 'config': Extra inputs ...``)."""
+    problems = "; ".join(f"argument '{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in exc.errors())
+    return f"{name}: {problems}"
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:
+    """The caller's connection: one per MCP session over stateful HTTP, one per request stateless."""
+    connection = getattr(ctx.session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None
+
+
 def _modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
@@ -87,7 +101,6 @@ class AgentServer:
 
     def __init__(self, pool: SessionPool | None = None) -> None:
         self.pool = pool or SessionPool(Defaults())
-        self._levels: dict[int, str] = {}
 
     def build(self) -> Server[Any]:
         with warnings.catch_warnings():
@@ -110,7 +123,9 @@ class AgentServer:
         return types.ListToolsResult(tools=TOOLS)
 
     async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
-        self._levels[id(getattr(ctx.session, "_connection", ctx.session))] = params.level
+        connection = _connection(ctx)
+        if connection is not None:
+            connection.state["nbagent_log_level"] = params.level
         return types.EmptyResult()
 
     async def call_tool(
@@ -126,7 +141,9 @@ class AgentServer:
             return await self._rounds(ctx, run)
         try:
             run = await self._start(ctx, params)
-        except (ValidationError, ConfigError, KeyError, ThreadBusy, ValueError) as exc:
+        except ValidationError as exc:
+            return _text_result(_arguments_error(params.name, exc), is_error=True)
+        except (ConfigError, KeyError, ThreadBusy, PoolFull, ValueError) as exc:
             return _text_result(f"{params.name}: {exc}", is_error=True)
         if _modern(ctx):
             return await self._rounds(ctx, run)
@@ -136,21 +153,32 @@ class AgentServer:
         arguments = params.arguments or {}
         if params.name == "agent":
             args = AgentArgs.model_validate(arguments)
-            handle = await self.pool.open(model=args.model, policy=args.policy, cwd=args.cwd,
-                                          thread_name=args.thread_name, config=args.config)
+            asked = Overrides(model=args.model, policy=args.policy, cwd=args.cwd, config=args.config)
+            handle = await self.pool.open(asked, thread_name=args.thread_name)
         else:
             reply = ReplyArgs.model_validate(arguments)
             handle = await self.pool.get(reply.thread_id)
             args = AgentArgs(prompt=reply.prompt)
+        self._claim(ctx, handle)
         form, _ = _elicit_caps(ctx)
         # The core's policy answers when nobody can be asked (`never` and non-interactive decline).
         handle.session.interactive = form and (_modern(ctx) or ctx.session.can_send_request)
         return self.pool.start(handle, args.prompt)
 
+    def _claim(self, ctx: ServerRequestContext[Any], handle: ThreadHandle) -> None:
+        """Tie the session to the caller's MCP session, so that its disconnect closes it."""
+        connection = _connection(ctx)
+        client = connection.session_id if connection is not None else None
+        self.pool.claim(handle, client)
+        if connection is not None and client is not None and not connection.state.get("nbagent_release"):
+            connection.state["nbagent_release"] = True
+            connection.exit_stack.callback(self.pool.release, client)
+
     # -- event forwarding ------------------------------------------------------------------
 
     def _forwarder(self, ctx: ServerRequestContext[Any]) -> Forwarder:
-        level = self._levels.get(id(getattr(ctx.session, "_connection", ctx.session)), "info")
+        connection = _connection(ctx)
+        level = connection.state.get("nbagent_log_level", "info") if connection is not None else "info"
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(value, total, message)

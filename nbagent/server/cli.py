@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from nbagent import signals
@@ -33,8 +34,29 @@ def _parser() -> argparse.ArgumentParser:
                    help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
     p.add_argument("--park-timeout", type=float, default=600.0,
                    help="seconds a stateless (2026-07-28) run waits for the client's next round")
+    p.add_argument("--session-idle-timeout", type=_positive(float), default=300.0, metavar="SECONDS",
+                   help="close a thread's session (and its MCP servers) after this long without a turn; "
+                        "the thread stays resumable (default 300)")
+    p.add_argument("--max-sessions", type=_positive(int), default=8, metavar="N",
+                   help="live sessions at most; the oldest idle one is closed to make room (default 8)")
+    p.add_argument("--allow-config-override", action="store_true",
+                   help="let callers of the agent tool override any config key, cwd, home and replay: "
+                        "files; a caller can then run any command as you (off by default)")
     p.add_argument("--log-level", default="warning", help="log level of the server's own stderr logging")
     return p
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _overrides(items: list[str]) -> dict[str, Any]:
@@ -91,7 +113,8 @@ def main_mcp_server(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
-                        park_timeout=args.park_timeout)
+                        park_timeout=args.park_timeout, idle_timeout=args.session_idle_timeout,
+                        max_sessions=args.max_sessions, allow_config_override=args.allow_config_override)
     if not args.http:
         try:
             signals.run(serve_stdio(defaults))

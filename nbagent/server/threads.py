@@ -3,12 +3,17 @@
 Each ``Session`` lives in its own owner task, because MCP client connections inside it must be
 entered and exited in one task; a tool-call handler only borrows it. A ``TurnRun`` outlives a
 single request in the stateless protocol, where one turn spans several input-required rounds.
+
+A live session holds MCP server processes, so none is kept without bound: it closes when the
+MCP client that used it last disconnects, after ``idle_timeout`` without a turn, or when the
+``max_sessions`` cap needs room (oldest idle first). Its thread stays on disk; ``get`` resumes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,7 @@ from nbagent.protocol import (
 )
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
+from nbagent.server.overrides import Overrides, at_least_as_strict, check_overrides
 from nbagent.store import ThreadStore
 
 
@@ -34,9 +40,13 @@ class ThreadBusy(Exception):
     """A second call tried to drive a thread whose turn is still running."""
 
 
+class PoolFull(Exception):
+    """Every one of the ``max_sessions`` live sessions is running a turn."""
+
+
 @dataclass
 class Defaults:
-    """Server-wide defaults; each ``agent`` call may override model, policy, cwd and config."""
+    """Server-wide defaults; an ``agent`` call may override them only as ``overrides`` allows."""
 
     model: str | None = None
     policy: Policy | None = None
@@ -45,6 +55,12 @@ class Defaults:
     config: dict[str, Any] = field(default_factory=dict)
     park_timeout: float = 600.0
     """How long a stateless run waits for the client's next round before it is interrupted."""
+    idle_timeout: float = 300.0
+    """A session without a turn for this long is closed (its thread stays resumable)."""
+    max_sessions: int = 8
+    """Live sessions at most; the oldest idle one is closed to make room."""
+    allow_config_override: bool = False
+    """Let callers override anything (``--allow-config-override``): they can then run commands."""
 
 
 class TurnRun:
@@ -130,6 +146,11 @@ class TurnRun:
         loop = asyncio.get_running_loop()
         self._park = loop.call_later(timeout, self.interrupt, f"the MCP client did not answer within {timeout:g} s")
 
+    @property
+    def parked(self) -> bool:
+        """Waiting for the client's next stateless round."""
+        return self._park is not None
+
     def unpark(self) -> None:
         if self._park is not None:
             self._park.cancel()
@@ -142,6 +163,10 @@ class ThreadHandle:
     owner: asyncio.Task[None]
     close: asyncio.Event
     run: TurnRun | None = None
+    client: str | None = None
+    """The MCP session id of the client that used it last: its disconnect closes this session."""
+    last_used: float = field(default_factory=time.monotonic)
+    idle: asyncio.TimerHandle | None = None
 
     @property
     def busy(self) -> bool:
@@ -155,37 +180,36 @@ class SessionPool:
         self.defaults = defaults or Defaults()
         self.threads: dict[str, ThreadHandle] = {}
         self.runs: dict[str, TurnRun] = {}
+        self._closing: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
 
-    def _config(
-        self, cwd: str, model: str | None, policy: Policy | None, overrides: dict[str, Any] | None
-    ) -> Config:
-        merged = {**self.defaults.config, **(overrides or {})}
-        merged.update({"model": model or merged.get("model") or self.defaults.model,
-                       "approval_policy": policy or merged.get("approval_policy") or self.defaults.policy,
+    def _config(self, cwd: str, asked: Overrides) -> Config:
+        merged = {**self.defaults.config, **(asked.config or {})}
+        merged.update({"model": asked.model or merged.get("model") or self.defaults.model,
+                       "approval_policy": asked.policy or merged.get("approval_policy") or self.defaults.policy,
                        "home": merged.get("home") or self.defaults.home})
         return load_config(cwd, overrides=merged)
 
-    async def open(
-        self,
-        *,
-        model: str | None = None,
-        policy: Policy | None = None,
-        cwd: str | None = None,
-        thread_name: str | None = None,
-        config: dict[str, Any] | None = None,
-        thread: str | None = None,
+    async def open(self, asked: Overrides, *, thread_name: str | None = None) -> ThreadHandle:
+        """A new thread in a new session, with a caller's overrides (refused when they could
+        widen what runs, unless the server allows it)."""
+        server_cwd = Path(self.defaults.cwd or ".").resolve()
+        if not self.defaults.allow_config_override:
+            check_overrides(asked, server=self._config(str(server_cwd), Overrides()), server_cwd=server_cwd)
+        async with self._lock:
+            return await self._open(asked, thread_name=thread_name)
+
+    async def _open(
+        self, asked: Overrides = Overrides(), *, thread_name: str | None = None, thread: str | None = None
     ) -> ThreadHandle:
         """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
-        where = str(Path(cwd or self.defaults.cwd or ".").resolve())
-        cfg = self._config(where, model, policy, config)
-        if thread and not cfg.model:
-            with contextlib.suppress(Exception):
-                store = ThreadStore(cfg.home_path)
-                resolved = store.resolve(thread)
-                if resolved:
-                    cfg.model = store.load(resolved).meta.model or None
-                store.close()
+        where = str(Path(asked.cwd or self.defaults.cwd or ".").resolve())
+        cfg = self._config(where, asked)
+        if thread:
+            self._resumed(cfg, thread)
+        await self._make_room()
+        if thread in self._closing:  # the same thread's last session still writes its rollout
+            await asyncio.gather(self._closing[thread], return_exceptions=True)
         ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
         close = asyncio.Event()
         kwargs = dict(cwd=where, thread=thread, thread_name=thread_name, config=cfg, interactive=True,
@@ -194,8 +218,24 @@ class SessionPool:
         session = await ready
         handle = ThreadHandle(session=session, owner=owner, close=close)
         self.threads[session.thread_id] = handle
-        owner.add_done_callback(lambda _: self.threads.pop(session.thread_id, None))
+        owner.add_done_callback(lambda _: self._gone(handle))
+        self._arm_idle(handle)
         return handle
+
+    @staticmethod
+    def _resumed(cfg: Config, thread: str) -> None:
+        """A resumed thread keeps its model when the server names none, and the policy of its
+        last turn when that is at least as strict as the server's (a caller's ``never`` stays)."""
+        with contextlib.suppress(Exception):
+            store = ThreadStore(cfg.home_path)
+            resolved = store.resolve(thread)
+            if resolved:
+                loaded = store.load(resolved)
+                cfg.model = cfg.model or loaded.meta.model or None
+                last = next((t.policy for t in reversed(loaded.turns) if t.status == "started"), None)
+                if last is not None and at_least_as_strict(last, cfg.approval_policy):
+                    cfg.approval_policy = last
+            store.close()
 
     async def _own(self, kwargs: dict[str, Any], ready: asyncio.Future[Session], close: asyncio.Event) -> None:
         try:
@@ -213,8 +253,67 @@ class SessionPool:
         async with self._lock:
             handle = self.threads.get(thread_id)
             if handle is None:
-                handle = await self.open(thread=thread_id)
+                handle = await self._open(thread=thread_id)
             return handle
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def claim(self, handle: ThreadHandle, client: str | None) -> None:
+        """``client`` (an MCP session id, ``None`` for stdio and stateless HTTP) uses ``handle`` now."""
+        handle.client = client
+        self._arm_idle(handle)
+
+    def release(self, client: str) -> None:
+        """The MCP client ``client`` disconnected: close the sessions it used last."""
+        for handle in [h for h in self.threads.values() if h.client == client]:
+            if handle.run is not None:
+                handle.run.interrupt("the MCP client disconnected")
+            self.close(handle)
+
+    def close(self, handle: ThreadHandle) -> asyncio.Task[None]:
+        """Close one session now (its owner task shuts the MCP servers down); the thread stays on disk."""
+        thread_id = handle.session.thread_id
+        if self.threads.get(thread_id) is handle:
+            del self.threads[thread_id]
+            self._closing[thread_id] = handle.owner
+        if handle.idle is not None:
+            handle.idle.cancel()
+        handle.close.set()
+        return handle.owner
+
+    def _gone(self, handle: ThreadHandle) -> None:
+        thread_id = handle.session.thread_id
+        if self.threads.get(thread_id) is handle:
+            del self.threads[thread_id]
+        if self._closing.get(thread_id) is handle.owner:
+            del self._closing[thread_id]
+        if handle.idle is not None:
+            handle.idle.cancel()
+
+    def _arm_idle(self, handle: ThreadHandle) -> None:
+        if handle.idle is not None:
+            handle.idle.cancel()
+        handle.last_used = time.monotonic()
+        loop = asyncio.get_running_loop()
+        handle.idle = loop.call_later(self.defaults.idle_timeout, self._idle_expired, handle)
+
+    def _idle_expired(self, handle: ThreadHandle) -> None:
+        if handle.busy:  # a stateless run waiting for its client is bounded by park_timeout instead
+            self._arm_idle(handle)
+        else:
+            self.close(handle)
+
+    async def _make_room(self) -> None:
+        """Keep below ``max_sessions``: close the least recently used idle session, or refuse."""
+        cap = self.defaults.max_sessions
+        while len(self.threads) >= cap:
+            idle = [h for h in self.threads.values() if not h.busy]
+            if not idle:
+                raise PoolFull(f"all {cap} live sessions are running a turn (the server's --max-sessions is "
+                               f"{cap}); try again when one has finished")
+            await asyncio.gather(self.close(min(idle, key=lambda h: h.last_used)), return_exceptions=True)
+
+    # -- runs --------------------------------------------------------------------------------
 
     def start(self, handle: ThreadHandle, prompt: str, model: str | None = None,
               policy: Policy | None = None) -> TurnRun:
@@ -222,23 +321,27 @@ class SessionPool:
             raise ThreadBusy(f"thread {handle.session.thread_id} is running a turn; wait or cancel it first")
         run = TurnRun(handle, prompt, model, policy)
         handle.run = run
+        handle.last_used = time.monotonic()
         self.runs[run.token] = run
         run.task.add_done_callback(lambda _: self._forget(run))
         return run
 
     def _forget(self, run: TurnRun) -> None:
+        parked, closed = run.parked, run.handle.close.is_set()
         run.unpark()
-        # Keep the token briefly so a final stateless round can still collect the result.
-        asyncio.get_running_loop().call_later(self.defaults.park_timeout, self.runs.pop, run.token, None)
+        if parked and not closed:  # keep the token: the client's next stateless round collects the result
+            asyncio.get_running_loop().call_later(self.defaults.park_timeout, self.runs.pop, run.token, None)
+        else:
+            self.runs.pop(run.token, None)
+        if not closed:
+            self._arm_idle(run.handle)
 
     async def aclose(self) -> None:
         handles = list(self.threads.values())
         for handle in handles:
             if handle.run is not None:
                 handle.run.interrupt("the MCP server is shutting down")
-            handle.close.set()
-        await asyncio.gather(*(h.owner for h in handles), return_exceptions=True)
+            self.close(handle)
+        await asyncio.gather(*(h.owner for h in handles), *self._closing.values(), return_exceptions=True)
         self.threads.clear()
         self.runs.clear()
-
-

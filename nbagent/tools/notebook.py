@@ -70,7 +70,7 @@ class ReadNotebookArgs(_Args):
 class InsertCellArgs(_Args):
     source: str = Field(description="The new cell's source.")
     cell_type: Literal["code", "markdown"] = Field("code", description="Cell type.")
-    index: int | None = Field(None, ge=0, description="Position of the new cell (0 = first). Default: at the end.")
+    index: int | None = Field(None, ge=0, description="Position of the new cell (0 = first). Default: right below the cell that started this turn.")
     after_cell_id: str | None = Field(None, description="Insert right after the cell with this id (wins over index).")
 
 
@@ -112,7 +112,8 @@ _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
     ),
     "insert_cell": (
         InsertCellArgs,
-        "Insert a new code or markdown cell into the notebook (at an index, after a cell id, or at the end). "
+        "Insert a new code or markdown cell into the notebook (at an index, after a cell id, or by default right "
+        "below the cell that started this turn). "
         "The cell is marked as written by the agent. It is not run.",
         "Insert a notebook cell",
         ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),

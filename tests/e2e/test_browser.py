@@ -1,8 +1,8 @@
 """Browser end-to-end: JupyterLab + the nbagent extension + a real kernel, a real MCP server and
 the replay model, driven in Debian's headless chromium by ``ui-tests/e2e.mjs`` (playwright-core).
 
-Approve on the real panels writes a cell (with provenance, marked, saved to disk); Deny writes
-nothing. Screenshots go to ``test-artifacts/e2e/`` (git-ignored).
+Approve on the real panels writes a cell right below the agent cell (with provenance, marked;
+the notebook is left dirty and the user's save writes it to disk); Deny writes nothing. Screenshots go to ``test-artifacts/e2e/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -162,6 +162,7 @@ def test_the_extension_serves_the_bridge_in_notebook_7(tmp_path: Path) -> None:
         assert proc.returncode == 0 and result.get("ok"), f"{result.get('error') or proc.stderr}\n{lab.log_tail()}"
     # Shift+Enter ran the cell and added an empty one below; the insert appended after both.
     assert result["line"] == "BRIDGE Jupyter Notebook nb7.ipynb 2 2"
+    assert result["dirty"] is True  # the write was not saved under the user's hands
     saved = json.loads(notebook.read_text())
     inserted = [c for c in saved["cells"] if "".join(c["source"]) == "inserted_in_notebook7 = True"]
     assert len(inserted) == 1

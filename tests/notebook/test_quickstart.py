@@ -20,8 +20,15 @@ def test_committed_notebook_matches_its_source():
     assert [c.source for c in committed.cells] == [c.source for c in build().cells]
 
 
-def test_quickstart_runs_headless_without_error(tmp_path):
-    executed = nbformat.read(str(run_demo(tmp_path)), as_version=4)
+def test_quickstart_runs_headless_without_error(tmp_path, capfd):
+    target = run_demo(tmp_path)
+    printed, errors = capfd.readouterr()  # capfd: the kernel's own stderr (a child process) too
+    assert "without encryption" not in printed + errors  # a warning a demo user cannot act on
+    summary = printed[printed.index("nbagent demo:"):]
+    assert "turns:     4 turns (4 completed)" in summary and "calls:     4 tool calls" in summary
+    assert "approve by user" in summary and "questions: 1 accept by user" in summary
+    assert f"executed notebook: {target}" in summary and len(summary.splitlines()) == 6
+    executed = nbformat.read(str(target), as_version=4)
     text = ""
     for cell in executed.cells:
         for out in cell.get("outputs", []):

@@ -113,3 +113,16 @@ def test_cell_transformer_only_touches_agent_cells():
     (line,) = rewrite(["%%agent --wait -t 'a b'\n", "Do {x} '''now'''\n"])
     assert line.startswith("await _nbagent_cell(")
     assert eval(line[len("await _nbagent_cell"):]) == ("--wait -t 'a b'", "Do {x} '''now'''\n")
+
+
+@pytest.mark.parametrize("line", ["help", "--help"])
+def test_agent_help_prints_the_commands(line, capsys):
+    from nbagent.notebook.agent import KernelAgent
+    from nbagent.notebook.commands import run_line
+
+    run_line(KernelAgent(shell=None), line)
+    out, err = capsys.readouterr()
+    assert err == "" and "unknown command" not in out
+    for command in ("%agent threads", "%agent resume ID", "%agent mcp add NAME", "%agent approve", "%agent deny CALL_ID",
+                    "%agent serve", "%agent stop", "%agent history", "%%agent [-t THREAD]"):
+        assert command in out

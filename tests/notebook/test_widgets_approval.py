@@ -51,7 +51,8 @@ def test_each_decision_submits_one_op_and_collapses(decision, sent):
 
 
 def test_panel_shows_identity_badges_and_reason(sent):
-    html = ApprovalPanel(request(), sent.append).info.value
+    panel = ApprovalPanel(request(), sent.append)
+    html = panel.identity.value + panel.info.value
     for text in ("demo", "write_note", "mcp__demo__write_note", "Write a note", "destructive", "open-world", "destructive tool"):
         assert text in html
     assert "no annotations" in ApprovalPanel(request(annotations=None), sent.append).info.value

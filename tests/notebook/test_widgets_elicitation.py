@@ -148,3 +148,42 @@ def test_resolved_elsewhere(sent):
     form.on_resolved(ElicitationResolved(request_id="el_1", action="cancel", by="timeout"))
     form.buttons["accept"].click()
     assert sent == [] and "timed out" in form.record.value and all(b.disabled for b in form.buttons.values())
+
+
+def test_typing_key_by_key_clears_the_message_the_moment_the_field_is_valid(sent):
+    form = ElicitationForm(event(), sent.append)
+    seen = []
+    for n in range(1, len("Baseline run") + 1):  # each keystroke is one value update from the page
+        form.inputs["title"].value = "Baseline run"[:n]
+        seen.append(form.messages["title"].value)
+    assert "at least 3 characters required, got 1" in seen[0] and "got 2" in seen[1]
+    assert seen[2:10] == [""] * 8  # valid from the third key on: no stale message
+    assert "at most 10" in seen[-1]  # and a new problem appears as soon as it is true
+    assert "field &#x27;title&#x27;" not in seen[0]  # beside its field, the message need not name it
+
+
+def test_the_summary_line_follows_the_fields_after_a_refused_accept(sent):
+    form = ElicitationForm(event(), sent.append)
+    form.buttons["accept"].click()
+    assert "&#x27;title&#x27;: required" in form.problems.value and "&#x27;email&#x27;: required" in form.problems.value
+    form.inputs["title"].value = "Baseline"
+    assert "title" not in form.problems.value and "&#x27;email&#x27;: required" in form.problems.value
+    form.inputs["email"].value = "you@example"
+    assert "is not an email address" in form.problems.value
+    form.inputs["email"].value = "you@example.com"
+    assert form.problems.value == ""  # every field valid: no summary left claiming otherwise
+    form.buttons["accept"].click()
+    assert sent and sent[0].content["email"] == "you@example.com"
+
+
+def test_help_text_never_repeats_the_label_and_a_multi_select_says_how_to_pick_several(sent):
+    schema = {"type": "object", "properties": {
+        "optimizer": {"type": "string", "title": "Optimizer", "description": "Optimizer", "enum": ["sgd", "adam"]},
+        "runs": {"type": "integer", "title": "Runs", "description": "How many runs"},
+        "tags": {"type": "array", "title": "Tags", "description": "Tags", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+    }}
+    form = ElicitationForm(event(requested_schema=schema), sent.append)
+    rows = {f.name: row for f, row in zip(form.fields, form.body.children[1::2])}
+    help_of = {name: row.children[2].value for name, row in rows.items()}
+    assert "Optimizer" not in help_of["optimizer"] and "How many runs" in help_of["runs"]
+    assert "Tags" not in help_of["tags"] and "pick several" in help_of["tags"] and "at most 2" in help_of["tags"]

@@ -24,6 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[2]
 RECORDER = Path(__file__).parent / "servers" / "recorder.py"
 MODES = ["legacy", "2026-07-28"]
+OPEN = "--allow-config-override"
+"""The forwarding tests choose model, policy and MCP servers per call, which needs this flag."""
 
 
 @dataclass
@@ -120,7 +122,7 @@ def start_http_server(senv: ServerEnv, *extra: str, token: str | None = "test-to
 
 @pytest.fixture
 def http_server(senv: ServerEnv) -> Iterator[HttpServer]:
-    server = start_http_server(senv)
+    server = start_http_server(senv, OPEN)
     yield server
     server.process.terminate()
     try:
@@ -138,7 +140,7 @@ async def connect(
     http: HttpServer | None = None,
     answer: Answer | None = None,
     seen: Seen | None = None,
-    server_args: tuple[str, ...] = (),
+    server_args: tuple[str, ...] = (OPEN,),
 ) -> AsyncIterator[Client]:
     """A real SDK client on nbagent's server; ``answer`` makes it elicitation-capable."""
     seen = seen or Seen()
