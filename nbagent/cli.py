@@ -4,14 +4,13 @@ server and the offline demo. A front end like the notebook: it submits ops, prin
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import __version__
+from nbagent import __version__, signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
@@ -269,15 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     prog = f"nbagent {args.command}"
     try:
         if args.command == "run":
-            return asyncio.run(_turn(args, None))
+            return signals.run(_turn(args, None))
         if args.command == "resume":
-            return asyncio.run(_turn(args, args.thread))
+            return signals.run(_turn(args, args.thread))
         if args.command == "threads":
             return _threads(args)
         if args.command == "index":
             return _rebuild(args)
         if args.command == "tools":
-            return asyncio.run(_tools(args))
+            return signals.run(_tools(args))
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 
@@ -289,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(prog, exc, 1)
     except KeyboardInterrupt:
         return 130
+    except signals.Stopped as stop:
+        return stop.exit_code
     return 2
 
 

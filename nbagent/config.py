@@ -60,6 +60,9 @@ class McpServerConfig(_Strict):
     """Set in the server's (otherwise cleared) environment. Values are never logged."""
     env_vars: list[str] = Field(default_factory=list)
     """Names of the user's environment variables passed through to the server."""
+    env_clear_parent: bool = True
+    """Start the server under a launcher whose environment is the server's own, so the parent
+    process the server can read holds no secret (docs/security.md, "Processes servers start")."""
     cwd: str | None = None
     url: str | None = None
     http_headers: dict[str, str] = Field(default_factory=dict)

@@ -32,7 +32,7 @@ import nbagent
 from nbagent.config import McpServerConfig
 from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.env import missing_env_vars, server_env
-from nbagent.mcp.stdio import ChildProcess, group_alive, kill_group, stdio_transport
+from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ class McpConnection:
         self.generation += 1
 
     async def aclose(self, state: State = "stopped") -> None:
-        """Signal the owner task, wait (bounded), cancel it if needed, then kill the group."""
+        """Signal the owner task, wait (bounded), cancel it if needed, then kill what is left."""
         self._closing = True
         self._close.set()
         task = self._task
@@ -254,8 +254,7 @@ class McpConnection:
                 task.cancel()
                 await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SEC)
         for child in self._child:
-            if group_alive(child.pid):
-                kill_group(child.pid)
+            child.sweep()
         self._stderr.close()
         if self.state != "failed" or state == "failed":
             self.state = state
@@ -318,7 +317,7 @@ class McpConnection:
         finally:
             self._client = None
             for child in self._child:
-                kill_group(child.pid)
+                child.sweep()
 
     def _describe(self, exc: BaseException) -> str:
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -364,7 +363,8 @@ class McpConnection:
             cwd = str(Path(cfg.cwd).expanduser()) if cfg.cwd else None
             errlog = self._stderr.open()
             return stdio_transport(
-                cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=errlog, child=self._child
+                cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=errlog, child=self._child,
+                launcher=cfg.env_clear_parent,
             )
         headers = self._http_headers()
         assert cfg.url is not None

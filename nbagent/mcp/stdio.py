@@ -1,15 +1,19 @@
-"""A stdio transport that knows its child: pid, exit, and the whole process group.
+"""A stdio transport that knows its child: pid, exit, and everything it started.
 
 The SDK's ``stdio_client`` hides the process, and nbagent must (a) report a crashed server
-at once, (b) prove at shutdown that nothing it started is still alive, and (c) pass a
-cleared environment verbatim (the SDK merges its own defaults in). So the connection owns
-the process here and speaks newline-delimited JSON-RPC over its pipes.
+at once, (b) prove at shutdown that nothing it started is still alive, not even a ``setsid``
+or double-forked descendant (:mod:`nbagent.mcp.proctree`), and (c) pass a cleared environment
+verbatim (the SDK merges its own defaults in). So the connection owns the process here and
+speaks newline-delimited JSON-RPC over its pipes. By default the server runs under
+:mod:`nbagent.mcp.launcher`, so its parent process holds no secret either.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -20,13 +24,17 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
+from nbagent.mcp import proctree
+
 STDIN_GRACE_SEC = 1.0
 """How long a server may take to exit by itself after its stdin closes (the spec's first step)."""
 TERM_GRACE_SEC = 1.0
-"""How long after SIGTERM to the group before SIGKILL."""
+"""How long after SIGTERM before SIGKILL."""
 
-GROUP_REAP_SEC = 0.5
-"""Bounded wait for killed group members to disappear (an init that never reaps makes it run out)."""
+REAP_SEC = 0.5
+"""Bounded wait for killed processes to disappear (an init that never reaps makes it run out)."""
+
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
 
 _POLL = 0.01
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -38,26 +46,29 @@ class ChildProcess:
     """What the connection knows about its server process."""
 
     pid: int
+    tag: str | None = None
+    """The marker in the server's environment (:data:`proctree.MARKER_VAR`)."""
     exited: anyio.Event = field(default_factory=anyio.Event)
     """Set when the server's stdout reaches EOF: it exited or closed its end."""
     process: Process | None = None
     hurry: bool = False
     """Skip the stdin grace period (a server that never finished starting is not reading it)."""
+    swept: bool = False
+    """A sweep found the server reaped and nothing of it left: later sweeps skip the /proc scan."""
 
     @property
     def returncode(self) -> int | None:
         return self.process.returncode if self.process is not None else None
 
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still exists (signal 0; only ESRCH proves it gone)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    def sweep(self) -> set[int]:
+        """SIGKILL the server and everything it started; a no-op once a sweep found nothing left."""
+        if self.swept:
+            return set()
+        running = self.returncode is None
+        killed = proctree.kill_all([self.pid] if running else [], self.pid, self.tag)
+        kill_group(self.pid)
+        self.swept = not running and not killed
+        return killed
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -74,31 +85,44 @@ async def _wait_exit(process: Process, timeout: float) -> bool:
     return False
 
 
-async def _wait_group_gone(pgid: int, process: Process, timeout: float) -> bool:
+async def _wait_gone(pids: set[int], timeout: float) -> None:
     with anyio.move_on_after(timeout):
-        while group_alive(pgid):
-            _ = process.returncode  # lets the loop reap a zombie leader
+        while any(proctree.alive(pid) for pid in pids):
             await anyio.sleep(_POLL)
-        return True
-    return False
 
 
-async def stop_process(process: Process, stdin_grace: float = STDIN_GRACE_SEC) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Every wait is bounded."""
-    pgid = process.pid
+async def stop_process(child: ChildProcess, stdin_grace: float = STDIN_GRACE_SEC) -> None:
+    """Close stdin, wait, SIGTERM all it started, wait, SIGKILL all it started. Every wait is bounded."""
+    process = child.process
+    assert process is not None
     if process.stdin is not None:
         with suppress(Exception):
             await process.stdin.aclose()
     if not await _wait_exit(process, stdin_grace):
-        kill_group(pgid, signal.SIGTERM)
-        if not await _wait_group_gone(pgid, process, TERM_GRACE_SEC):
-            kill_group(pgid, signal.SIGKILL)
-            await _wait_exit(process, TERM_GRACE_SEC)
-    # The leader is gone; anything it left behind in its group goes too.
-    kill_group(pgid, signal.SIGKILL)
-    await _wait_group_gone(pgid, process, GROUP_REAP_SEC)
+        running = [child.pid] if process.returncode is None else []
+        proctree.terminate_all(running, child.pid, child.tag)
+        kill_group(child.pid, signal.SIGTERM)
+        await _wait_exit(process, TERM_GRACE_SEC)
+    # Whatever is left (a server ignoring SIGTERM, what it or its children left behind) goes now.
+    await _wait_gone(child.sweep(), REAP_SEC)
     with anyio.move_on_after(TERM_GRACE_SEC):
         await process.aclose()
+    child.sweep()
+
+
+def _argv(command: str, args: list[str], env: dict[str, str], cwd: str | None, launcher: bool) -> list[str]:
+    """The server's command line, under the launcher when asked (POSIX only).
+
+    Under the launcher a missing command would only show as exit code 127, so it is looked up
+    here first and reported as nbagent always did: ``FileNotFoundError``.
+    """
+    if not launcher or os.name != "posix":
+        return [command, *args]
+    where = os.path.join(cwd or os.getcwd(), command) if os.sep in command else None
+    found = shutil.which(where or command, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(2, "command not found", command)
+    return [sys.executable, "-I", "-S", LAUNCHER, str(os.getpid()), command, *args]
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
@@ -117,16 +141,19 @@ async def stdio_transport(
     cwd: str | None,
     errlog: IO[str],
     child: list[ChildProcess],
+    launcher: bool = True,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn the server in its own session (process group) and yield the message streams.
 
     ``child`` receives the :class:`ChildProcess` as soon as the spawn succeeds, so the owner can
-    kill the group even if everything after the spawn fails.
+    kill what it started even if everything after the spawn fails.
     """
+    tag = proctree.new_tag()
+    env = {**env, proctree.MARKER_VAR: tag}
     process = await anyio.open_process(
-        [command, *args], env=env, cwd=cwd, stderr=errlog, start_new_session=True
+        _argv(command, args, env, cwd, launcher), env=env, cwd=cwd, stderr=errlog, start_new_session=True
     )
-    info = ChildProcess(pid=process.pid, process=process)
+    info = ChildProcess(pid=process.pid, tag=tag, process=process)
     child.append(info)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -179,7 +206,7 @@ async def stdio_transport(
                 with anyio.CancelScope(shield=True):
                     write_send.close()
                     read_recv.close()
-                    await stop_process(process, 0.0 if info.hurry else STDIN_GRACE_SEC)
+                    await stop_process(info, 0.0 if info.hurry else STDIN_GRACE_SEC)
                 tg.cancel_scope.cancel()
     finally:
-        kill_group(process.pid)
+        info.sweep()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -11,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from nbagent import signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import ConfigError
 from nbagent.server.threads import Defaults
@@ -127,7 +127,10 @@ def main_mcp_server(argv: list[str]) -> int:
                         park_timeout=args.park_timeout, idle_timeout=args.session_idle_timeout,
                         max_sessions=args.max_sessions, allow_config_override=args.allow_config_override)
     if not args.http:
-        asyncio.run(serve_stdio(defaults))
+        try:
+            signals.run(serve_stdio(defaults))
+        except signals.Stopped as stop:
+            return stop.exit_code
         return 0
     from nbagent.server.http import check_bind, new_token
 
@@ -140,9 +143,11 @@ def main_mcp_server(argv: list[str]) -> int:
     token = given or new_token()
     add_process_secret(token)  # a caller may paste it into a prompt: rollouts redact it
     try:
-        asyncio.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
+        signals.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))
     except KeyboardInterrupt:
         pass
+    except signals.Stopped as stop:
+        return stop.exit_code
     except (BadInput, ConfigError, OSError) as exc:
         return fail("nbagent mcp-server", exc)
     return 0

@@ -10,6 +10,7 @@ import pytest
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp.env import ALLOWED_VARS, missing_env_vars, server_env
+from nbagent.mcp.proctree import MARKER_VAR
 from nbagent.protocol import McpStartupUpdate, TextBlock
 
 from .conftest import Harness, HttpServer, alive, call_info, records, server_cfg
@@ -42,7 +43,7 @@ async def test_env_reaches_server_without_secrets(
     keys = set(result.structured["result"]) if isinstance(result.structured, dict) else set(json.loads(_text(result)))
     assert "OPENAI_API_KEY" not in keys
     assert {"FROM_TABLE", "NBAGENT_TEST_PASSED", "RECORD_FILE", "PATH"} <= keys
-    assert keys <= set(ALLOWED_VARS) | {"FROM_TABLE", "NBAGENT_TEST_PASSED", "RECORD_FILE", "LC_CTYPE"}
+    assert keys <= set(ALLOWED_VARS) | {"FROM_TABLE", "NBAGENT_TEST_PASSED", "RECORD_FILE", "LC_CTYPE", MARKER_VAR}
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ async def test_no_child_alive_after_aclose(harness: Harness) -> None:
     manager = McpConnectionManager(servers, harness.events.append, harness.answers, harness.tmp / "logs")
     harness.managers.append(manager)
     start = asyncio.ensure_future(manager.start())
-    for _ in range(200):  # wait until the three quick servers are ready, "starting" still sleeping
+    for _ in range(600):  # wait until the three quick servers are ready, "starting" still sleeping
         if sum(1 for s in manager.status().values() if s.state == "ready") == 3:
             break
         await asyncio.sleep(0.05)

@@ -1,0 +1,122 @@
+"""The parent a stdio server sees: ``python -I -S launcher.py PARENT_PID COMMAND [ARGS...]``.
+
+Started with the server's own (cleared) environment, it runs the server as its child and stays
+its parent, so a server reading ``/proc/$PPID/environ`` finds nothing it was not given; the
+process that holds the API key is one level further up (docs/security.md says what that does
+and does not protect). It is also the server's child subreaper: an orphan the server leaves
+(``setsid``, double fork) is re-parented here rather than to init, so the parent chain nbagent
+walks at shutdown still reaches it. When the server exits, the launcher kills what it left
+behind and exits with the server's status; when nbagent dies (``PR_SET_PDEATHSIG``) it kills
+the server and everything under it.
+
+Standard library only, and no nbagent import: it must start fast, from a cleared environment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proctree  # noqa: E402 - the sibling module, imported by path (no package under -I -S)
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+REAP_ROUNDS = 200
+
+
+class _ParentGone(Exception):
+    pass
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's environment is still clean
+        pass
+
+
+def _environ() -> dict[str, str]:
+    """The environment exactly as nbagent passed it: Python's locale coercion may have added
+    ``LC_CTYPE`` to ``os.environ``, and the server must get its environment verbatim."""
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return dict(os.environ)
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+
+
+def _reap_all() -> None:
+    """Collect every exited child (orphans re-parented here included) so none stays a zombie."""
+    for _ in range(REAP_ROUNDS):
+        try:
+            pid, _ = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+
+
+def _exit_like(status: int) -> None:
+    """Exit with the server's status; a server killed by a signal makes the launcher die of it too."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig != signal.SIGKILL:
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def main(argv: list[str]) -> None:
+    parent, command = int(argv[0]), argv[1:]
+    me = os.getpid()
+
+    def parent_died(signum: int, frame: object) -> None:
+        if os.getppid() != parent:  # else only the spawning thread ended, not nbagent
+            raise _ParentGone
+
+    # The group's SIGTERM is for the server; the launcher outlives it to sweep up after it.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: None)
+    signal.signal(signal.SIGUSR1, parent_died)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGUSR1)
+    status = 1 << 8  # a wait status: "exited with 1", until the server's own replaces it
+    try:
+        if os.getppid() != parent:
+            raise _ParentGone
+        try:
+            server = os.posix_spawnp(command[0], command, _environ())
+        except OSError as exc:
+            print(f"nbagent launcher: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
+            os._exit(127)
+        # The server alone holds the pipes now: its exit is an EOF nbagent sees at once.
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        while True:
+            try:
+                pid, code = os.waitpid(-1, 0)  # orphans re-parented here are reaped on the way
+            except ChildProcessError:
+                break
+            if pid == server:
+                status = code
+                break
+    except _ParentGone:
+        pass
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    # As subreaper every descendant is under ``me``: the parent chain suffices, and skipping the
+    # marker scan of every process's environment keeps a server's exit cheap.
+    proctree.kill_all([me], None, None)
+    _reap_all()
+    _exit_like(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

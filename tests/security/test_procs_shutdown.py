@@ -1,0 +1,201 @@
+"""Nothing a stdio server started outlives nbagent: not a setsid child, not a double-forked daemon,
+not a server that ignores SIGTERM and the end of its stdin; not when the CLI is sent SIGTERM or
+SIGHUP in the middle of a turn, nor when it is killed outright."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nbagent.mcp.manager import McpConnectionManager
+from tests.mcp.conftest import Answers, call_info, records, server_cfg
+from tests.security.procs import (
+    kill_leftovers, replay, spawned, survivors, tool_call, until, wait_for, write_project,
+)  # fmt: skip
+
+
+async def _spawn_all(manager: McpConnectionManager) -> None:
+    spec = next(s for s in manager.list_tools() if s.raw_name == "spawn_all")
+    result = await manager.call_tool(spec, {}, call_info())
+    assert not result.is_error, result
+
+
+async def _started(tmp_path: Path, **cfg: object) -> tuple[McpConnectionManager, dict[str, int]]:
+    record = tmp_path / "records.jsonl"
+    servers = {"procs": server_cfg("spawner.py", record, **cfg)}
+    manager = McpConnectionManager(servers, lambda event: None, Answers(), tmp_path / "logs")
+    await manager.start()
+    await _spawn_all(manager)
+    pids = {**spawned(record), "launched": manager.pids()[0]}
+    assert survivors(pids, within=0) == pids  # all five really run before the close
+    return manager, pids
+
+
+async def test_close_kills_setsid_children_daemons_and_a_server_ignoring_sigterm(tmp_path: Path) -> None:
+    manager, pids = await _started(tmp_path)
+    try:
+        await manager.aclose()
+        assert survivors(pids) == {}
+    finally:
+        kill_leftovers(pids.values())
+
+
+async def test_without_the_launcher_the_group_tree_and_marker_still_catch_them(tmp_path: Path) -> None:
+    """``env_clear_parent = false``: only a daemon that also dropped its environment can escape."""
+    manager, pids = await _started(tmp_path, env_clear_parent=False)
+    assert pids["launched"] == pids["server"]
+    try:
+        await manager.aclose()
+        caught = {name: pid for name, pid in pids.items() if name != "daemon_clean_env"}
+        assert survivors(caught) == {}
+    finally:
+        kill_leftovers(pids.values())
+
+
+async def test_a_crashed_server_takes_its_descendants_with_it(tmp_path: Path) -> None:
+    manager, pids = await _started(tmp_path)
+    try:
+        os.kill(pids["server"], signal.SIGKILL)  # the server dies; the session goes on
+        left = {name: pid for name, pid in pids.items() if name != "launched"}
+        assert survivors(left) == {}
+        await until(lambda: manager.status()["procs"].state == "failed", 10, "the crash to be reported")
+    finally:
+        await manager.aclose()
+        kill_leftovers(pids.values())
+
+
+# ----- the CLI ---------------------------------------------------------------------------
+
+
+def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
+    record = tmp_path / "records.jsonl"
+    work = tmp_path / "work"
+    write_project(work, record)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env["NBAGENT_HOME"] = str(tmp_path / "home")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nbagent.cli", *argv], cwd=work, env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    return proc, record
+
+
+def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
+    """Wait until the server left its processes behind and sleeps in a tool call."""
+    try:
+        wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None, 60,
+                 "the turn to reach the sleeping tool call")
+    except AssertionError:
+        proc.kill()
+        raise
+    assert proc.poll() is None, proc.communicate()
+    return spawned(record)
+
+
+def _script(tmp_path: Path) -> str:
+    return replay(tmp_path / "script.json", tool_call("spawn_all"), tool_call("sleepy", seconds=600), {"text": "done"})
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_run_sent_a_signal_mid_turn_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, record = _cli(tmp_path, "run", "-m", _script(tmp_path), "--policy", "full-auto", "--json", "go")
+    pids = _mid_turn(proc, record)
+    try:
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        assert survivors(pids) == {}
+        assert proc.returncode == 128 + sig, err
+        kinds = [json.loads(line)["type"] for line in out.splitlines() if line.startswith("{")]
+        assert kinds[-1] == "shutdown_complete"  # the same orderly end as a normal exit
+    finally:
+        proc.kill()
+        kill_leftovers(pids.values())
+
+
+def test_run_killed_outright_leaves_no_server_process(tmp_path: Path) -> None:
+    """SIGKILL cannot be caught: the launcher notices its parent died and cleans up itself."""
+    proc, record = _cli(tmp_path, "run", "-m", _script(tmp_path), "--policy", "full-auto", "--json", "go")
+    pids = _mid_turn(proc, record)
+    try:
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert survivors(pids) == {}
+    finally:
+        kill_leftovers(pids.values())
+
+
+def _rpc(proc: subprocess.Popen[str], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+    proc.stdin.flush()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_mcp_server_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, record = _cli(tmp_path, "mcp-server", "--model", _script(tmp_path), "--policy", "full-auto")
+    _rpc(proc, {"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    _rpc(proc, {"method": "notifications/initialized"})
+    _rpc(proc, {"id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}})
+    pids = _mid_turn(proc, record)
+    try:
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert survivors(pids) == {}
+        assert proc.returncode == 128 + sig, err  # an orderly exit, not death by the signal
+    finally:
+        proc.kill()
+        kill_leftovers(pids.values())
+
+
+def _post(url: str, token: str, body: dict[str, object], session: str | None = None) -> tuple[str | None, bytes]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    request = urllib.request.Request(url, json.dumps({"jsonrpc": "2.0", **body}).encode(), headers)
+    with urllib.request.urlopen(request, timeout=600) as resp:
+        return resp.headers.get("Mcp-Session-Id"), resp.read()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
+    token = "t-" + os.urandom(8).hex()
+    proc, record = _cli(tmp_path, "mcp-server", "--http", "127.0.0.1:0", "--token", token,
+                        "--model", _script(tmp_path), "--policy", "full-auto")
+    assert proc.stderr is not None
+    url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), 60, "the server to listen")[1]
+    session, _ = _post(url, token, {"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    _post(url, token, {"method": "notifications/initialized"}, session)
+    call = threading.Thread(target=lambda: suppress_errors(_post, url, token, {
+        "id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}}, session),
+        daemon=True)
+    call.start()
+    pids = _mid_turn(proc, record)
+    try:
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+        assert survivors(pids) == {}
+    finally:
+        proc.kill()
+        kill_leftovers(pids.values())
+
+
+def suppress_errors(fn: Callable[..., object], *args: object) -> None:
+    """The call's connection drops when the server stops; that is expected here."""
+    try:
+        fn(*args)
+    except OSError:
+        pass
