@@ -175,7 +175,9 @@ async def test_the_http_servers_own_token_never_reaches_history(tmp_path: Path, 
     home = tmp_path / "home"
     token = "nbst-" + "Z" * 12 + "-token-value"
     env = cli_env(home)
-    args = [sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0"]
+    # The replay script must hold the token, known only once the server printed it: the caller
+    # names the script, which a server allows only with --allow-config-override.
+    args = [sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0", "--allow-config-override"]
     if how == "env":
         env["NBAGENT_SERVER_TOKEN"] = token
     elif how == "flag":
