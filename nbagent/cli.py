@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, TextIO
 from nbagent import __version__
 from nbagent.config import ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
+from nbagent.textsafe import VisibleWriter
 
 POLICIES = ["untrusted", "on-request", "never", "full-auto"]
 
@@ -64,7 +66,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             out.write(EventAdapter.dump_json(event).decode() + "\n")
             out.flush()
         else:
-            _print_event(event, out)
+            _print_event(event, VisibleWriter(out))  # server and model text: controls shown, not obeyed
 
     session = Session(model=args.model, policy=args.policy, cwd=args.cwd, thread=thread, entry="cli")
     session.subscribe(show)
@@ -178,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "index":
             return _rebuild(args)
         if args.command == "tools":
-            return asyncio.run(_tools(args))
+            with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
+                return asyncio.run(_tools(args))
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 

@@ -17,6 +17,7 @@ from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitati
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
+from nbagent.textsafe import describe_for_display
 
 Submit = Callable[[Op], object]
 _INT_LIMIT = 2**53
@@ -84,7 +85,7 @@ class ElicitationForm:
         self.problems = W.HTML()
         self.schema_error: str | None = None
         header = W.HTML(
-            f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(event.message)}</div>"
+            f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(describe_for_display(event.message))}</div>"
         )
         rows: list[W.Widget] = [header]
         if event.mode == "url":
