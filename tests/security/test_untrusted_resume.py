@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -78,22 +77,10 @@ def test_the_kernel_offers_only_well_formed_ids_of_local_threads(
 
 # -- the browser ----------------------------------------------------------------------------------
 
-UI_TESTS = Path(__file__).resolve().parents[2] / "ui-tests"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-
-
 def _browser_missing() -> str | None:
-    from tests.e2e.jupyter import BUILT_EXTENSION
+    from tests.e2e.test_browser import _missing  # node, chromium, playwright, the built extension
 
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if not Path(CHROMIUM).exists():
-        return f"no chromium at {CHROMIUM}"
-    if not (UI_TESTS / "node_modules" / "playwright-core").is_dir():
-        return "ui-tests has no node_modules (npm ci --prefix ui-tests)"
-    if not (BUILT_EXTENSION / "package.json").is_file():
-        return "the extension is not built (make labextension)"
-    return None
+    return _missing()
 
 
 @pytest.mark.timeout(420)
@@ -102,6 +89,7 @@ def test_a_crafted_notebook_gets_no_code_run_from_the_resume_offer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.e2e.jupyter import JupyterLab
+    from tests.e2e.test_browser import CHROMIUM, UI_TESTS
 
     root, work = tmp_path / "root", tmp_path / "work"
     root.mkdir()
