@@ -43,14 +43,16 @@ def argument_problems(schema: dict[str, Any] | None, arguments: Any, root: str =
         return [f"{root} must be a JSON object"]
     if not schema:
         return []
-    # Deferred (with format extras installed the import costs seconds) and outside the bound,
-    # which is for the check alone; the kernel warms it up off the loop at load.
+    # Imported here, outside the bound, which is for the check alone: with format extras
+    # installed the first import costs seconds (the kernel warms it up off the loop at load).
+    import jsonschema  # noqa: F401
+
+    return bounded(lambda: _schema_problems(schema, arguments, root), "the arguments")
+
+
+def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any], root: str) -> list[str]:
     import jsonschema
 
-    return bounded(lambda: _schema_problems(jsonschema, schema, arguments, root), "the arguments")
-
-
-def _schema_problems(jsonschema: Any, schema: dict[str, Any], arguments: dict[str, Any], root: str) -> list[str]:
     checked = without_regexes(sanitize_schema(schema)[0])
     try:
         validator = jsonschema.validators.validator_for(checked)(checked)

@@ -174,3 +174,37 @@ async def test_the_models_markdown_is_shown_without_raw_html_or_script_links(hom
     assert "&lt;img src=x onerror=alert(1)>" in shown and "**bold**" in shown and "# Result" in shown
     assert "[good](https://example.com)" in shown
     assert "`<b>code</b>`" in shown and "<i>fenced</i>" in shown  # code is shown as written
+
+
+HOSTILE_MARKDOWN = [
+    "<img src=x onerror=alert(1)>",
+    "<svg/onload=alert(1)>",
+    '<a href="javascript:alert(1)">click</a>',
+    "<iframe srcdoc='<script>alert(1)</script>'></iframe>",
+    "<details open ontoggle=alert(1)>",
+    "<style>body{display:none}</style>",
+    "- item <script>alert(1)</script>",
+    "> quote <img src=x onerror=alert(1)>",
+    "[x](javascript:alert(1))",
+    "[x](JAVASCRIPT:alert(1))",
+    "[x](jav&#x61;script:alert(1))",
+    "[x](javascript&#58;alert(1))",
+    "[x](javascript\\:alert(1))",
+    "![x](data:text/html;base64,PHNjcmlwdD4=)",
+    "[x]\n\n[x]: javascript:alert(1)",
+    "`ok` <img src=x onerror=alert(1)> `ok`",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_MARKDOWN)
+def test_exported_markdown_renders_no_html_from_the_model(text: str) -> None:
+    """Rendered by mistune, the Markdown engine of nbconvert's HTML export, which keeps raw HTML."""
+    import re
+
+    mistune = pytest.importorskip("mistune")
+    from nbagent.notebook.html import markdown_output
+
+    shown = markdown_output(text)["data"]["text/markdown"]
+    rendered = mistune.create_markdown(escape=False)(shown)
+    assert not re.search(r"<(img|svg|a|iframe|details|style|script)\b", rendered, re.I), rendered
+    assert not re.search(r"(href|src)=\"(?!https?:)", rendered, re.I), rendered
