@@ -4,6 +4,7 @@ server and the offline demo. A front end like the notebook: it submits ops, prin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from datetime import datetime
@@ -14,6 +15,7 @@ from nbagent import __version__, signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
+from nbagent.textsafe import VisibleWriter
 
 POLICIES = ["untrusted", "on-request", "never", "full-auto"]
 POLICY_HELP = (
@@ -77,7 +79,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             if event.message in shown_errors:  # type: ignore[union-attr]
                 return
             shown_errors.add(event.message)  # type: ignore[union-attr]
-        _print_event(event, out)
+        _print_event(event, VisibleWriter(out))  # server and model text: controls shown, not obeyed
 
     config = load_config(args.cwd)
     _home(config)
@@ -276,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "index":
             return _rebuild(args)
         if args.command == "tools":
-            return signals.run(_tools(args))
+            with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
+                return signals.run(_tools(args))
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 

@@ -11,7 +11,7 @@ import type { Kernel } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { COMM_TARGET } from './bridge_protocol';
-import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance } from './model';
+import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance, THREAD_ID, wellFormedThreadIds } from './model';
 
 // The bundler inlines package.json; declared here so the typings need no @types/node.
 declare function require(name: string): any;
@@ -162,13 +162,47 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
 
   void panel.context.ready.then(() => {
     markAgentCells(panel);
-    offerResume(app, panel, bridge.threads());
+    void offerResume(app, panel, wellFormedThreadIds(bridge.threads()));
   });
 }
 
-/** Reopening a notebook with recorded threads offers to resume the latest ones. */
-function offerResume(app: JupyterFrontEnd, panel: NotebookPanel, threads: string[]): void {
-  if (threads.length === 0) {
+/**
+ * Which of `ids` name threads in the kernel's local store. The ids go to the kernel as JSON
+ * data inside a fixed expression, after the format check: metadata is written by whoever sent
+ * the notebook, so nothing from it is ever pasted into code.
+ */
+async function knownThreads(panel: NotebookPanel, ids: string[]): Promise<string[]> {
+  await panel.sessionContext.ready;
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel || ids.length === 0) {
+    return [];
+  }
+  const expression =
+    "__import__('nbagent.notebook.resume_offer', fromlist=['resumable']).resumable(" +
+    JSON.stringify(JSON.stringify(ids)) +
+    ')';
+  const reply = await kernel.requestExecute({
+    code: '',
+    silent: true,
+    store_history: false,
+    user_expressions: { nbagent: expression }
+  }).done;
+  const result = (reply.content as any).user_expressions?.nbagent;
+  if (!result || result.status !== 'ok') {
+    return []; // nbagent is not installed in this kernel: nothing to resume there
+  }
+  try {
+    const known = JSON.parse(String(result.data?.['text/plain'] ?? '[]'));
+    return Array.isArray(known) ? ids.filter(id => known.includes(id)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Reopening a notebook with recorded threads offers to resume the latest ones that exist here. */
+async function offerResume(app: JupyterFrontEnd, panel: NotebookPanel, candidates: string[]): Promise<void> {
+  const threads = await knownThreads(panel, candidates).catch(() => [] as string[]);
+  if (threads.length === 0 || panel.isDisposed) {
     return;
   }
   const latest = threads.slice(-3).reverse();
@@ -177,7 +211,7 @@ function offerResume(app: JupyterFrontEnd, panel: NotebookPanel, threads: string
     {
       autoClose: false,
       actions: latest.map(id => ({
-        label: `Resume ${id.length > 16 ? id.slice(0, 16) + '…' : id}`,
+        label: `Resume ${id.slice(0, 16)}…`,
         caption: `Run %agent resume ${id}`,
         callback: () => void app.commands.execute(CommandIDs.resume, { id, path: panel.context.path })
       }))
@@ -204,7 +238,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: async args => {
         const id = String(args.id ?? '');
         const panel = tracker.find(p => p.context.path === args.path) ?? tracker.currentWidget;
-        if (!id || !panel || !panel.content.model) {
+        if (!THREAD_ID.test(id) || !panel || !panel.content.model) {
+          // Only a well-formed id reaches the cell: it is plain letters, digits and '_'.
           return;
         }
         // A visible cell, so the user sees the resumed thread's status where it runs.

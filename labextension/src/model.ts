@@ -338,3 +338,18 @@ export function summarizeOutputs(outputs: any[], max: number): OutputSummary[] {
     };
   });
 }
+
+/** The form of the ids nbagent gives threads (`thread_` and 20 hex digits). */
+export const THREAD_ID = /^thread_[0-9a-f]{20}$/;
+
+/** Ids from notebook metadata (untrusted: anyone can write it) that are worth asking the
+ * kernel about: well-formed thread ids only, no duplicates, oldest first. */
+export function wellFormedThreadIds(ids: unknown[]): string[] {
+  const out: string[] = [];
+  for (const id of ids) {
+    if (typeof id === 'string' && THREAD_ID.test(id) && !out.includes(id)) {
+      out.push(id);
+    }
+  }
+  return out;
+}

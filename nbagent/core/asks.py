@@ -21,8 +21,8 @@ from nbagent.core.approval import (
     fingerprint,
 )
 from nbagent.core.bus import EventBus
-from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults, validate_content
-from nbagent.mcp.results import describe_for_display
+from nbagent.mcp.checks import answer_problems, argument_problems
+from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRecord,
@@ -37,20 +37,9 @@ from nbagent.protocol import (
     ToolSpec,
     WarningEvent,
 )
+from nbagent.textsafe import describe_for_display, is_link_url
 
 Record = Callable[[Item], None]
-
-
-def argument_problems(spec: ToolSpec, arguments: dict[str, Any]) -> list[str]:
-    """Edited arguments are checked against the tool's own schema before they can run."""
-    import jsonschema  # deferred: with format extras installed its import costs seconds
-
-    schema = spec.input_schema or spec.parameters
-    try:
-        validator = jsonschema.validators.validator_for(schema)(schema)
-        return [f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in validator.iter_errors(arguments)]
-    except Exception as exc:  # a hostile schema cannot stop the user from deciding
-        return [] if isinstance(exc, jsonschema.SchemaError) else [str(exc)]
 
 
 class ApprovalDesk:
@@ -143,7 +132,7 @@ class ApprovalDesk:
             self._bus.emit(WarningEvent(message=f"no pending approval with call id {op.call_id!r}"))
             return False
         if op.arguments is not None:
-            problems = argument_problems(pending.spec, op.arguments)
+            problems = argument_problems(pending.spec.input_schema or pending.spec.parameters, op.arguments)
             if problems:
                 self._bus.emit(
                     WarningEvent(message=f"edited arguments for {op.call_id} rejected: " + "; ".join(problems)),
@@ -195,6 +184,13 @@ class ElicitationDesk:
     async def ask(
         self, request: ElicitationRequested, *, turn_id: str | None, policy: Policy, interactive: bool, timeout: float
     ) -> ElicitOutcome:
+        if request.mode == "url" and not is_link_url(request.url):
+            # Never shown as a link (a javascript: or data: URL runs in the page): declined, and
+            # the user is told what was refused.
+            shown = describe_for_display(repr(request.url or ""))[:200]
+            message = f"MCP server {request.server!r} asked to open {shown}, which is not an https/http link: declined"
+            self._bus.emit(WarningEvent(message=message), turn_id=turn_id)
+            return self._resolve(request, ElicitOutcome(action="decline"), "policy")
         if policy == "never" or not interactive:
             self._bus.emit(request, turn_id=turn_id)
             return self._resolve(request, ElicitOutcome(action="decline"), "policy")
@@ -223,7 +219,7 @@ class ElicitationDesk:
         if op.action == "accept" and request.mode == "form":
             schema = request.requested_schema or {"type": "object", "properties": {}}
             content = apply_defaults(schema, op.content or {})
-            problems = validate_content(schema, content)
+            problems = answer_problems(schema, content)
             if problems:
                 self._bus.emit(
                     WarningEvent(message=f"answer to {request.server}'s question refused: " + "; ".join(problems)),

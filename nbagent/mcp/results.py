@@ -10,45 +10,19 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from typing import Any
 
 import mcp_types
 
+from nbagent.mcp.schema import without_regexes
 from nbagent.protocol.tools import ContentBlock, ImageBlock, ResourceBlock, TextBlock, ToolResult
+from nbagent.textsafe import describe_for_display  # noqa: F401 - where front ends have imported it from
 
 
 def _b64_size(data: str) -> int:
     """Decoded size of base64 ``data`` without decoding it."""
     n = len(data) - data.count("\n") - data.count("\r") - data.count(" ")
     return max(0, n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0))
-
-
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
-_DATA_KEYS = ("enum", "const", "default", "examples")
-
-
-def _without_regexes(schema: Any) -> Any:
-    """A copy of ``schema`` without ``pattern`` and ``patternProperties`` (and, beside the latter,
-    ``additionalProperties``/``unevaluatedProperties``, which would match keys against it)."""
-    if isinstance(schema, list):
-        return [_without_regexes(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "pattern" and isinstance(value, str):
-            continue
-        if key in _DATA_KEYS:
-            out[key] = value
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _without_regexes(sub) for name, sub in value.items()}
-        else:
-            out[key] = _without_regexes(value)
-    if "patternProperties" in out:
-        for key in ("patternProperties", "additionalProperties", "unevaluatedProperties"):
-            out.pop(key, None)
-    return out
 
 
 def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str | None:
@@ -59,7 +33,7 @@ def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str |
         cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
         # A server's regular expressions are never run: one that backtracks catastrophically would
         # freeze the event loop every server and the kernel share. Patterns are not checked.
-        schema = _without_regexes(output_schema)
+        schema = without_regexes(output_schema)
         error = jsonschema.exceptions.best_match(cls(schema).iter_errors(structured))
     except Exception as e:  # noqa: BLE001 - a broken schema from the server is its problem, not the turn's
         return f"the tool's outputSchema could not be used ({type(e).__name__}: {e})"
@@ -216,36 +190,3 @@ def truncate_utf8(text: str, max_bytes: int, tail_fraction: float = 0.2) -> str:
 def to_model_output(result: ToolResult, max_bytes: int) -> str:
     """What the model reads for ``result``, at most ``max_bytes`` UTF-8 bytes."""
     return truncate_utf8(render_for_model(result), max_bytes)
-
-
-# ---------------------------------------------------------------------------------------------
-# display of untrusted text (DESIGN §13)
-
-_INVISIBLE_EXTRA = {
-    0x115F,
-    0x1160,
-    0x3164,
-    0xFFA0,  # Hangul fillers render as nothing
-    0x034F,  # combining grapheme joiner
-    0x2800,  # braille blank
-}
-
-
-def _is_invisible(ch: str) -> bool:
-    if ch in "\n\t":
-        return False
-    cp = ord(ch)
-    if cp in _INVISIBLE_EXTRA or 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF:  # variation selectors
-        return True
-    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
-
-
-def describe_for_display(text: str) -> str:
-    """``text`` with invisible, zero-width, bidi and control characters shown as ``<U+XXXX>``.
-
-    Approval panels show a tool's description with this, so instructions hidden from the user
-    (tag characters, bidi overrides, zero-width joiners) cannot pass unseen.
-    """
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(f"<U+{ord(ch):04X}>" if _is_invisible(ch) else ch for ch in text)

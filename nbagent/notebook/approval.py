@@ -14,10 +14,12 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbagent.mcp.checks import argument_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
-from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
+from nbagent.notebook.html import COLORS, badge, esc, muted, pre
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
+from nbagent.textsafe import describe_for_display, visible_json
 
 Submit = Callable[[Op], object]
 
@@ -49,31 +51,15 @@ def annotation_badges(event: ApprovalRequested) -> str:
     return "".join(out)
 
 
-def argument_problems(schema: dict[str, Any] | None, arguments: Any) -> list[str]:
-    """Why ``arguments`` would not satisfy the tool's input schema (empty when they do)."""
-    if not isinstance(arguments, dict):
-        return ["arguments must be a JSON object"]
-    if not schema:
-        return []
-    import jsonschema  # slow to import (format checkers): only when a schema is checked
-
-    try:
-        validator = jsonschema.validators.validator_for(schema)(schema)
-        return [f"{'/'.join(map(str, e.path)) or '(top level)'}: {e.message}" for e in validator.iter_errors(arguments)]
-    except Exception:
-        # A broken schema from a server (bad "type", bad pattern, unresolvable $ref: each raises
-        # its own error, some only while validating) must not stop the user from deciding.
-        return []
-
-
 class ApprovalPanel:
     def __init__(self, event: ApprovalRequested, submit: Submit) -> None:
         self.event = event
         self._submit = submit
         self.resolved: ApprovalResolved | None = None
         self.sent: Decision | None = None
-        title = event.title or event.raw_tool or event.tool
-        who = f"{esc(event.server)} · <code>{esc(event.raw_tool or event.tool)}</code>" if event.server else ""
+        title = describe_for_display(event.title or event.raw_tool or event.tool)  # names are server text
+        raw = describe_for_display(event.raw_tool or event.tool)
+        who = f"{esc(event.server)} · <code>{esc(raw)}</code>" if event.server else ""
         changed = (
             f"<div style='color:{COLORS['warn']}'>Definition changed since you last approved: {esc(event.changed)}</div>"
             if event.changed
@@ -91,10 +77,11 @@ class ApprovalPanel:
             + changed
             + (f"<details><summary>{muted('description')}</summary>{pre(event.description)}</details>" if event.description else "")
         )
+        shown = visible_json(event.arguments)  # parses back to the same arguments
         self.arguments = W.Textarea(
-            value=pretty_json(event.arguments),
+            value=shown,
             description="arguments",
-            layout=W.Layout(width="95%", height=f"{min(16, 2 + pretty_json(event.arguments).count(chr(10)))}em"),
+            layout=W.Layout(width="95%", height=f"{min(16, 2 + shown.count(chr(10)))}em"),
         )
         self.problems = W.HTML()
         self.reason = W.Text(
@@ -144,7 +131,7 @@ class ApprovalPanel:
             value = json.loads(self.arguments.value)
         except json.JSONDecodeError as exc:
             return None, [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
-        problems = argument_problems(self.event.input_schema, value)
+        problems = argument_problems(self.event.input_schema, value, "(top level)")
         return (value if not problems else None), problems
 
     def decide(self, decision: Decision) -> bool:
@@ -186,7 +173,7 @@ class ApprovalPanel:
         self.reason.disabled = True
         ok = decision in ("approve", "approve_session", "always")
         color = COLORS["ok"] if ok else COLORS["error"] if decision == "abort" else COLORS["warn"]
-        title = self.event.title or self.event.raw_tool or self.event.tool
+        title = describe_for_display(self.event.title or self.event.raw_tool or self.event.tool)
         edited = " with edited arguments" if arguments and arguments != self.event.arguments else ""
         said = f" — “{esc(message)}”" if message else ""
         named = "" if self.embedded else f"<b>{esc(title)}</b> "

@@ -18,6 +18,7 @@ from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
+from nbagent.textsafe import describe_for_display
 
 Submit = Callable[[Op], object]
 _INT_LIMIT = 2**53
@@ -107,7 +108,7 @@ class ElicitationForm:
         self._summary_shown = False
         self.schema_error: str | None = None
         header = W.HTML(
-            f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(event.message)}</div>"
+            f"<div><b style='color:{COLORS['info']}'>{esc(event.server)} asks</b>: {esc(describe_for_display(event.message))}</div>"
         )
         rows: list[W.Widget] = [header]
         if event.mode == "url":

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
+
+from nbagent.textsafe import is_link_url
 
 COLORS = {
     "ok": "#1a7f37",
@@ -50,10 +53,87 @@ def muted(text: str) -> str:
 
 
 def link(url: str, label: str | None = None) -> str:
-    """A link the user opens; never followed by the kernel or the page."""
+    """A link the user opens; never followed by the kernel or the page. Only ``https``/``http``
+    URLs become links (``javascript:`` would run in the page); anything else is shown as text."""
+    if not is_link_url(url):
+        return f"<code>{esc(url)}</code>"
     return f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer">{esc(label or url)}</a>'
 
 
 def markdown_output(text: str, mime: str = "text/markdown") -> dict[str, Any]:
     """One ``display_data`` entry for an ``Output`` widget's ``outputs`` trait."""
-    return {"output_type": "display_data", "data": {mime: text, "text/plain": text}, "metadata": {}}
+    shown = safe_markdown(text) if mime == "text/markdown" else text
+    return {"output_type": "display_data", "data": {mime: shown, "text/plain": text}, "metadata": {}}
+
+
+# -- the model's Markdown -------------------------------------------------------------------------
+# Not every renderer sanitises Markdown output (JupyterLab does; exported HTML and other front
+# ends may not), so raw HTML in what the model writes is shown as text, and links go only to
+# web, mail or relative addresses. Formatting, code spans and fenced code are kept as written.
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TICKS = re.compile(r"`+")
+_INLINE_DEST = re.compile(r"\]\(\s*([^\s)]*)")
+_REF_DEF = re.compile(r"^ {0,3}\[(?:[^\]\\]|\\.)+\]:\s*(\S+)")
+_SAFE_SCHEMES = ("http://", "https://", "mailto:")
+
+
+def _unsafe_destination(dest: str) -> bool:
+    """A destination whose scheme part is not plainly web or mail. ``&`` and ``\\`` count:
+    Markdown decodes ``&#58;`` and ``\\:`` to a colon, which would make ``javascript&#58;x`` a link."""
+    dest = dest.removeprefix("&lt;")
+    head = re.split(r"[/?#]", dest, maxsplit=1)[0]
+    return any(c in head for c in ":&\\") and not dest.lower().startswith(_SAFE_SCHEMES)
+
+
+def _safe_prose(text: str) -> str:
+    text = text.replace("<", "&lt;")
+    return _INLINE_DEST.sub(lambda m: "]\\" + m.group(0)[1:] if _unsafe_destination(m.group(1)) else m.group(0), text)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where the code spans of ``line`` start and end: a backtick run up to the next run of the
+    same length (no regex backtracking, so a line of backticks costs little)."""
+    runs = [(m.start(), m.end() - m.start()) for m in _TICKS.finditer(line)]
+    spans, i = [], 0
+    while i < len(runs):
+        start, size = runs[i]
+        close = next((j for j in range(i + 1, len(runs)) if runs[j][1] == size), None)
+        if close is None:
+            i += 1
+            continue
+        spans.append((start, runs[close][0] + size))
+        i = close + 1
+    return spans
+
+
+def _safe_line(line: str) -> str:
+    ref = _REF_DEF.match(line.replace("<", "&lt;"))
+    if ref and _unsafe_destination(ref.group(1)):
+        line = "\\" + line.lstrip()
+    out, at = [], 0
+    for start, end in _code_spans(line):
+        out += [_safe_prose(line[at:start]), line[start:end]]
+        at = end
+    out.append(_safe_prose(line[at:]))
+    return "".join(out)
+
+
+def safe_markdown(text: str) -> str:
+    """``text`` with raw HTML tags escaped and unsafe link targets unlinked, outside code."""
+    if "<" not in text and "](" not in text and "]:" not in text:
+        return text
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            out.append(line)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) and not line.strip(" `~"):
+                fence = None
+        elif opened:
+            fence = opened.group(1)
+            out.append(line)
+        else:
+            out.append(_safe_line(line))
+    return "\n".join(out)

@@ -20,13 +20,12 @@ from nbagent.notebook.toolcard import tool_label
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRequested,
-    ApprovalResolved,
     ElicitationRequested,
-    ElicitationResolved,
     ElicitationResponse,
     Event,
     Op,
 )
+from nbagent.textsafe import describe_for_display
 
 Submit = Callable[[Op], object]
 Ask = Callable[[str], str]
@@ -78,6 +77,7 @@ class TextTurn:
             self._write(f"[nbagent] {self._note}\n")
 
     def _write(self, text: str, flush: bool = True) -> None:
+        text = describe_for_display(text)  # server and model text: no escape sequence reaches the terminal
         self.lines.append(text)
         if self._out is not None:
             self._out(text)

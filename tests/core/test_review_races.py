@@ -4,7 +4,6 @@ waiting for a turn that has not started yet."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from nbagent import Session

@@ -4,9 +4,7 @@ server's own execution record is the evidence of what ran."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import pytest
 

@@ -1,0 +1,66 @@
+"""Checking what a person typed (edited arguments, answers) against a server's schema (DESIGN §13).
+
+The schema is untrusted: its ``pattern``s may backtrack catastrophically and ``re`` holds the
+GIL, so one check could freeze the event loop every server and the kernel share. A check
+therefore uses the *sanitised* schema without regular expressions, runs on a worker thread,
+and is given a time bound after which the value is refused (never let through unchecked).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from nbagent.mcp.elicitation import validate_content
+from nbagent.mcp.schema import sanitize_schema, without_regexes
+
+CHECK_SECONDS = 2.0
+"""Bound on one check; sanitised, regex-free checks take microseconds."""
+
+
+def bounded(check: Callable[[], list[str]], what: str, seconds: float = CHECK_SECONDS) -> list[str]:
+    """``check()`` on a daemon thread (a stuck one cannot hold up exit); a refusal if it overruns."""
+    result: list[list[str]] = []
+
+    def work() -> None:
+        try:
+            result.append(check())
+        except Exception as exc:  # noqa: BLE001 - reported as the problem, never raised into a panel
+            result.append([f"{what} could not be checked ({type(exc).__name__}: {exc})"])
+
+    worker = threading.Thread(target=work, name="nbagent-check", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not result:
+        return [f"{what} could not be checked within {seconds:g} s; refused"]
+    return result[0]
+
+
+def argument_problems(schema: dict[str, Any] | None, arguments: Any, root: str = "arguments") -> list[str]:
+    """Why ``arguments`` would not satisfy the tool's input schema (empty when they do)."""
+    if not isinstance(arguments, dict):
+        return [f"{root} must be a JSON object"]
+    if not schema:
+        return []
+    # Imported here, outside the bound, which is for the check alone: with format extras
+    # installed the first import costs seconds (the kernel warms it up off the loop at load).
+    import jsonschema  # noqa: F401
+
+    return bounded(lambda: _schema_problems(schema, arguments, root), "the arguments")
+
+
+def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any], root: str) -> list[str]:
+    import jsonschema
+
+    checked = without_regexes(sanitize_schema(schema)[0])
+    try:
+        validator = jsonschema.validators.validator_for(checked)(checked)
+        return [f"{'/'.join(map(str, e.path)) or root}: {e.message}" for e in validator.iter_errors(arguments)]
+    except jsonschema.SchemaError:
+        return []  # what the sanitiser let through but jsonschema rejects cannot stop the user deciding
+
+
+def answer_problems(requested_schema: dict[str, Any], content: Any) -> list[str]:
+    """Why ``content`` is not a valid answer to the server's question (empty when it is)."""
+    return bounded(lambda: validate_content(requested_schema, content), "the answer")
