@@ -8,7 +8,7 @@
 // whose insert_cell is denied: nothing is written.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const env = name => {
   const value = process.env[name];
@@ -28,7 +28,6 @@ const DENIED_SOURCE = env('NBAGENT_E2E_DENIED_SOURCE');
 const MCP_TOOL = env('NBAGENT_E2E_MCP_TOOL');
 const TURN1_TEXT = env('NBAGENT_E2E_TURN1_TEXT');
 const TURN2_TEXT = env('NBAGENT_E2E_TURN2_TEXT');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -145,20 +144,7 @@ function savedCells() {
 }
 
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-dev-shm-usage'
-    ]
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const consoleErrors = [];
   page.on('console', msg => {
