@@ -8,7 +8,7 @@
 // whose insert_cell is denied: nothing is written.
 import fs from 'node:fs';
 import path from 'node:path';
-import { launch } from './browser.mjs';
+import { inPanel as inNotebook, launch, waitInPanel } from './browser.mjs';
 
 const env = name => {
   const value = process.env[name];
@@ -41,42 +41,8 @@ async function screenshot(page, name) {
   return file;
 }
 
-/** Evaluate `fn(app, panel, arg)` in the page, with the notebook's panel found by path. */
-async function inPanel(page, fn, arg = null) {
-  return page.evaluate(
-    async ({ src, nbPath, arg }) => {
-      const app = window.jupyterapp;
-      let panel = null;
-      for (const w of app.shell.widgets('main')) {
-        if (w.context && w.context.path === nbPath) {
-          panel = w;
-          break;
-        }
-      }
-      // eslint-disable-next-line no-new-func
-      const f = new Function('app', 'panel', 'arg', `return (${src})(app, panel, arg);`);
-      return await f(app, panel, arg);
-    },
-    { src: fn.toString(), nbPath: NOTEBOOK, arg }
-  );
-}
-
-async function waitFor(page, what, fn, arg = null, timeout = TIMEOUT) {
-  const deadline = Date.now() + timeout;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await inPanel(page, fn, arg);
-      if (last) {
-        return last;
-      }
-    } catch (e) {
-      last = String(e);
-    }
-    await page.waitForTimeout(200);
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
+const inPanel = (page, fn, arg = null) => inNotebook(page, NOTEBOOK, fn, arg);
+const waitFor = (page, what, fn, arg = null, timeout = TIMEOUT) => waitInPanel(page, NOTEBOOK, what, fn, arg, timeout);
 
 const cellsOf = (app, panel) => {
   const out = [];
