@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench labextension
+.PHONY: setup demo test test-deps bench labextension
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,8 +16,31 @@ setup: $(BIN)/nbagent
 demo: setup
 	$(BIN)/nbagent demo
 
-test: setup
-	$(BIN)/python -m pytest
+# What the tests need besides .venv, so that none is skipped: the npm packages of the Node test
+# servers, the extension, the browser tests and the conformance suite, the built extension, and
+# Chromium (installed with apt where this runs as root; otherwise one line says what to install).
+NPM_DIRS := tests/node labextension ui-tests conformance
+CHROMIUM ?= /usr/bin/chromium
+
+test-deps: setup
+	@command -v npm >/dev/null 2>&1 || { echo "make test: the tests need Node 20 and npm on PATH (https://nodejs.org/)"; exit 1; }
+	@for dir in $(NPM_DIRS); do \
+	  if [ -f $$dir/package-lock.json ] && [ ! -d $$dir/node_modules ]; then \
+	    echo "npm ci --prefix $$dir"; npm ci --prefix $$dir --no-progress --loglevel=error --no-fund --no-audit || exit 1; \
+	  fi; \
+	done
+	@[ -f nbagent/labextension/package.json ] || $(MAKE) --no-print-directory labextension
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "apt-get install chromium"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null || exit 1; \
+	  fi; \
+	  [ -x "$(CHROMIUM)" ] || { echo "make test: the browser tests need Chromium at $(CHROMIUM): install it (sudo apt-get install chromium) or pass CHROMIUM=/path/to/chromium"; exit 1; }; \
+	fi
+
+test: test-deps
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
 
 bench: setup
 	$(BIN)/python bench/core.py

@@ -8,7 +8,7 @@
 // whose insert_cell is denied: nothing is written.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { inPanel as inNotebook, launch, waitInPanel } from './browser.mjs';
 
 const env = name => {
   const value = process.env[name];
@@ -28,7 +28,6 @@ const DENIED_SOURCE = env('NBAGENT_E2E_DENIED_SOURCE');
 const MCP_TOOL = env('NBAGENT_E2E_MCP_TOOL');
 const TURN1_TEXT = env('NBAGENT_E2E_TURN1_TEXT');
 const TURN2_TEXT = env('NBAGENT_E2E_TURN2_TEXT');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -42,42 +41,8 @@ async function screenshot(page, name) {
   return file;
 }
 
-/** Evaluate `fn(app, panel, arg)` in the page, with the notebook's panel found by path. */
-async function inPanel(page, fn, arg = null) {
-  return page.evaluate(
-    async ({ src, nbPath, arg }) => {
-      const app = window.jupyterapp;
-      let panel = null;
-      for (const w of app.shell.widgets('main')) {
-        if (w.context && w.context.path === nbPath) {
-          panel = w;
-          break;
-        }
-      }
-      // eslint-disable-next-line no-new-func
-      const f = new Function('app', 'panel', 'arg', `return (${src})(app, panel, arg);`);
-      return await f(app, panel, arg);
-    },
-    { src: fn.toString(), nbPath: NOTEBOOK, arg }
-  );
-}
-
-async function waitFor(page, what, fn, arg = null, timeout = TIMEOUT) {
-  const deadline = Date.now() + timeout;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await inPanel(page, fn, arg);
-      if (last) {
-        return last;
-      }
-    } catch (e) {
-      last = String(e);
-    }
-    await page.waitForTimeout(200);
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
+const inPanel = (page, fn, arg = null) => inNotebook(page, NOTEBOOK, fn, arg);
+const waitFor = (page, what, fn, arg = null, timeout = TIMEOUT) => waitInPanel(page, NOTEBOOK, what, fn, arg, timeout);
 
 const cellsOf = (app, panel) => {
   const out = [];
@@ -145,20 +110,7 @@ function savedCells() {
 }
 
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-dev-shm-usage'
-    ]
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const consoleErrors = [];
   page.on('console', msg => {

@@ -3,23 +3,17 @@
 // inserts a cell; the page must show the agent-cell marker.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const BASE = process.env.NBAGENT_E2E_URL;
 const TOKEN = process.env.NBAGENT_E2E_TOKEN;
 const NOTEBOOK = process.env.NBAGENT_E2E_NOTEBOOK;
 const ARTIFACTS = process.env.NBAGENT_E2E_ARTIFACTS;
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 const result = { ok: false };
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage']
-});
+const browser = await launch();
 const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
 try {
   await page.goto(`${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`, { timeout: TIMEOUT });

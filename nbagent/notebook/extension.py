@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from nbagent.notebook import transform
+from nbagent.notebook import comm_status, transform
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.magics import AgentMagics
 from nbagent.notebook.runner import run_cell
@@ -70,6 +70,7 @@ def load(ipython: Any) -> None:
         await run_cell(agent, line, body)
 
     transform.install(ipython, cell)
+    comm_status.install(getattr(ipython, "kernel", None))  # typed input while a --wait cell runs
     _warm_imports()
     try:
         asyncio.get_running_loop()

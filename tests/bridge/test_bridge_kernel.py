@@ -68,8 +68,18 @@ def execute(client: Any, code: str, *, linger: float = 0.0) -> tuple[list[dict],
             idle_at = time.monotonic()
             if not linger:
                 break
-    reply = client.get_shell_msg(timeout=30)
-    return messages, reply
+    return messages, reply_to(client, msg_id)
+
+
+def reply_to(client: Any, msg_id: str, timeout: float = 30) -> dict:
+    """The shell reply to ``msg_id``. Not simply the next shell message: ``wait_for_ready`` sends
+    another ``kernel_info_request`` each second the kernel is slow to answer, and the extra
+    replies wait on the shell channel, where they would be taken for the cell's reply."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
 
 
 def stdout(messages: list[dict]) -> str:

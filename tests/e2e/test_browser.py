@@ -51,6 +51,21 @@ def _code(source: str) -> dict:
     return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
 
 
+def run_script(script: str, env: dict[str, str], lab: JupyterLab, *, timeout: float) -> dict:
+    """Run one ui-tests script; its last JSON line (the result), or fail with its steps and the
+    server log."""
+    try:
+        proc = subprocess.run(["node", script], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the browser script hung:\n{exc.stdout}\n--- server log ---\n{lab.log_tail()}")
+    steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    result = steps[-1] if steps and steps[-1].get("step") == "result" else {}
+    assert proc.returncode == 0 and result.get("ok"), (
+        f"browser test failed: {result.get('error') or proc.stderr}\nsteps: {steps}\n--- server log ---\n{lab.log_tail()}"
+    )
+    return result
+
+
 def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
     turn1 = work / "turn1.json"
     turn1.write_text(json.dumps({"responses": [
@@ -108,16 +123,7 @@ def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Pa
             NBAGENT_E2E_MCP_TOOL=MCP_TOOL, NBAGENT_E2E_TURN1_TEXT=TURN1_TEXT, NBAGENT_E2E_TURN2_TEXT=TURN2_TEXT,
             CHROMIUM=CHROMIUM,
         )
-        try:
-            proc = subprocess.run(["node", "e2e.mjs"], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=360)
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"the browser script hung:\n{exc.stdout}\n--- server log ---\n{lab.log_tail()}")
-        steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        result = steps[-1] if steps and steps[-1].get("step") == "result" else {}
-        assert proc.returncode == 0 and result.get("ok"), (
-            f"browser test failed: {result.get('error') or proc.stderr}\nsteps: {steps}\n"
-            f"--- server log ---\n{lab.log_tail()}"
-        )
+        result = run_script("e2e.mjs", env, lab, timeout=360)
     # Server-side evidence: the approved MCP call ran exactly once.
     record = [json.loads(line) for line in paths["record"].read_text().splitlines()]
     assert [r["tool"] for r in record] == ["write_note"]
@@ -168,3 +174,96 @@ def test_the_extension_serves_the_bridge_in_notebook_7(tmp_path: Path) -> None:
     assert len(inserted) == 1
     assert inserted[0]["metadata"]["nbagent"] == {"thread_id": "thread_nb7", "turn_id": "turn_nb7", "call_id": "call_nb7"}
     assert saved["metadata"]["nbagent"]["threads"] == ["thread_nb7"]
+
+
+# -- typing, key by key, in JupyterLab and Notebook 7 ------------------------------------------
+
+TYPING_TURNS = [
+    {"cell": 2, "mode": "wait", "source": "%%agent --wait", "reason": "please do not write anything today",
+     "arguments": '{"name": "typed-wait", "text": "every key arrived"}',
+     "form": {"title": "Baseline run", "owner_email": "you@example.com", "runs": 12, "learning_rate": 0.125,
+              "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04"},
+     "done": "Typing turn done in the waiting cell."},
+    {"cell": 2, "mode": "background", "source": "%%agent", "reason": "not in the background either, thanks",
+     "arguments": '{"name": "typed-bg", "text": "typed while the kernel was idle"}',
+     "form": {"title": "Second run", "owner_email": "ada@example.org", "runs": 7, "learning_rate": 0.5,
+              "public": True, "optimizer": "adamw", "tags": ["vision", "nlp"], "start": "2026-12-01"},
+     "done": "Typing turn done in the background cell."},
+]
+
+
+def _typing_steps(t: dict) -> list[dict]:
+    """The fake model's replies: a write to deny, a write to edit and approve, the form."""
+    return [
+        {"text": "First I would write a note.",
+         "tool_calls": [{"name": MCP_TOOL, "arguments": {"name": "unwanted", "text": "should not be written"}}]},
+        {"tool_calls": [{"name": MCP_TOOL, "arguments": {"name": "draft", "text": "placeholder"}}]},
+        {"tool_calls": [{"name": "mcp__demo__log_experiment", "arguments": {"name": t["mode"]}}]},
+        {"text": t["done"]},
+    ]
+
+
+def _typing_fixture(root: Path, work: Path, openai_server: object, turn: dict) -> dict[str, Path]:
+    record = work / "record.jsonl"
+    (root / "nbagent.toml").write_text(
+        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
+        f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n\n'  # type: ignore[attr-defined]
+        "[mcp_servers.demo]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f'args = ["-m", "nbagent.examples.demo_server", "--dir", {json.dumps(str(work / "notes"))}, '
+        f'"--record", {json.dumps(str(record))}]\n'
+        '[mcp_servers.demo.tools.log_experiment]\napproval_mode = "approve"\n'
+    )
+    wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.tools()))"
+    cells = [_code("%load_ext nbagent"), _code(wire), _code(f"{turn['source']}\nWrite a note, then log an experiment ({turn['mode']}).")]
+    notebook = root / "typing.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1))
+    return {"notebook": notebook, "record": record}
+
+
+def _told(requests: list[dict]) -> list[str]:
+    """Each tool result the model was sent, once, in the order it was first sent."""
+    seen: dict[str, str] = {}
+    for body in requests:
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                output = item["output"]
+                seen.setdefault(item["call_id"], output if isinstance(output, str) else json.dumps(output))
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("mode", ["wait", "background"])
+@pytest.mark.parametrize("ui", ["lab", "notebook7"])
+def test_what_a_person_types_key_by_key_reaches_the_server_and_the_model(tmp_path: Path, openai_server, ui: str, mode: str) -> None:
+    root, work = tmp_path / "root", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    t = next(turn for turn in TYPING_TURNS if turn["mode"] == mode)
+    paths = _typing_fixture(root, work, openai_server, t)
+    openai_server.script(_typing_steps(t))
+    artifacts = ARTIFACTS.parent / f"typing-{ui}-{mode}"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    with JupyterLab(root, work, {"NBAGENT_HOME": str(work / "home"), "NBAGENT_E2E_FAKE_KEY": "sk-e2e-typing"}) as lab:
+        env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="typing.ipynb",
+                   NBAGENT_E2E_UI=ui, NBAGENT_E2E_PLAN=json.dumps({"turns": [t]}),
+                   NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
+        result = run_script("typing.mjs", env, lab, timeout=600)
+    (seen,) = result["turns"]
+    assert seen["reasonShown"] == t["reason"] and json.loads(seen["argumentsShown"]) == json.loads(t["arguments"])
+    # The kernel indicator says idle once the cell ended (a --wait cell: once its turn ended).
+    assert seen["statusAfter"] == "idle"
+    # What the MCP server ran: exactly the typed arguments and the typed form, nothing denied.
+    ran = [json.loads(line) for line in paths["record"].read_text().splitlines()]
+    assert [(r["tool"], r["arguments"], r.get("content")) for r in ran] == [
+        ("write_note", json.loads(t["arguments"]), None), ("log_experiment", {"name": mode}, t["form"]),
+    ]
+    # What the model was told: the whole reason, the typed write, the typed answers.
+    denied, written, logged = _told(openai_server.requests)
+    assert t["reason"] in denied, denied
+    assert f"wrote {json.loads(t['arguments'])['name']}.md" in written, written
+    assert json.dumps(t["form"]["owner_email"]) in logged and json.dumps(t["form"]["title"]) in logged, logged
+    assert len(list(artifacts.glob("*.png"))) >= 7

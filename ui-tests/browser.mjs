@@ -1,0 +1,87 @@
+// What the browser scripts share: Debian's chromium launched headless, numbered screenshots, and
+// access to the open notebook's panel through the app object (expose_app_in_browser), in
+// JupyterLab and in Notebook 7 alike.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+export const TIMEOUT = Number(process.env.NBAGENT_E2E_STEP_TIMEOUT_MS || 60000);
+
+export function env(name) {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`missing environment variable ${name}`);
+  }
+  return value;
+}
+
+export const log = (step, extra = {}) => console.log(JSON.stringify({ step, t: Math.round(performance.now()), ...extra }));
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage'
+    ]
+  });
+}
+
+/** `shot(page, name)` writes `NN-name.png` into `dir`, numbered in the order taken. */
+export function shooter(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  let n = 0;
+  return async (page, name) => {
+    n += 1;
+    const file = path.join(dir, `${String(n).padStart(2, '0')}-${name}.png`);
+    await page.screenshot({ path: file, fullPage: false });
+    return file;
+  };
+}
+
+/** Evaluate `fn(app, panel, arg)` in the page, with the panel of the notebook at `nbPath`. */
+export async function inPanel(page, nbPath, fn, arg = null) {
+  return page.evaluate(
+    async ({ src, nbPath, arg }) => {
+      const app = window.jupyterapp;
+      let panel = null;
+      for (const w of app.shell.widgets('main')) {
+        if (w.context && w.context.path === nbPath) {
+          panel = w;
+          break;
+        }
+      }
+      panel = panel || app.shell.currentWidget; // Notebook 7 shows one document
+      // eslint-disable-next-line no-new-func
+      const f = new Function('app', 'panel', 'arg', `return (${src})(app, panel, arg);`);
+      return await f(app, panel, arg);
+    },
+    { src: fn.toString(), nbPath, arg }
+  );
+}
+
+/** Poll `inPanel(fn)` until it returns something truthy (bounded). */
+export async function waitInPanel(page, nbPath, what, fn, arg = null, timeout = TIMEOUT) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await inPanel(page, nbPath, fn, arg);
+      if (last) {
+        return last;
+      }
+    } catch (e) {
+      last = String(e);
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
