@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-deps bench labextension
+.PHONY: setup demo test test-deps npm-deps bench labextension
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,14 +22,23 @@ demo: setup
 NPM_DIRS := tests/node labextension ui-tests conformance
 CHROMIUM ?= /usr/bin/chromium
 
-test-deps: setup
+# The built extension is rebuilt whenever its sources are newer (a stale build tests old code).
+EXT_BUILT := nbagent/labextension/package.json
+EXT_SOURCES := labextension/package.json $(wildcard labextension/src/* labextension/schema/* labextension/style/*)
+
+npm-deps:
 	@command -v npm >/dev/null 2>&1 || { echo "make test: the tests need Node 20 and npm on PATH (https://nodejs.org/)"; exit 1; }
 	@for dir in $(NPM_DIRS); do \
 	  if [ -f $$dir/package-lock.json ] && [ ! -d $$dir/node_modules ]; then \
 	    echo "npm ci --prefix $$dir"; npm ci --prefix $$dir --no-progress --loglevel=error --no-fund --no-audit || exit 1; \
 	  fi; \
 	done
-	@[ -f nbagent/labextension/package.json ] || $(MAKE) --no-print-directory labextension
+
+$(EXT_BUILT): $(EXT_SOURCES) | setup npm-deps
+	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build
+	@touch $@
+
+test-deps: setup npm-deps $(EXT_BUILT)
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "apt-get install chromium"; \
@@ -48,5 +57,4 @@ bench: setup
 	$(BIN)/python bench/mcp_stdio.py
 	$(BIN)/python bench/conformance.py
 
-labextension: setup
-	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build
+labextension: $(EXT_BUILT)

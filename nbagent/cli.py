@@ -180,11 +180,12 @@ def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: l
         print(f"{_cut(s.name, 24):24}  {s.state + required:16}  {detail}")
     if rows:
         print()
-        print(f"{'TOOL':40}  {'SERVER':16}  {'APPROVAL':8}  HINTS")
+        print(f"{'TOOL':40}  {'SERVER':16}  {'APPROVAL':8}  {'HINTS':16}  TITLE")
     for row in rows:
         hints = ",".join(k.removesuffix("_hint") for k, v in row["annotations"].items() if v is True)
-        line = f"{_cut(row['name'], 40, middle=True):40}  {_cut(row['server'] or '-', 16):16}  {row['approval_mode']:8}  "
-        print(line + _cut(hints, TABLE_WIDTH - len(line)))
+        line = (f"{_cut(row['name'], 40, middle=True):40}  {_cut(row['server'] or '-', 16):16}  "
+                f"{row['approval_mode']:8}  {_cut(hints, 16):16}  ")
+        print(line + _cut(row["title"] or "", max(12, TABLE_WIDTH - len(line))))  # server text: stdout shows controls
     for warning in warnings:
         print(f"warning: {warning}")
 

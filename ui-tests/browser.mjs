@@ -85,3 +85,23 @@ export async function waitInPanel(page, nbPath, what, fn, arg = null, timeout = 
   }
   throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
+
+/** Run `steps(page, result)` in a fresh browser, then print one JSON result line (what the Python
+ * test reads) and exit 0 or 1; a failure leaves `NAME-failure.png` in `artifacts`. */
+export async function runInBrowser(artifacts, name, steps) {
+  fs.mkdirSync(artifacts, { recursive: true });
+  const result = { ok: false };
+  const browser = await launch();
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  try {
+    await steps(page, result);
+    result.ok = true;
+  } catch (e) {
+    result.error = String(e && e.stack ? e.stack : e);
+    await page.screenshot({ path: path.join(artifacts, `${name}-failure.png`) }).catch(() => undefined);
+  } finally {
+    await browser.close();
+  }
+  console.log(JSON.stringify({ step: 'result', ...result }));
+  process.exit(result.ok ? 0 : 1);
+}

@@ -76,9 +76,9 @@ async def test_the_approval_panel_shows_bidi_and_escapes_in_title_raw_name_and_a
         _, _, record = await _run_against_hostile(tmp_path, pick, hostile_args, policy="untrusted", front_end=front_end)
     assert len(panels) == 2
     for panel in panels:
-        shown = panel.info.value + panel.arguments.value + panel.record.value
+        shown = panel.identity.value + panel.info.value + panel.arguments.value + panel.record.value
         assert BIDI not in shown and ESC not in shown and "\x07" not in shown
-    bidi, esc = (p.info.value for p in panels)
+    bidi, esc = (p.identity.value + p.info.value for p in panels)  # identity: the title and raw name
     assert bidi.count("&lt;U+202E&gt;") >= 2  # the title and the raw name
     assert esc.count("&lt;U+001B&gt;]0;") >= 2 and "&lt;U+001B&gt;]52;" in esc
     assert "\\u202e" in panels[0].arguments.value and "\\u001b]52;" in panels[0].arguments.value
@@ -120,14 +120,14 @@ def test_nbagent_run_and_tools_print_escape_sequences_inert(tmp_path: Path) -> N
     )
     listed = _cli(work, home, "tools", "--json")
     assert listed.returncode == 0, listed.stderr
-    tool = next(row["name"] for row in json.loads(listed.stdout) if row["raw_tool"].startswith("esc"))
+    tool = next(row["name"] for row in json.loads(listed.stdout)["tools"] if row["raw_tool"].startswith("esc"))
     model = replay(tmp_path / "script.json", call(tool, text="x"), {"text": f"the end{ESC}]0;title\x07{BIDI}"})
     for args in (("tools",), ("run", "-m", model, "--policy", "full-auto", "go")):
         done = _cli(work, home, *args)
         assert done.returncode == 0, done.stderr
         assert ESC not in done.stdout and BIDI not in done.stdout and "\x07" not in done.stdout, args
-        assert "<U+001B>]0;" in done.stdout, (args, done.stdout)
-    assert "<U+001B>]52;c;" in done.stdout and "<U+202E>" in done.stdout  # the run: output and message
+        assert "<U+001B>" in done.stdout, (args, done.stdout)  # the table cuts a long title: its start is shown
+    assert "<U+001B>]0;" in done.stdout and "<U+001B>]52;c;" in done.stdout and "<U+202E>" in done.stdout  # the run: output and message
 
 
 async def test_a_javascript_url_question_is_declined_with_a_message_and_never_shown(home: Path, tmp_path: Path) -> None:
