@@ -13,16 +13,20 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from nbagent.mcp.stdio import LAUNCHER
 from nbagent.store import ThreadStore
 from tests.server.conftest import RECORDER, HttpServer, ServerEnv, connect, start_http_server
 
 
 def recorders(server: HttpServer) -> list[psutil.Process]:
-    """The recorder MCP servers running under the nbagent server process."""
+    """The recorder MCP servers running under the nbagent server process (not their launchers)."""
     found = []
     for child in psutil.Process(server.process.pid).children(recursive=True):
         try:
-            if any(str(RECORDER) in part for part in child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+            argv = child.cmdline()
+            if LAUNCHER in argv or child.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if any(str(RECORDER) in part for part in argv):
                 found.append(child)
         except psutil.NoSuchProcess:
             continue
