@@ -1,4 +1,5 @@
-"""The approval engine (DESIGN §5): whether a call needs a human, and the record of every answer.
+"""The approval engine (DESIGN §5): whether a call needs a human, what is remembered, and the desk
+that asks and records every answer.
 
 The rule, as one table:
 
@@ -21,12 +22,28 @@ the tool's definition, so a changed tool asks again and says what changed.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from nbagent.config import ApprovedDefinition
+from nbagent.core.bus import EventBus
+from nbagent.core.pending import PendingAsks, Record, Resolution
+from nbagent.mcp.checks import argument_problems
 from nbagent.mcp.schema import definition_hash
-from nbagent.protocol import ApprovalDecision, ApprovalRequested, Decision, Policy, ToolSpec
+from nbagent.protocol import (
+    DECISIONS_THAT_RUN,
+    AnsweredBy,
+    ApprovalDecision,
+    ApprovalRecord,
+    ApprovalRequested,
+    ApprovalResolved,
+    Decision,
+    Policy,
+    ToolSpec,
+    WarningEvent,
+)
+from nbagent.textsafe import describe_for_display
 
 RawIdentity = tuple[str | None, str]
 PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}
@@ -87,27 +104,6 @@ def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool, *, always_stale
     return "the tool says it is read-only, but its server is not marked trusted"
 
 
-@dataclass
-class Outcome:
-    """A recorded decision; ``arguments`` are what runs (possibly edited)."""
-
-    decision: Decision
-    by: str
-    arguments: dict[str, Any]
-    message: str | None = None
-
-    @property
-    def runs(self) -> bool:
-        return self.decision in ("approve", "approve_session", "always")
-
-
-@dataclass
-class PendingApproval:
-    request: ApprovalRequested
-    spec: ToolSpec
-    future: asyncio.Future[ApprovalDecision] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-
-
 class ApprovalMemory:
     """Approvals for this session, keyed by raw identity and bound to the definition hash."""
 
@@ -134,3 +130,136 @@ class ApprovalMemory:
 def changed_since(approval: str, what: str) -> str:
     """The note an ask carries when a remembered approval stopped applying."""
     return f"{approval}, but its server has changed its {what} since; the earlier approval no longer applies."
+
+
+def edit_problems(request: ApprovalRequested, arguments: Any) -> list[str]:
+    """Why arguments a person edited cannot replace the model's (empty when they can): the one
+    check for the panel before it sends and for the desk before it accepts."""
+    return argument_problems(request.input_schema, arguments)
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """How the approval of one call ended; ``arguments`` are what runs (possibly edited)."""
+
+    decision: Decision
+    by: AnsweredBy
+    arguments: dict[str, Any]
+    message: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.decision in DECISIONS_THAT_RUN
+
+
+class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
+    """Decides each call from the table and the memory; asks a person when the table says so."""
+
+    noun = "approval with call id"
+
+    def __init__(
+        self,
+        bus: EventBus,
+        record: Record,
+        on_always: Callable[[ToolSpec], str | None],
+        recorded_always: Callable[[ToolSpec], ApprovedDefinition | None] = lambda spec: None,
+    ) -> None:
+        super().__init__(bus, record)
+        self._on_always = on_always
+        self.recorded_always = recorded_always
+        """The definition an "always" in the config approved for this tool, if one did."""
+        self.memory = ApprovalMemory()
+        self._specs: dict[str, ToolSpec] = {}
+
+    async def decide(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        *,
+        call_id: str,
+        turn_id: str,
+        policy: Policy,
+        interactive: bool,
+        timeout: float | None,
+    ) -> ApprovalOutcome:
+        remembered, changed = self.memory.check(spec)
+        recorded = None if remembered or spec.approval_mode != "approve" else self.recorded_always(spec)
+        what = changed_parts(recorded, fingerprint(spec)) if recorded is not None else None
+        if what is not None:
+            changed = changed_since("You chose 'Always' for this tool earlier", what)
+        reason = ask_reason(spec, policy, remembered, always_stale=what is not None)
+        if reason is None and not remembered:
+            return ApprovalOutcome("approve", "policy", arguments)  # needs no approval: nothing to record
+        request = ApprovalRequested(
+            call_id=call_id,
+            tool=spec.name,
+            server=spec.server,
+            raw_tool=spec.raw_name,
+            title=spec.display_name,
+            description=describe_for_display(spec.description),
+            arguments=arguments,
+            input_schema=spec.input_schema or spec.parameters,
+            annotations=spec.annotations,
+            reason=reason or "",
+            changed=changed,
+        )
+        self._specs[call_id] = spec
+        try:
+            if reason is None:
+                answer = ApprovalDecision(call_id=call_id, decision="approve")
+                resolution = self.resolve(request, Resolution(answer, "remembered"), turn_id)
+            else:
+                resolution = await self.await_answer(
+                    call_id, request, turn_id=turn_id, policy=policy, interactive=interactive, timeout=timeout
+                )
+        finally:
+            self._specs.pop(call_id, None)
+        if resolution.by == "interrupt":
+            raise asyncio.CancelledError("the turn was interrupted")  # the call ends with its turn
+        answer = resolution.answer
+        return ApprovalOutcome(answer.decision, resolution.by, answer.arguments or arguments, resolution.message)
+
+    def answer(self, op: ApprovalDecision) -> bool:
+        """Apply a front end's decision; ``False`` (with a warning) when it cannot apply."""
+        request = self.waiting(op.call_id)
+        if request is None:
+            return False
+        if op.arguments is not None and (problems := edit_problems(request, op.arguments)):
+            return self.refuse(op.call_id, f"edited arguments for {op.call_id} rejected: " + "; ".join(problems))
+        return self.deliver(op.call_id, op, op.message)
+
+    def fallback(self, request: ApprovalRequested, by: AnsweredBy) -> ApprovalDecision:
+        return ApprovalDecision(call_id=request.call_id, decision="deny")
+
+    def declined(self, request: ApprovalRequested, why: str) -> str:
+        message = f"This call needs approval ({request.reason}) and {why}: it was declined without running."
+        return message + (f" {request.changed}" if request.changed else "")
+
+    def resolve(
+        self, request: ApprovalRequested, resolution: Resolution[ApprovalDecision], turn_id: str | None
+    ) -> Resolution[ApprovalDecision]:
+        """What a person's answer keeps ("for this session", "always"), then its record."""
+        decision, spec = resolution.answer.decision, self._specs[request.call_id]
+        if resolution.by == "user" and decision in ("approve_session", "always"):
+            self.memory.remember(spec)
+        if resolution.by == "user" and decision == "always" and (written := self._on_always(spec)):
+            self._bus.emit(
+                WarningEvent(message=f"'always' for {spec.display_name} written to {written}"), turn_id=turn_id
+            )
+        return super().resolve(request, resolution, turn_id)
+
+    def records(
+        self, request: ApprovalRequested, resolution: Resolution[ApprovalDecision], turn_id: str | None
+    ) -> tuple[ApprovalRecord, ApprovalResolved]:
+        answer = resolution.answer
+        said = {
+            "decision": answer.decision,
+            "by": resolution.by,
+            "message": resolution.message,
+            "arguments": answer.arguments or request.arguments,
+        }
+        where = {"tool": request.tool, "server": request.server, "raw_tool": request.raw_tool}
+        return (
+            ApprovalRecord(turn_id=turn_id, call_id=request.call_id, **where, **said),
+            ApprovalResolved(call_id=request.call_id, **said),
+        )

@@ -24,9 +24,9 @@ from nbagent.config import (
     load_config,
     record_always_approval,
 )
-from nbagent.core.approval import fingerprint
-from nbagent.core.asks import ApprovalDesk, ElicitationDesk
+from nbagent.core.approval import ApprovalDesk, fingerprint
 from nbagent.core.bus import EventBus
+from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
@@ -311,10 +311,10 @@ class Session:
         return list(self.router.specs())
 
     def pending_approvals(self) -> dict[str, ApprovalRequested]:
-        return {call_id: pending.request for call_id, pending in self.approvals.pending.items()}
+        return self.approvals.requests()
 
     def pending_elicitations(self) -> dict[str, ElicitationRequested]:
-        return {rid: request for rid, (request, _) in self.elicitations.pending.items()}
+        return self.elicitations.requests()
 
     def register_tool(
         self,

@@ -43,13 +43,12 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
+from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
 PREFIX = "replay:"
 _RESPONSE_KEYS = {"text", "tool_calls", "reasoning", "usage", "error"}
 OUTCOMES = ("approved", "denied", "accepted", "declined", "cancelled", "error", "ok", "none")
 _BRANCH_KEYS = (*OUTCOMES, "default")
-_APPROVED = {"approve", "approve_session", "always"}
 _ASKED = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 _CALL_KEYS = {"name", "arguments", "call_id"}
 _USAGE_KEYS = set(Usage.model_fields) - {"type"}
@@ -134,7 +133,7 @@ def previous_outcomes(items: list[Any]) -> set[str]:
     outcomes: set[str] = set()
     for item in items[last + 1 :]:
         if isinstance(item, ApprovalRecord) and item.call_id == call_id:
-            outcomes.add("approved" if item.decision in _APPROVED else "denied")
+            outcomes.add("approved" if item.decision in DECISIONS_THAT_RUN else "denied")
         elif isinstance(item, ElicitationRecord) and item.action in _ASKED:
             outcomes.add(_ASKED[item.action])
         elif isinstance(item, FunctionCallOutput) and item.call_id == call_id:

@@ -14,11 +14,11 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbagent.mcp.checks import argument_problems
+from nbagent.core.approval import edit_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
-from nbagent.protocol import ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
+from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
 from nbagent.textsafe import describe_for_display, visible_json
 
 Submit = Callable[[Op], object]
@@ -131,7 +131,7 @@ class ApprovalPanel:
             value = json.loads(self.arguments.value)
         except json.JSONDecodeError as exc:
             return None, [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
-        problems = argument_problems(self.event.input_schema, value, "(top level)")
+        problems = edit_problems(self.event, value)
         return (value if not problems else None), problems
 
     def decide(self, decision: Decision) -> bool:
@@ -140,7 +140,7 @@ class ApprovalPanel:
             return False
         arguments: dict[str, Any] | None = None
         message: str | None = None
-        if decision in ("approve", "approve_session", "always"):
+        if decision in DECISIONS_THAT_RUN:
             arguments, problems = self.edited_arguments()
             if problems:
                 self.problems.value = "".join(
@@ -171,7 +171,7 @@ class ApprovalPanel:
             button.disabled = True
         self.arguments.disabled = True
         self.reason.disabled = True
-        ok = decision in ("approve", "approve_session", "always")
+        ok = decision in DECISIONS_THAT_RUN
         color = COLORS["ok"] if ok else COLORS["error"] if decision == "abort" else COLORS["warn"]
         title = describe_for_display(self.event.title or self.event.raw_tool or self.event.tool)
         edited = " with edited arguments" if arguments and arguments != self.event.arguments else ""

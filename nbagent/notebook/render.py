@@ -21,6 +21,7 @@ from nbagent.notebook.stream import MarkdownStream
 from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.toolcard import ToolCard
 from nbagent.protocol import (
+    DECISIONS_THAT_RUN,
     AgentMessage,
     AgentMessageDelta,
     ApprovalRequested,
@@ -185,7 +186,7 @@ class TurnView:
             panel.on_resolved(event)
         card = self.cards.get(event.call_id)
         if card is not None and card.status == "awaiting":
-            card.decided(event.decision in ("approve", "approve_session", "always"), event.arguments)
+            card.decided(event.decision in DECISIONS_THAT_RUN, event.arguments)
 
     def _on_elicitation_requested(self, event: ElicitationRequested) -> None:
         form = self.forms[event.request_id] = ElicitationForm(event, self._submit)
@@ -197,6 +198,8 @@ class TurnView:
 
     def _on_elicitation_resolved(self, event: ElicitationResolved) -> None:
         form = self.forms.get(event.request_id)
+        if form is None and event.message:  # a question no one could be asked: say so, as for a call
+            self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⊘ {esc(event.message)}</div>"))
         if form is not None:
             form.on_resolved(event)
             card = self.cards.get(form.event.call_id or "")

@@ -127,7 +127,8 @@ class TextTurn:
             self._on_elicitation(event)  # type: ignore[arg-type]
         elif t == "elicitation_resolved":
             self._resolved.add(event.request_id)  # type: ignore[union-attr]
-            self._line(f"  question {event.request_id}: {event.action} ({event.by})")  # type: ignore[union-attr]
+            said = f" — {event.message}" if event.message else ""  # type: ignore[union-attr]
+            self._line(f"  question {event.request_id}: {event.action} ({event.by}){said}")  # type: ignore[union-attr]
         elif t == "token_usage":
             self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
         elif t == "warning":

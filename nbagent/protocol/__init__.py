@@ -40,6 +40,8 @@ from nbagent.protocol.items import (
     UserMessage,
 )
 from nbagent.protocol.ops import (
+    DECISIONS_THAT_RUN,
+    AnsweredBy,
     ApprovalDecision,
     Decision,
     ElicitationResponse,
@@ -66,8 +68,10 @@ from nbagent.protocol.tools import (
 )
 
 __all__ = [
+    "DECISIONS_THAT_RUN",
     "AgentMessage",
     "AgentMessageDelta",
+    "AnsweredBy",
     "ApprovalDecision",
     "ApprovalMode",
     "ApprovalRecord",

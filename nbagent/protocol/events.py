@@ -141,6 +141,8 @@ class ElicitationResolved(_Event):
     action: Literal["accept", "decline", "cancel"]
     by: Literal["user", "policy", "timeout", "interrupt"]
     content: dict[str, Any] | None = None
+    message: str | None = None
+    """Why no one was asked, when no one could answer."""
 
 
 class McpStartupUpdate(_Event):

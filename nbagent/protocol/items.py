@@ -82,6 +82,7 @@ class ElicitationRecord(_Item):
     action: str
     by: str
     content: dict[str, Any] | None = None
+    message: str | None = None
 
 
 Item = Annotated[

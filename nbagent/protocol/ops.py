@@ -15,6 +15,12 @@ Policy = Literal["untrusted", "on-request", "never", "full-auto"]
 
 Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
 
+DECISIONS_THAT_RUN: frozenset[Decision] = frozenset({"approve", "approve_session", "always"})
+"""The decisions under which the call runs; every other one means it does not."""
+
+AnsweredBy = Literal["user", "policy", "remembered", "timeout", "interrupt"]
+"""Who or what resolved an ask (an approval or a server's question)."""
+
 
 class UserTurn(ProtocolModel):
     """Start a turn. Answered by ``turn_started`` ... ``turn_completed`` | ``turn_aborted``."""

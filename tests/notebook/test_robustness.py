@@ -8,8 +8,9 @@ from typing import Any
 
 from IPython.core.inputtransformer2 import TransformerManager
 
+from nbagent.mcp.checks import argument_problems
 from nbagent.notebook.agent import KernelAgent
-from nbagent.notebook.approval import ApprovalPanel, argument_problems
+from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.render import TurnView
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation

@@ -105,3 +105,17 @@ def test_a_bare_sdk_error_says_the_server_gave_no_reason() -> None:
     kept = from_call_result(mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text="Error executing tool read_note: no note named 'x'")], is_error=True))
     assert kept.content[0].text == "Error executing tool read_note: no note named 'x'"
+
+
+async def test_a_question_no_one_can_answer_shows_no_form_and_says_why(tmp_path: Path) -> None:
+    """Under policy "never" no one may answer: as for a call, nothing is shown to click, and the
+    turn says which question was declined and why."""
+    async with Session(model=f"replay:{QUICKSTART}", policy="never", cwd=tmp_path, home=tmp_path / "home",
+                       mcp_servers=demo_server(tmp_path), interactive=True) as session:
+        clicker = Clicker(session, "approve", "accept")
+        for prompt in ("What notes do I have?", "Write a note called hello.", "Log an experiment.", "Read it back."):
+            await session.run(prompt)
+    shown = " ".join(getattr(w, "value", "") for w in clicker.view.body.children)
+    assert clicker.view.forms == {} and clicker.view.approvals == {}
+    assert "MCP server &#x27;demo&#x27; asked a question and policy &#x27;never&#x27;: it was declined" in shown
+    assert not (tmp_path / "notes" / "experiment-baseline.md").exists()

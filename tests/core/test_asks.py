@@ -1,0 +1,219 @@
+"""Asks, through a real session and real MCP servers: an approval or a server's question ends in
+exactly one recorded resolution (user, policy, timeout, interrupt), each kind the same way."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nbagent import Session
+from nbagent.config import ToolConfig
+from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event, Op
+from tests.mcp.conftest import records, server_cfg
+
+DELETE = "mcp__feat__delete_note"
+READ = "mcp__feat__read_note"
+BOOK = "mcp__ask__book"
+ANSWER = {"date": "2026-12-24", "seats": 2, "confirm": True}
+
+
+def call(tool: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def answer_for(event: Event, choice: str) -> Op:
+    """A front end's answer to either kind of ask: ``yes`` or ``no``."""
+    if event.type == "approval_requested":
+        if choice == "yes":
+            return ApprovalDecision(call_id=event.call_id, decision="approve")
+        return ApprovalDecision(call_id=event.call_id, decision="deny", message="not now")
+    if choice == "yes":
+        return ElicitationResponse(request_id=event.request_id, action="accept", content=ANSWER)
+    return ElicitationResponse(request_id=event.request_id, action="decline")
+
+
+KINDS = {
+    # kind: (server script, the model's call, the requested event, the record's answer field)
+    "approval": ("features.py", call(DELETE, key="k"), "approval_requested", "decision"),
+    "elicitation": ("elicit_resolve.py", call(BOOK, restaurant="Chez Py"), "elicitation_requested", "action"),
+}
+
+
+def setup(kind: str, script, tmp_path: Path) -> tuple[dict, str, str, str, Path]:
+    server, first, requested, field = KINDS[kind]
+    record = tmp_path / "record.jsonl"
+    name = "feat" if kind == "approval" else "ask"
+    # An approval is asked under on-request (delete is destructive); a question under full-auto.
+    return {name: server_cfg(server, record)}, script(first, {"text": "done"}), requested, field, record
+
+
+def resolutions(items, kind: str, field: str) -> list[tuple[str, str, str | None]]:
+    return [(getattr(i, field), i.by, i.message) for i in items if i.type == kind]
+
+
+def policy_for(kind: str) -> str:
+    return "on-request" if kind == "approval" else "full-auto"
+
+
+def executed(kind: str, record: Path) -> list[str]:
+    """What reached the server: the deleted key, or the answer the booking got."""
+    return [r.get("key") or r.get("action") for r in records(record)]
+
+
+async def run_with(session: Session, front_end: Callable[[Event], None], prompt: str = "go"):
+    session.subscribe(front_end)
+    return await asyncio.wait_for(session.run(prompt), 30)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_yes_runs_and_is_recorded_as_the_users(home: Path, script, tmp_path: Path, kind: str) -> None:
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        result = await run_with(session, lambda e: e.type == requested and session.submit(answer_for(e, "yes")))
+        assert session.pending_approvals() == {} and session.pending_elicitations() == {}
+    assert executed(kind, record) == (["k"] if kind == "approval" else ["accept"])
+    assert resolutions(result.items, kind, field) == [("approve" if kind == "approval" else "accept", "user", None)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_no_is_recorded_and_the_call_goes_on_without_it(home: Path, script, tmp_path: Path, kind: str) -> None:
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        result = await run_with(session, lambda e: e.type == requested and session.submit(answer_for(e, "no")))
+    outputs = [i.output for i in result.items if i.type == "function_call_output"]
+    if kind == "approval":
+        assert executed(kind, record) == []
+        assert resolutions(result.items, kind, field) == [("deny", "user", "not now")]
+        assert "The user denied this call; it did not run. Reason: not now" in outputs[0]
+    else:
+        assert executed(kind, record) == ["decline"]
+        assert resolutions(result.items, kind, field) == [("decline", "user", None)]
+    assert result.status == "completed"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_interrupt_while_asking_ends_the_ask_as_interrupted(
+    home: Path, script, tmp_path: Path, kind: str
+) -> None:
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        result = await run_with(session, lambda e: e.type == requested and session.interrupt("stop"))
+        assert session.pending_approvals() == {} and session.pending_elicitations() == {}
+        # A question's wait is the server's, not the turn's: its record may land just after the turn.
+        for _ in range(500):
+            if resolutions(session.history, kind, field):
+                break
+            await asyncio.sleep(0.01)
+        items = session.history
+    assert result.status == "aborted"
+    fallback = "deny" if kind == "approval" else "cancel"
+    assert resolutions(items, kind, field) == [(fallback, "interrupt", "The turn was interrupted.")]
+    assert "k" not in executed(kind, record)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_unanswered_ask_times_out(home: Path, script, tmp_path: Path, kind: str) -> None:
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    seen: list[Event] = []
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        session.config.approval_timeout_sec = session.config.elicitation_timeout_sec = 0.3
+        result = await run_with(session, lambda e: e.type == requested and seen.append(e))
+    assert len(seen) == 1  # it was asked, and no one answered
+    fallback = "deny" if kind == "approval" else "cancel"
+    assert resolutions(result.items, kind, field) == [(fallback, "timeout", "No answer within 0.3 s.")]
+    assert executed(kind, record) == ([] if kind == "approval" else ["cancel"])
+
+
+@pytest.mark.parametrize("who", ["no front end", "policy never"])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_ask_no_one_can_answer_is_declined_without_a_live_request(
+    home: Path, script, tmp_path: Path, kind: str, who: str
+) -> None:
+    """The same rule for both kinds: nothing is shown that no one could answer; the recorded
+    resolution (and the event that announces it) says why."""
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    policy, interactive = ("never", True) if who == "policy never" else (policy_for(kind), False)
+    if kind == "elicitation" and policy == "never":
+        servers["ask"].default_tools_approval_mode = "approve"  # the call runs; its question cannot be asked
+    seen: list[Event] = []
+    async with Session(model=model, policy=policy, mcp_servers=servers, interactive=interactive) as session:
+        result = await run_with(session, seen.append)
+    assert [e for e in seen if e.type == requested] == []
+    resolved = [e for e in seen if e.type == requested.replace("requested", "resolved")]
+    reason = "policy 'never'" if who == "policy never" else "no front end is attached to ask"
+    ((answer, by, message),) = resolutions(result.items, kind, field)
+    assert (answer, by) == (("deny" if kind == "approval" else "decline"), "policy")
+    assert reason in message and [e.message for e in resolved] == [message]
+    assert executed(kind, record) == ([] if kind == "approval" else ["decline"])
+
+
+async def test_asks_pending_at_once_are_answered_each_by_its_own_id(home: Path, script, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    prompt = ToolConfig(approval_mode="prompt")  # known safe, so both calls run (and ask) together
+    servers = {"feat": server_cfg("features.py", record, trusted=True, tools={"read_note": prompt})}
+    both = {"tool_calls": [{"name": READ, "arguments": {"key": "a"}}, {"name": READ, "arguments": {"key": "b"}}]}
+    model = script(both, {"text": "done"})
+    asked: list[Event] = []
+    pending_when_both: list[set[str]] = []
+    async with Session(model=model, mcp_servers=servers, interactive=True) as session:
+
+        def front_end(event: Event) -> None:
+            if event.type != "approval_requested":
+                return
+            asked.append(event)
+            if len(asked) == 2:  # answer the second first: each answer reaches its own call
+                pending_when_both.append(set(session.pending_approvals()))
+                session.submit(ApprovalDecision(call_id=asked[1].call_id, decision="approve"))
+                session.submit(ApprovalDecision(call_id=asked[0].call_id, decision="deny"))
+
+        result = await run_with(session, front_end)
+    assert pending_when_both == [{asked[0].call_id, asked[1].call_id}]
+    assert [e.arguments["key"] for e in asked] == ["a", "b"]
+    assert [r["key"] for r in records(record)] == ["b"]
+    by_call = {i.call_id: (i.decision, i.by) for i in result.items if i.type == "approval"}
+    assert by_call == {asked[0].call_id: ("deny", "user"), asked[1].call_id: ("approve", "user")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_answer_for_an_unknown_or_finished_ask_is_refused_with_a_warning(
+    home: Path, script, tmp_path: Path, kind: str
+) -> None:
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    warnings: list[str] = []
+    refused: list[bool] = []
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        desk = session.approvals if kind == "approval" else session.elicitations
+
+        def front_end(event: Event) -> None:
+            if event.type == "warning":
+                warnings.append(event.message)
+            if event.type == requested:
+                stranger = answer_for(event, "no").model_copy(update={field_of_id(kind): "nobody"})
+                refused.append(desk.answer(stranger))  # the real ask still waits
+                assert desk.answer(answer_for(event, "yes"))
+
+        result = await run_with(session, front_end)
+        late = [i for i in result.items if i.type == kind][0]
+        again = answer_for_id(kind, getattr(late, field_of_id(kind)))
+        refused.append(desk.answer(again))
+    assert refused == [False, False]
+    noun = "approval with call id" if kind == "approval" else "elicitation with request id"
+    finished = getattr(late, field_of_id(kind))
+    assert [w for w in warnings if w.startswith("no pending")] == [
+        f"no pending {noun} 'nobody'",
+        f"no pending {noun} {finished!r}",
+    ]
+    assert resolutions(result.items, kind, field)[0][:2] == ("approve" if kind == "approval" else "accept", "user")
+
+
+def field_of_id(kind: str) -> str:
+    return "call_id" if kind == "approval" else "request_id"
+
+
+def answer_for_id(kind: str, key: str) -> Op:
+    if kind == "approval":
+        return ApprovalDecision(call_id=key, decision="deny")
+    return ElicitationResponse(request_id=key, action="decline")
