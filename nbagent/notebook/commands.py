@@ -16,7 +16,7 @@ from typing import Any
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
-from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.labels import model_text, plural, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.protocol import ApprovalDecision
 
@@ -145,7 +145,7 @@ def threads(agent: KernelAgent) -> None:
     for t in rows:
         mark = "*" if t.id == s.thread_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
-        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {t.turns} turns  {(t.last_prompt or '')[:60]!r}")
+        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {plural(t.turns, 'turn')}  {(t.last_prompt or '')[:60]!r}")
 
 
 def history(agent: KernelAgent) -> None:
