@@ -18,6 +18,7 @@ from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
 from nbagent.notebook.labels import model_text, plural, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
+from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision
 
 
@@ -206,6 +207,10 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     _out(f"{call_id}: {decision}{' — ' + message if message else ''}")
 
 
+OUTSIDE_HEADER = Header(model_label="outside agent", scripted=False, thread="-", policy="session policy")
+"""The serving cell's display shows calls of whatever agent connects, under the session's policy."""
+
+
 def serve(agent: KernelAgent, args: list[str]) -> None:
     """``%agent serve [--port N] | --stop``: this session's tools for outside agents (nbagent.server)."""
     if args == ["--stop"]:
@@ -223,21 +228,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError("serve [--port N] | serve --stop")
     if agent.server is not None:
         raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
-    frontend = agent.frontend()
-    if frontend == "widgets":
-        from IPython.display import display
-
-        from nbagent.notebook.render import TurnView
-
-        view: Any = TurnView(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
-        view.status.value = "calls from outside agents appear here"
-        view.stop_button.layout.display = "none"
-        display(view.widget)
-    else:
-        from nbagent.notebook.text_render import TextTurn
-
-        view = TextTurn(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
-    agent.outside_view = view
+    agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
 
     async def start(session: Any) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
