@@ -1,4 +1,4 @@
-"""``%agent`` sub-commands against a real session in this process (no kernel needed)."""
+"""``%agent`` commands and ``%%agent`` turns against a real session in this process (no kernel)."""
 
 from __future__ import annotations
 
@@ -34,5 +34,23 @@ async def test_threads_counts_turns_in_words(replay: str, capsys: pytest.Capture
         await session.run("second")
         run_line(agent, "threads")
         assert "  2 turns  " in capsys.readouterr().out
+    finally:
+        await agent.close()
+
+
+async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp_path: Path) -> None:
+    from nbagent.notebook.runner import drive, prepare
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"responses": [{"text": "from the other script"}]}))
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay, thread_name="counted"))
+    agent.frontend_override = "headless"
+    try:
+        turn = prepare(agent, f"-m replay:{other}", "say something")
+        assert turn is not None and turn.wait and turn.op.policy == "never"
+        assert (await drive(agent, turn)).type == "turn_completed"
+        header, note, *said = turn.view.lines  # type: ignore[attr-defined]
+        assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
+        assert "no notebook UI detected" in note and "from the other script" in said
     finally:
         await agent.close()
