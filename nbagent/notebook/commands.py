@@ -11,7 +11,8 @@ import json
 import shlex
 import sys
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
@@ -21,12 +22,18 @@ from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision
 
+if TYPE_CHECKING:
+    from nbagent.config import McpServerConfig
+    from nbagent.core.session import Session
+
+T = TypeVar("T")
+
 
 def _out(text: str) -> None:
     print(text)
 
 
-def _later(agent: KernelAgent, coro_fn: Any, done: Any) -> None:
+def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done: str | Callable[[Session, T], str]) -> None:
     """Run ``coro_fn(session)`` after the session is open; print ``done`` (a format string, or a
     function of the session and the result) or the error, in this cell."""
     cell = CellContext()
@@ -62,7 +69,7 @@ def _server_line(session: Any, name: str) -> str:
 ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
 
 
-def _add_config(rest: list[str]) -> Any:
+def _add_config(rest: list[str]) -> McpServerConfig:
     """The server config ``mcp add NAME ...`` describes (Codex's ``codex mcp add`` options)."""
     from nbagent.config import McpServerConfig
 
@@ -230,7 +237,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
     agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
 
-    async def start(session: Any) -> str:
+    async def start(session: Session) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
 
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once
