@@ -88,11 +88,11 @@ export async function waitInPanel(page, nbPath, what, fn, arg = null, timeout = 
 
 /** Run `steps(page, result)` in a fresh browser, then print one JSON result line (what the Python
  * test reads) and exit 0 or 1; a failure leaves `NAME-failure.png` in `artifacts`. */
-export async function runInBrowser(artifacts, name, steps) {
+export async function runInBrowser(artifacts, name, steps, { viewport = { width: 1200, height: 900 } } = {}) {
   fs.mkdirSync(artifacts, { recursive: true });
   const result = { ok: false };
   const browser = await launch();
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const page = await browser.newPage({ viewport });
   try {
     await steps(page, result);
     result.ok = true;

@@ -10,14 +10,15 @@
 // labels of the ipywidgets Text/Textarea, the exact button labels (Deny, Approve, Accept), and
 // for a form field the row (.widget-hbox) whose label (.widget-html) starts with the field's
 // title; only visible ones count (a decided panel keeps its hidden inputs).
-import { env, inPanel, launch, log, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
 const NOTEBOOK = env('NBAGENT_E2E_NOTEBOOK');
 const UI = env('NBAGENT_E2E_UI');
 const PLAN = JSON.parse(env('NBAGENT_E2E_PLAN'));
-const shot = shooter(env('NBAGENT_E2E_ARTIFACTS'));
+const ARTIFACTS = env('NBAGENT_E2E_ARTIFACTS');
+const shot = shooter(ARTIFACTS);
 const DELAY = Number(process.env.NBAGENT_E2E_KEY_DELAY_MS || 40);
 
 const exact = label => new RegExp(`^\\s*${label}\\s*$`);
@@ -165,38 +166,21 @@ async function turn(page, t, result) {
   result.turns.push(seen);
 }
 
-async function main() {
-  const browser = await launch();
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const result = { ok: false, turns: [] };
-  try {
-    const url = UI === 'lab' ? `${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}` : `${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`;
-    await page.goto(url, { timeout: TIMEOUT });
-    await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
-    await waitInPanel(page, NOTEBOOK, 'the notebook and an idle kernel', (app, panel) => {
-      const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
-      return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
-    });
-    log('opened', { ui: UI });
-    await runCell(page, 0);
-    await runCell(page, 1);
-    await waitInPanel(page, NOTEBOOK, 'the session', (app, panel) =>
-      (panel.content.model.cells.get(1).toJSON().outputs || []).some(o => String(o.text || '').includes('tools:')));
-    for (const t of PLAN.turns) {
-      await turn(page, t, result);
-    }
-    result.ok = true;
-  } catch (e) {
-    result.error = String(e && e.stack ? e.stack : e);
-    result.screenshot = await shot(page, `${UI}-failure`).catch(() => null);
-  } finally {
-    await browser.close();
+await runInBrowser(ARTIFACTS, `typing-${UI}`, async (page, result) => {
+  result.turns = [];
+  const url = UI === 'lab' ? `${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}` : `${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`;
+  await page.goto(url, { timeout: TIMEOUT });
+  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
+  await waitInPanel(page, NOTEBOOK, 'the notebook and an idle kernel', (app, panel) => {
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
+  });
+  log('opened', { ui: UI });
+  await runCell(page, 0);
+  await runCell(page, 1);
+  await waitInPanel(page, NOTEBOOK, 'the session', (app, panel) =>
+    (panel.content.model.cells.get(1).toJSON().outputs || []).some(o => String(o.text || '').includes('tools:')));
+  for (const t of PLAN.turns) {
+    await turn(page, t, result);
   }
-  console.log(JSON.stringify({ step: 'result', ...result }));
-  process.exit(result.ok ? 0 : 1);
-}
-
-main().catch(e => {
-  console.error(e);
-  process.exit(2);
-});
+}, { viewport: { width: 1400, height: 1000 } });

@@ -39,6 +39,11 @@ def endpoint_for(config: Config, model: str) -> Endpoint:
     )
 
 
+def is_replay(model: str) -> bool:
+    """Whether ``model`` names the scripted model (``replay:PATH``), which is never presented as AI."""
+    return model.startswith(PREFIX)
+
+
 def make_model(
     config: Config,
     model: str,
@@ -47,7 +52,7 @@ def make_model(
     retry: RetryPolicy | None = None,
 ) -> ModelClient:
     """``replay:PATH`` (relative to ``cwd``) or the provider's ``wire_api`` client."""
-    if model.startswith(PREFIX):
+    if is_replay(model):
         path = model[len(PREFIX) :].strip()
         if not path:
             raise ConfigError("model 'replay:' needs a file: use replay:PATH, e.g. replay:tests/fixtures/demo.json")

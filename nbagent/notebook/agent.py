@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.notebook.frontend_kind import Frontend, detect
+from nbagent.notebook.views import View
 from nbagent.protocol import (
     ElicitationRequested,
     ErrorEvent,
@@ -25,22 +26,20 @@ from nbagent.protocol import (
     ToolCallBegin,
     TurnCompleted,
 )
+from nbagent.protocol.ops import OUTSIDE_ENTRY
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from nbagent.core.session import Session
+    from nbagent.server.notebook_server import NotebookServerHandle
+    from nbagent.tools.notebook import NotebookTools
 
-HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
-"""Seconds an ask may stay unanswered in a headless run before it is denied / cancelled."""
-
-
-class View(Protocol):
-    done: bool
-
-    def handle(self, event: Event) -> None: ...
+T = TypeVar("T")
 
 
 class KernelAgent:
-    def __init__(self, shell: Any, session_factory: Callable[[], Session] | None = None) -> None:
+    def __init__(self, shell: InteractiveShell, session_factory: Callable[[], Session] | None = None) -> None:
         self.shell = shell
         self._factory = session_factory or self._default_session
         self.session: Session | None = None
@@ -56,8 +55,9 @@ class KernelAgent:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.outside_view: View | None = None
         """Where calls outside any turn show (an outside agent's calls through ``%agent serve``)."""
-        self.server: Any = None
-        self.notebook_tools: Any = None
+        self.server: NotebookServerHandle | None = None
+        """What ``%agent serve`` is serving, until ``--stop``."""
+        self.notebook_tools: NotebookTools | None = None
         """The session's ``NotebookTools`` (``None`` with a custom session factory)."""
         self._outside_turns: set[str] = set()
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
@@ -132,7 +132,7 @@ class KernelAgent:
     def frontend(self) -> Frontend:
         return self.frontend_override or detect(self.shell)
 
-    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A background task kept alive until it ends (the loop holds only weak references)."""
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
@@ -182,18 +182,18 @@ class KernelAgent:
             if future is not None and not future.done():
                 future.set_result(event)
 
-
     def _is_outside(self, event: Event, turn_id: str | None) -> bool:
         """A call from outside any model turn (an outside agent through ``%agent serve``): it runs
         as a one-call turn of its own, announced by a ``tool_call_begin`` whose entry is
-        ``notebook_server`` and which has no view of its own. Its later events (approval, progress, end) follow that turn id."""
+        ``OUTSIDE_ENTRY`` and which has no view of its own. Its later events (approval, progress,
+        end) follow that turn id."""
         if turn_id is None:
             return True
         if turn_id in self._outside_turns:
             if event.type == "tool_call_end":
                 self._outside_turns.discard(turn_id)
             return True
-        if isinstance(event, ToolCallBegin) and event.entry == "notebook_server":
+        if isinstance(event, ToolCallBegin) and event.entry == OUTSIDE_ENTRY:
             self._outside_turns.add(turn_id)
             return True
         return False

@@ -11,21 +11,29 @@ import json
 import shlex
 import sys
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
-from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.labels import model_text, plural, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
+from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision
+
+if TYPE_CHECKING:
+    from nbagent.config import McpServerConfig
+    from nbagent.core.session import Session
+
+T = TypeVar("T")
 
 
 def _out(text: str) -> None:
     print(text)
 
 
-def _later(agent: KernelAgent, coro_fn: Any, done: Any) -> None:
+def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done: str | Callable[[Session, T], str]) -> None:
     """Run ``coro_fn(session)`` after the session is open; print ``done`` (a format string, or a
     function of the session and the result) or the error, in this cell."""
     cell = CellContext()
@@ -61,7 +69,7 @@ def _server_line(session: Any, name: str) -> str:
 ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
 
 
-def _add_config(rest: list[str]) -> Any:
+def _add_config(rest: list[str]) -> McpServerConfig:
     """The server config ``mcp add NAME ...`` describes (Codex's ``codex mcp add`` options)."""
     from nbagent.config import McpServerConfig
 
@@ -145,7 +153,7 @@ def threads(agent: KernelAgent) -> None:
     for t in rows:
         mark = "*" if t.id == s.thread_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
-        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {t.turns} turns  {(t.last_prompt or '')[:60]!r}")
+        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {plural(t.turns, 'turn')}  {(t.last_prompt or '')[:60]!r}")
 
 
 def history(agent: KernelAgent) -> None:
@@ -206,6 +214,10 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     _out(f"{call_id}: {decision}{' — ' + message if message else ''}")
 
 
+OUTSIDE_HEADER = Header(model_label="outside agent", scripted=False, thread="-", policy="session policy")
+"""The serving cell's display shows calls of whatever agent connects, under the session's policy."""
+
+
 def serve(agent: KernelAgent, args: list[str]) -> None:
     """``%agent serve [--port N] | --stop``: this session's tools for outside agents (nbagent.server)."""
     if args == ["--stop"]:
@@ -223,23 +235,9 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError("serve [--port N] | serve --stop")
     if agent.server is not None:
         raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
-    frontend = agent.frontend()
-    if frontend == "widgets":
-        from IPython.display import display
+    agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
 
-        from nbagent.notebook.render import TurnView
-
-        view: Any = TurnView(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
-        view.status.value = "calls from outside agents appear here"
-        view.stop_button.layout.display = "none"
-        display(view.widget)
-    else:
-        from nbagent.notebook.text_render import TextTurn
-
-        view = TextTurn(lambda o: agent.submit(o), model_label="outside agent", scripted=False, thread="-", policy="session policy")
-    agent.outside_view = view
-
-    async def start(session: Any) -> str:
+    async def start(session: Session) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
 
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once

@@ -14,14 +14,11 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from nbagent.notebook.labels import plural
 from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
 WORK_DIR = "quickstart-work"
 """Where the quickstart's first cell puts its config, notes and threads (``home/``)."""
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -50,8 +47,8 @@ def summary(home: Path) -> list[str]:
             elif isinstance(item, ElicitationRecord):
                 answers[f"{item.action} by {item.by}"] += 1
     return [
-        f"turns:     {_plural(sum(turns.values()), 'turn')}" + (f" ({_tally(turns)})" if turns else ""),
-        f"calls:     {_plural(calls, 'tool call')}" + (f", {failed} did not complete" if failed else ""),
+        f"turns:     {plural(sum(turns.values()), 'turn')}" + (f" ({_tally(turns)})" if turns else ""),
+        f"calls:     {plural(calls, 'tool call')}" + (f", {failed} did not complete" if failed else ""),
         f"approvals: {_tally(approvals) or 'none'}",
         f"questions: {_tally(answers) or 'none'}",
     ]

@@ -1,7 +1,8 @@
 """The elicitation form: a server asks the user a question mid-call (DESIGN §6).
 
 Form mode renders ``requestedSchema`` as one natural widget per field (from
-``nbagent.mcp.elicitation.elicitation_fields``), validates inline and again before Accept, and
+``nbagent.mcp.elicitation.elicitation_fields``), validates inline and again before Accept (with
+``nbagent.mcp.checks.answer_problems``, the bounded check the session applies to the answer), and
 answers with an ``ElicitationResponse``. URL mode shows the message and a link the user opens
 themselves; nothing here ever opens it.
 """
@@ -13,7 +14,8 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.mcp.checks import answer_problems
+from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
@@ -91,7 +93,7 @@ def field_problems(schema: dict[str, Any], f: FormField, value: Any) -> list[str
     single: dict[str, Any] = {"type": "object", "properties": {f.name: schema["properties"][f.name]}}
     if f.required:
         single["required"] = [f.name]
-    return validate_content(single, {} if value is None else {f.name: value})
+    return answer_problems(single, {} if value is None else {f.name: value})
 
 
 class ElicitationForm:
@@ -196,7 +198,7 @@ class ElicitationForm:
             self._show_summary()
 
     def _show_summary(self) -> list[str]:
-        problems = validate_content(self.event.requested_schema or {}, self.content())
+        problems = answer_problems(self.event.requested_schema or {}, self.content())
         self._summary_shown = bool(problems)
         self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems)
         return problems

@@ -15,6 +15,11 @@ def configured_text(event: SessionConfigured) -> str:
     return model_text(event.model_label, event.scripted)
 
 
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def policy_text(policy: str) -> str:
     if policy == "full-auto":
         return "full-auto: EVERY tool call runs without asking"

@@ -15,10 +15,10 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from nbagent.notebook.agent import HEADLESS_ASK_TIMEOUT, KernelAgent
+from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.options import CELL_USAGE, CellOptions, UsageError, interpolate, parse_cell_line
+from nbagent.notebook.views import Header, TurnDisplay, show_turn
 from nbagent.protocol import ErrorEvent, Event, TurnAborted, UserTurn
 
 
@@ -26,13 +26,39 @@ from nbagent.protocol import ErrorEvent, Event, TurnAborted, UserTurn
 class PreparedTurn:
     op: UserTurn
     options: CellOptions
-    view: Any
+    view: TurnDisplay
     wait: bool
     frontend: str
 
 
 def _print_usage(error: str) -> None:
     print(f"%%agent: {error}\n{CELL_USAGE}" if error else CELL_USAGE, file=sys.stderr)
+
+
+def model_label(agent: KernelAgent, model: str | None) -> tuple[str, bool]:
+    """How a turn's header names its model, and whether it is scripted: a per-turn ``model`` as
+    the open session's client names it (as typed, before the session opens or when the name is
+    bad: the turn itself reports that), else the session's configured model."""
+    if model:
+        if agent.session is not None:
+            try:
+                client = agent.session.model_client(model)
+                return client.label, client.scripted
+            except Exception:  # noqa: BLE001 - a bad model name is reported by the turn itself
+                pass
+        from nbagent.models.factory import is_replay
+
+        return model, is_replay(model)
+    configured = agent.configured
+    return (configured.model_label, configured.scripted) if configured else ("model", False)
+
+
+def header(agent: KernelAgent, op: UserTurn, thread: str) -> Header:
+    """What the turn runs with, as its display names it."""
+    session, configured = agent.session, agent.configured
+    label, scripted = model_label(agent, op.model)
+    policy = op.policy or (session.policy if session else (configured.policy if configured else "on-request"))
+    return Header(model_label=label, scripted=scripted, thread=thread, policy=policy)
 
 
 def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
@@ -61,30 +87,10 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
     elif frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]
-    configured = agent.configured
-    label = configured.model_label if configured else (options.model or "model")
-    scripted = configured.scripted if configured else bool(options.model and options.model.startswith("replay:"))
-    if options.model:
-        label, scripted = options.model, options.model.startswith("replay:") or scripted
     session = agent.session
     thread = options.thread or (session.thread_name or session.thread_id if session else "new")
-    shown_policy = policy or (session.policy if session else (configured.policy if configured else "on-request"))
-    kwargs = dict(model_label=label, scripted=scripted, thread=str(thread), policy=shown_policy, note="; ".join(notes) or None)
-    if frontend == "widgets":
-        from IPython.display import display
-
-        from nbagent.notebook.render import TurnView
-
-        view: Any = TurnView(lambda o: agent.submit(o), stop=lambda: agent.stop(op.turn_id), **kwargs)
-        display(view.widget)
-    else:
-        from nbagent.notebook.text_render import TextTurn
-
-        prompt = input if frontend == "text" and wait else None
-        timeout = HEADLESS_ASK_TIMEOUT if frontend == "headless" else None
-        view = TextTurn(
-            lambda o: agent.submit(o), prompt=prompt, unanswered_timeout=timeout, stream_deltas=frontend == "text", **kwargs
-        )
+    shown = header(agent, op, str(thread))
+    view = show_turn(agent, shown, turn_id=op.turn_id, wait=wait, note="; ".join(notes) or None)
     return PreparedTurn(op, options, view, wait, frontend)
 
 
@@ -111,24 +117,11 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         event: Event = ErrorEvent(message=agent.error or f"{type(exc).__name__}: {exc}", code="config", turn_id=turn.op.turn_id)
         turn.view.handle(event)
         return event
-    if hasattr(turn.view, "set_header") and agent.configured is not None:
-        c = agent.configured
-        label, scripted = c.model_label, c.scripted
-        if turn.op.model:
-            try:
-                client = session.model_client(turn.op.model)
-                label, scripted = client.label, client.scripted
-            except Exception:  # noqa: BLE001 - a bad model name is reported by the turn itself
-                label, scripted = turn.op.model, turn.op.model.startswith("replay:")
-        turn.view.set_header(
-            model_label=label,
-            scripted=scripted,
-            thread=session.thread_name or session.thread_id,
-            policy=turn.op.policy or session.policy,
-        )
+    if agent.configured is not None:
+        turn.view.set_header(**header(agent, turn.op, session.thread_name or session.thread_id))
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
     if session.running:
-        turn.view.handle_queued() if hasattr(turn.view, "handle_queued") else None
+        turn.view.handle_queued()
     with agent.awaited(turn.wait):
         session.submit(turn.op)
         return await ending

@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.mcp.checks import answer_problems
+from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.notebook.elicitation import field_problems
 from nbagent.protocol import ApprovalRequested, ElicitationRequested
 
@@ -130,7 +131,7 @@ def ask_elicitation(prompt: Ask, say: Say, e: ElicitationRequested) -> tuple[str
             say(f"  ✖ this form cannot be answered: {exc}")
             return "decline", None
         content = _fill(prompt, say, schema, fields)
-        problems = validate_content(schema, content)
+        problems = answer_problems(schema, content)
         if problems:  # fields valid one by one but not together: nothing sensible to re-ask
             for problem in problems:
                 say(f"  ✖ {problem}")

@@ -68,6 +68,9 @@ class TextTurn:
         if not self.lines:
             self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n"
 
+    def handle_queued(self) -> None:
+        """Nothing to print yet: the header prints with the turn's first event, once it runs."""
+
     def _print_header(self) -> None:
         if self._header is None:
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, TypeAdapter
 
@@ -10,6 +10,10 @@ from nbagent.protocol._base import ProtocolModel, new_id
 
 Entry = Literal["magic", "python", "cli", "mcp_server", "notebook_server"]
 """Which front end started a turn; recorded with every turn."""
+
+OUTSIDE_ENTRY: Final[Entry] = "notebook_server"
+"""The entry of a call from outside any model turn (an outside agent through ``%agent serve``,
+``Session.call_tool``): front ends show it where such calls appear, not in a turn's view."""
 
 Policy = Literal["untrusted", "on-request", "never", "full-auto"]
 

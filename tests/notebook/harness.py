@@ -14,6 +14,7 @@ import queue
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,31 @@ def outputs_of(kernel: Kernel) -> list[dict[str, Any]]:
 def call(tool: str, **arguments: Any) -> dict[str, Any]:
     """One replay response that calls ``tool``."""
     return {"text": f"Calling {tool}.", "tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+EXPERIMENT = {
+    "title": "Baseline run", "owner_email": "you@example.com", "runs": 12, "learning_rate": 0.125,
+    "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04",
+}
+"""What ``fill_experiment`` answers to the demo server's ``log_experiment`` form."""
+
+
+def fill_experiment(kernel: Kernel, type_text: Callable[[Widget, str], None] | None = None) -> dict[str, Any]:
+    """Answer the open ``log_experiment`` form with ``EXPERIMENT``, as the browser does: each
+    text field in one update, or through ``type_text`` (key by key), and one update per other
+    widget; returns the content the server must record."""
+    texts = [w for w in kernel.find("TextModel") if w.state.get("placeholder") in ("", "name@example.com", "YYYY-MM-DD")]
+    title, email, start = texts[-3:]
+    for widget, key in ((title, "title"), (email, "owner_email"), (start, "start")):
+        if type_text is None:
+            kernel.set_state(widget, value=EXPERIMENT[key])
+        else:
+            type_text(widget, EXPERIMENT[key])
+    kernel.set_state(kernel.find("BoundedIntTextModel")[-1], value=EXPERIMENT["runs"])
+    kernel.set_state(kernel.find("BoundedFloatTextModel")[-1], value=EXPERIMENT["learning_rate"])
+    kernel.set_state(kernel.find("CheckboxModel")[-1], value=EXPERIMENT["public"])
+    optimizer = kernel.find("DropdownModel")[-1]
+    kernel.set_state(optimizer, index=optimizer.state["_options_labels"].index(EXPERIMENT["optimizer"]))
+    tags = kernel.find("SelectMultipleModel")[-1]
+    kernel.set_state(tags, index=[tags.state["_options_labels"].index(t) for t in EXPERIMENT["tags"]])
+    return dict(EXPERIMENT)

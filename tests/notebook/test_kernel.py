@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.notebook.harness import HISTORY, executions, outputs_of
+from tests.notebook.harness import HISTORY, executions, fill_experiment, outputs_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,26 +49,12 @@ def test_elicitation_answered_through_form_widgets(make_kernel):
     kernel, record = make_kernel({"text": "Logging.", "tool_calls": [LOG]}, {"text": "Logged."}, extra=extra)
     cell = kernel.execute("%%agent --wait\nLog experiment e1", wait=False)
     accept = kernel.wait_for("ButtonModel", description="Accept")
-    texts = [w for w in kernel.find("TextModel") if w.state.get("placeholder") in ("", "name@example.com", "YYYY-MM-DD")]
-    title, email, start = texts[-3:]
-    kernel.set_state(title, value="Baseline run")
-    kernel.set_state(email, value="ada@example.org")
-    kernel.set_state(start, value="2025-03-04")
-    kernel.set_state(kernel.find("BoundedIntTextModel")[-1], value=7)
-    kernel.set_state(kernel.find("BoundedFloatTextModel")[-1], value=0.125)
-    kernel.set_state(kernel.find("CheckboxModel")[-1], value=True)
-    optimizer = kernel.find("DropdownModel")[-1]
-    kernel.set_state(optimizer, index=optimizer.state["_options_labels"].index("sgd"))
-    tags = kernel.find("SelectMultipleModel")[-1]
-    kernel.set_state(tags, index=[tags.state["_options_labels"].index("nlp"), tags.state["_options_labels"].index("rl")])
+    expected = fill_experiment(kernel)
     time.sleep(0.3)
     kernel.click(accept)
     assert kernel.reply(cell["msg_id"], 60)["content"]["status"] == "ok"
     (run,) = executions(record)
-    assert run["content"] == {
-        "title": "Baseline run", "owner_email": "ada@example.org", "runs": 7, "learning_rate": 0.125,
-        "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04",
-    }
+    assert run["content"] == expected
 
 
 def test_interrupt_while_waiting_for_approval_keeps_the_thread_usable(make_kernel):

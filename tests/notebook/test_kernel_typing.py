@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.notebook.harness import Kernel, Widget, executions, outputs_of
+from tests.notebook.harness import Kernel, Widget, executions, fill_experiment, outputs_of
 from tests.notebook.test_kernel_serve import in_thread
 
 pytestmark = pytest.mark.timeout(240)
@@ -129,24 +130,9 @@ def test_typed_arguments_are_what_runs_in_a_wait_cell(make_kernel):
     assert "wrote typed.md" in told, told
 
 
-def _fill_experiment(kernel: Kernel) -> dict[str, Any]:
-    """Type the form's text fields key by key and set the others as the browser does (one
-    update on change); the content the server must record."""
-    texts = [w for w in kernel.find("TextModel") if w.state.get("placeholder") in ("", "name@example.com", "YYYY-MM-DD")]
-    title, email, start = texts[-3:]
-    for widget, text in ((title, "Baseline run"), (email, "you@example.com"), (start, "2025-03-04")):
-        assert_each_key_applied(kernel, type_into(kernel, widget, text), text)
-    kernel.set_state(kernel.find("BoundedIntTextModel")[-1], value=12)
-    kernel.set_state(kernel.find("BoundedFloatTextModel")[-1], value=0.125)
-    kernel.set_state(kernel.find("CheckboxModel")[-1], value=True)
-    optimizer = kernel.find("DropdownModel")[-1]
-    kernel.set_state(optimizer, index=optimizer.state["_options_labels"].index("sgd"))
-    tags = kernel.find("SelectMultipleModel")[-1]
-    kernel.set_state(tags, index=[tags.state["_options_labels"].index("nlp"), tags.state["_options_labels"].index("rl")])
-    return {
-        "title": "Baseline run", "owner_email": "you@example.com", "runs": 12, "learning_rate": 0.125,
-        "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04",
-    }
+def type_checked(kernel: Kernel) -> Callable[[Widget, str], None]:
+    """Type into a widget key by key and check that the kernel applied every key."""
+    return lambda widget, text: assert_each_key_applied(kernel, type_into(kernel, widget, text), text)
 
 
 def test_a_typed_form_is_accepted_whole_in_a_wait_cell(make_kernel):
@@ -154,7 +140,7 @@ def test_a_typed_form_is_accepted_whole_in_a_wait_cell(make_kernel):
     kernel, record = make_kernel({"text": "Logging.", "tool_calls": [LOG]}, {"text": "Logged."}, extra=extra)
     cell = kernel.execute("%%agent --wait\nLog experiment e1", wait=False)
     accept = kernel.wait_for("ButtonModel", description="Accept", timeout=SLOW)
-    expected = _fill_experiment(kernel)
+    expected = fill_experiment(kernel, type_checked(kernel))
     errors = [w.state.get("value", "") for w in kernel.find("HTMLModel") if "not an email" in w.state.get("value", "")
               or "at least 3" in w.state.get("value", "")]
     assert errors == [], "a field still shows a problem its typed value does not have"

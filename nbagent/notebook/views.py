@@ -1,0 +1,80 @@
+"""What the agent routes events to, and the one place a turn's display is made for this front end.
+
+Two displays implement ``TurnDisplay``: ``render.TurnView`` (ipywidgets) and
+``text_render.TextTurn`` (a terminal or a headless run). Both are imported only when one is made,
+so loading the extension does not pay for ipywidgets.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from nbagent.protocol import Event
+
+if TYPE_CHECKING:
+    from nbagent.notebook.agent import KernelAgent
+
+HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
+"""Seconds an ask may stay unanswered in a headless run before it is denied / cancelled."""
+
+
+class View(Protocol):
+    """Anything the agent feeds events to: a turn's display, a startup status."""
+
+    def handle(self, event: Event) -> None: ...
+
+
+class Header(TypedDict):
+    """What a turn runs with, as its display names it (a scripted model is labelled so)."""
+
+    model_label: str
+    scripted: bool
+    thread: str
+    policy: str
+
+
+class TurnDisplay(View, Protocol):
+    """One turn's display in its cell."""
+
+    done: bool
+
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+        """The session's real model, thread and policy, once it is open."""
+
+    def handle_queued(self) -> None:
+        """The turn waits behind the running one."""
+
+
+def show_turn(agent: KernelAgent, header: Header, *, turn_id: str | None, wait: bool = False, note: str | None = None) -> TurnDisplay:
+    """Make and show the display of the turn ``turn_id`` in the running cell; ``turn_id=None`` is
+    the serving cell's display of calls from outside agents (``%agent serve``), which has no turn
+    of its own to stop and asks nothing at a prompt.
+
+    ``wait``: the cell awaits the turn, so a terminal may ask at a stdin prompt.
+    """
+    frontend = agent.frontend()
+    if frontend == "widgets":
+        from IPython.display import display
+
+        from nbagent.notebook.render import TurnView
+
+        stop = (lambda: agent.stop(turn_id)) if turn_id is not None else None
+        view = TurnView(lambda o: agent.submit(o), stop=stop, note=note, **header)
+        if turn_id is None:
+            view.status.value = "calls from outside agents appear here"
+            view.stop_button.layout.display = "none"
+        display(view.widget)
+        return view
+    from nbagent.notebook.text_render import TextTurn
+
+    if turn_id is None:
+        return TextTurn(lambda o: agent.submit(o), note=note, **header)
+    return TextTurn(
+        lambda o: agent.submit(o),
+        note=note,
+        prompt=input if frontend == "text" and wait else None,
+        unanswered_timeout=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
+        stream_deltas=frontend == "text",
+        **header,
+    )

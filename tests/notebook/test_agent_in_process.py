@@ -1,0 +1,56 @@
+"""``%agent`` commands and ``%%agent`` turns against a real session in this process (no kernel)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nbagent.core.session import Session
+from nbagent.notebook.agent import KernelAgent
+from nbagent.notebook.commands import run_line
+
+
+@pytest.fixture
+def replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A scripted model in an empty ``$NBAGENT_HOME``, with no config from the user."""
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    for name in ("NBAGENT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps({"responses": [{"text": "one"}, {"text": "two"}]}))
+    return f"replay:{path}"
+
+
+async def test_threads_counts_turns_in_words(replay: str, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay, thread_name="counted"))
+    session = await agent.ready()
+    try:
+        await session.run("first")
+        run_line(agent, "threads")
+        assert "  1 turn  " in capsys.readouterr().out
+        await session.run("second")
+        run_line(agent, "threads")
+        assert "  2 turns  " in capsys.readouterr().out
+    finally:
+        await agent.close()
+
+
+async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp_path: Path) -> None:
+    from nbagent.notebook.runner import drive, prepare
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"responses": [{"text": "from the other script"}]}))
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay, thread_name="counted"))
+    agent.frontend_override = "headless"
+    try:
+        turn = prepare(agent, f"-m replay:{other}", "say something")
+        assert turn is not None and turn.wait and turn.op.policy == "never"
+        assert (await drive(agent, turn)).type == "turn_completed"
+        header, note, *said = turn.view.lines  # type: ignore[attr-defined]
+        assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
+        assert "no notebook UI detected" in note and "from the other script" in said
+    finally:
+        await agent.close()
