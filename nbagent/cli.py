@@ -15,9 +15,9 @@ from nbagent import __version__, signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
+from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
-POLICIES = ["untrusted", "on-request", "never", "full-auto"]
 POLICY_HELP = (
     "which calls run without asking (default: on-request, or approval_policy from the config). "
     "Nothing can be asked here, so a call that would ask is declined and the model is told; "

@@ -27,8 +27,8 @@ from typing import Any
 from nbagent.config import ApprovedDefinition
 from nbagent.mcp.schema import definition_hash
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, Decision, Policy, ToolSpec
+from nbagent.protocol.tools import RawIdentity
 
-RawIdentity = tuple[str | None, str]
 PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}
 """The parts of a definition an approval is bound to, and how a changed one is named."""
 

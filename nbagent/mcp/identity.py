@@ -25,8 +25,6 @@ HASH_LEN = 8
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
-RawIdentity = tuple[str, str]
-
 
 @dataclass
 class Qualified:

@@ -182,7 +182,7 @@ def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure
         return Failure(
             ModelError(
                 "connection",
-                f"lost the connection to {where}{tries}: {ctx.redact(_describe(exc))}. "
+                f"lost the connection to {where}{tries}: {ctx.redact(_cause_text(exc))}. "
                 "Check the server and the network, then ask again.",
             ),
             retryable=True,
@@ -271,7 +271,7 @@ def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure
     return Failure(ModelError("other", f"request to {where} failed: {message}", status=status), retryable=False)
 
 
-def _describe(exc: BaseException) -> str:
+def _cause_text(exc: BaseException) -> str:
     for link in _chain(exc)[1:]:
         text = str(link)
         if text:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from nbagent.deliver import deliver
 from nbagent.notebook.frontend_kind import Frontend, detect
 from nbagent.protocol import (
     ElicitationRequested,
@@ -28,6 +30,8 @@ from nbagent.protocol import (
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
+
+_log = logging.getLogger("nbagent.notebook")
 
 HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
 """Seconds an ask may stay unanswered in a headless run before it is denied / cancelled."""
@@ -167,7 +171,7 @@ class KernelAgent:
             self.configured = event
         if isinstance(event, (McpStartupUpdate, McpStartupComplete)):
             for watcher in list(self.watchers):
-                _safe(watcher, event)
+                deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
         turn_id = event.turn_id
         if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
@@ -175,7 +179,7 @@ class KernelAgent:
         if view is None and event.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view
         if view is not None:
-            _safe(view, event)
+            deliver(view.handle, event, _log)
         if turn_id and isinstance(event, (TurnCompleted, TurnAborted, ErrorEvent)):
             self.views.pop(turn_id, None)
             future = self.endings.pop(turn_id, None)
@@ -203,13 +207,3 @@ _OUTSIDE_TYPES = {
     "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",
     "elicitation_requested", "elicitation_resolved",
 }
-
-
-def _safe(view: View, event: Event) -> None:
-    """A rendering bug must never break the session's event flow."""
-    try:
-        view.handle(event)
-    except Exception as exc:  # pragma: no cover - shown, not raised
-        import logging
-
-        logging.getLogger("nbagent.notebook").exception("rendering %s failed: %s", event.type, exc)

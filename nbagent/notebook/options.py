@@ -8,9 +8,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-POLICIES = ("untrusted", "on-request", "never", "full-auto")
+from nbagent.protocol.ops import POLICIES
+
 CELL_USAGE = (
-    "usage: %%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]\n"
+    "usage: %%agent [-t THREAD] [-m MODEL] [--policy " + "|".join(POLICIES) + "] [--new] [--wait] [-i]\n"
     "       <the goal, in words>"
 )
 LINE_USAGE = (

@@ -31,7 +31,6 @@ from nbagent.protocol import (
     Event,
     Interrupt,
     McpStartupUpdate,
-    Op,
     Progress,
     Reasoning,
     ReasoningDelta,
@@ -43,8 +42,7 @@ from nbagent.protocol import (
     TurnStarted,
     WarningEvent,
 )
-
-Submit = Callable[[Op], object]
+from nbagent.protocol.ops import Submit
 
 
 class TurnView:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -12,6 +13,8 @@ Entry = Literal["magic", "python", "cli", "mcp_server", "notebook_server"]
 """Which front end started a turn; recorded with every turn."""
 
 Policy = Literal["untrusted", "on-request", "never", "full-auto"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+"""Every policy, in the order usage lines and ``--policy`` choices name them."""
 
 Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
 
@@ -68,3 +71,6 @@ class Shutdown(ProtocolModel):
 
 Op = Annotated[UserTurn | ApprovalDecision | ElicitationResponse | Interrupt | Shutdown, Field(discriminator="type")]
 OpAdapter: TypeAdapter[Op] = TypeAdapter(Op)
+
+Submit = Callable[[Op], object]
+"""How a front end's widgets and views hand an op to the session."""
