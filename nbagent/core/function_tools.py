@@ -100,9 +100,6 @@ class FunctionTools:
         self._tools[tool_name] = (spec, model, fn)
         return spec
 
-    def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
-
     def list_tools(self) -> Sequence[ToolSpec]:
         return [spec for spec, _, _ in self._tools.values()]
 

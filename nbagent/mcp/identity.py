@@ -37,11 +37,6 @@ class Qualified:
     warnings: list[str] = field(default_factory=list)
 
 
-def is_valid_function_name(name: str) -> bool:
-    """Whether the OpenAI function API accepts ``name``."""
-    return isinstance(name, str) and _NAME_RE.fullmatch(name) is not None
-
-
 def sanitize_name(text: str) -> str:
     """Every character outside ``[A-Za-z0-9_-]`` becomes ``_`` (one per code point)."""
     return _BAD_CHARS.sub("_", text)

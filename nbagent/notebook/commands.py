@@ -18,6 +18,7 @@ from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
 from nbagent.notebook.labels import model_text, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
+from nbagent.notebook.startup import status_line
 from nbagent.protocol import ApprovalDecision
 
 
@@ -52,10 +53,8 @@ def _server_line(session: Any, name: str) -> str:
     st = session.mcp.status().get(name)
     if st is None:
         return f"mcp server {name}: not configured"
-    tools = f" ({st.tools} tools)" if st.state == "ready" else ""
-    error = f": {st.error}" if st.error else ""
     log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
-    return f"mcp server {name}: {st.state}{tools}{error}{log}"
+    return f"mcp server {name}: {status_line(st)}{log}"
 
 
 ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
@@ -126,7 +125,7 @@ def status(agent: KernelAgent) -> None:
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
     statuses = s.mcp.status()
-    lines.append("mcp:      " + (", ".join(f"{n} {st.state}" + (f" ({st.tools} tools)" if st.state == "ready" else "") + (f": {st.error}" if st.error else "") for n, st in statuses.items()) or "no servers"))
+    lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():
         lines.append(f"pending approval {call_id}: {req.tool} {json.dumps(req.arguments, ensure_ascii=False)}  (%agent approve|deny {call_id})")
     for rid, req in s.pending_elicitations().items():
