@@ -1,4 +1,4 @@
-"""``%agent`` sub-commands: status, threads, history, MCP servers, stop, approve/deny.
+"""``%agent`` sub-commands: status, threads, history, MCP servers and what they offer, stop, approve/deny.
 
 Commands that need the event loop (thread switches, MCP add/restart/remove) run as tasks and
 print their outcome into the cell that asked, through the captured cell context.
@@ -16,6 +16,7 @@ from typing import Any
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
+from nbagent.notebook import offers
 from nbagent.notebook.labels import model_text, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
@@ -187,6 +188,17 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [add ... | restart NAME | remove NAME]")
 
 
+def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
+    """``%agent resources|prompts ...``: what MCP servers offer besides tools, read on request."""
+    if kind == "resources" and len(args) > 2:
+        raise UsageError(offers.RESOURCES_USAGE)
+    offers.prompt_arguments(args[2:] if kind == "prompts" else [])  # a bad KEY=VALUE is a usage line now
+    if args:
+        _known_server(agent, args[0])
+    fetch = offers.resources if kind == "resources" else offers.prompts
+    _later(agent, lambda sess: fetch(sess.mcp, args), "{result}")
+
+
 def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     s = agent.session
     if s is None:
@@ -261,6 +273,10 @@ HELP = """%agent commands:
   %agent mcp add NAME -- CMD ARGS...   add a stdio server (--env KEY=VALUE before --)
   %agent mcp add NAME --url URL   add a streamable HTTP server (--bearer-token-env-var VAR)
   %agent mcp restart NAME | remove NAME
+  %agent resources [SERVER]       resources the MCP servers offer (URI, name, description)
+  %agent resources SERVER URI     read one resource
+  %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments
+  %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -291,6 +307,8 @@ def run_line(agent: KernelAgent, line: str) -> None:
             _later(agent, lambda sess: sess.new_thread(name), "new thread {result}" + (f" ({name})" if name else ""))
         elif cmd == "mcp":
             mcp(agent, rest)
+        elif cmd in ("resources", "prompts"):
+            offered(agent, cmd, rest)
         elif cmd == "stop":
             _out("interrupting the running turn" if agent.stop() else "no turn is running")
         elif cmd in ("approve", "deny"):

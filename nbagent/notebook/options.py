@@ -16,7 +16,8 @@ CELL_USAGE = (
 )
 LINE_USAGE = (
     "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME [--env K=V]... -- CMD ARGS... | "
-    "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | stop | approve [CALL_ID] | "
+    "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | resources [SERVER [URI]] | "
+    "prompts [SERVER [NAME [KEY=VALUE]...]] | stop | approve [CALL_ID] | "
     "deny CALL_ID [REASON] | "
     "serve [--port N] | serve --stop | frontend [widgets|text|headless]]"
 )
