@@ -16,7 +16,7 @@ from typing import Any
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
-from nbagent.notebook import offers
+from nbagent.mcp import offers
 from nbagent.notebook.labels import model_text, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line

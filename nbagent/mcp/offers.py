@@ -35,7 +35,7 @@ async def resources(mcp: McpConnectionManager, args: list[str]) -> str:
         try:
             found = await _bounded(mcp, server, lambda: mcp.list_resources(server))
         except Exception as exc:  # noqa: BLE001 - one server's failure is its line, not the command's
-            lines.append(f"{server}: resources not listed: {describe_error(exc)}")
+            lines.append(f"{server}: resources not listed: {exc}")
             continue
         lines.append(f"{server}: {len(found)} resource(s)")
         lines.extend(f"  {r.get('uri', '?')}  {r.get('name', '')}{_about(r)}" for r in found)
@@ -54,7 +54,7 @@ async def prompts(mcp: McpConnectionManager, args: list[str]) -> str:
         try:
             found = await _bounded(mcp, server, lambda: mcp.list_prompts(server))
         except Exception as exc:  # noqa: BLE001
-            lines.append(f"{server}: prompts not listed: {describe_error(exc)}")
+            lines.append(f"{server}: prompts not listed: {exc}")
             continue
         lines.append(f"{server}: {len(found)} prompt(s)")
         for p in found:
@@ -89,6 +89,8 @@ async def _bounded(mcp: McpConnectionManager, server: str, request: Callable[[],
         return await asyncio.wait_for(request(), cfg.tool_timeout_sec)
     except TimeoutError:
         raise TimeoutError(f"MCP server {server!r} did not answer in {cfg.tool_timeout_sec:g} s") from None
+    except Exception as exc:  # the server's refusal, in its words made visible, naming it
+        raise RuntimeError(_visible(f"MCP server {server!r}: {describe_error(exc)}")) from None
 
 
 def _about(entry: dict[str, Any]) -> str:

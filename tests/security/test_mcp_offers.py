@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbagent.notebook import offers
+from nbagent.mcp import offers
 from tests.mcp.conftest import Harness, harness  # noqa: F401  (the real MCP manager harness)
 
 HIDDEN = ("\x1b", "\x07", "\u202e", "\u200b")
