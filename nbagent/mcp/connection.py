@@ -320,9 +320,9 @@ class McpConnection:
             if isinstance(exc, asyncio.CancelledError) and self._closing:
                 self._fail_ready(McpStartupError(f"MCP server {self.name!r}: startup cancelled"))
             else:
-                self._fail_ready(McpStartupError(self._describe(exc), self.stderr_tail()))
+                self._fail_ready(McpStartupError(self._why_ended(exc), self.stderr_tail()))
                 if self.state == "ready" and not self._closing:
-                    self._crashed(self._describe(exc))
+                    self._crashed(self._why_ended(exc))
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -330,7 +330,8 @@ class McpConnection:
             for child in self._child:
                 child.sweep()
 
-    def _describe(self, exc: BaseException) -> str:
+    def _why_ended(self, exc: BaseException) -> str:
+        """Why the owner task ended (startup failed or the server died), in one line naming the server."""
         exc = innermost(exc)
         if isinstance(exc, McpStartupError):
             return str(exc)
