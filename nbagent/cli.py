@@ -15,9 +15,9 @@ from nbagent import __version__, signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
+from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
-POLICIES = ["untrusted", "on-request", "never", "full-auto"]
 POLICY_HELP = (
     "which calls run without asking (default: on-request, or approval_policy from the config). "
     "Nothing can be asked here, so a call that would ask is declined and the model is told; "
@@ -121,8 +121,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _tools(args: argparse.Namespace) -> int:
-    """The catalogue straight from the MCP servers: no session, so no thread is created."""
+def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
+    """The configured MCP servers, started without a session (so no thread is created); their
+    warnings are gathered in ``warnings`` and nothing can be asked."""
     from nbagent.mcp.elicitation import ElicitOutcome
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.protocol import ElicitationRequested, WarningEvent
@@ -130,7 +131,6 @@ async def _tools(args: argparse.Namespace) -> int:
     config = load_config(args.cwd)
     log_dir = _home(config) / "logs"
     log_dir.mkdir(exist_ok=True)
-    warnings: list[str] = []
 
     def on_event(event: Event) -> None:
         if isinstance(event, WarningEvent):
@@ -139,7 +139,36 @@ async def _tools(args: argparse.Namespace) -> int:
     async def no_one_to_ask(_request: ElicitationRequested) -> ElicitOutcome:
         return ElicitOutcome(action="decline")
 
-    async with McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir) as mcp:
+    return McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir)
+
+
+async def _offered(args: argparse.Namespace) -> int:
+    """``nbagent resources|prompts``: what the servers offer besides tools (``nbagent.mcp.offers``)."""
+    from nbagent.mcp import offers
+
+    words = [w for w in (args.server, *args.rest) if w is not None]
+    if args.command == "resources" and len(words) > 2:
+        raise BadInput(f"usage: nbagent {offers.RESOURCES_USAGE}")
+    try:
+        offers.prompt_arguments(words[2:] if args.command == "prompts" else [])
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    warnings: list[str] = []
+    async with _servers(args, warnings) as mcp:
+        fetch = offers.resources if args.command == "resources" else offers.prompts
+        try:
+            print(await fetch(mcp, words))
+        except Exception as exc:  # noqa: BLE001 - a server's refusal is one line, not a traceback
+            return fail(f"nbagent {args.command}", str(exc) or type(exc).__name__, 1)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+async def _tools(args: argparse.Namespace) -> int:
+    """The catalogue straight from the MCP servers: no session, so no thread is created."""
+    warnings: list[str] = []
+    async with _servers(args, warnings) as mcp:
         specs = mcp.list_tools()
         status = list(mcp.status().values())
     rows: list[dict[str, Any]] = [
@@ -242,10 +271,16 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     index.add_argument("action", choices=["rebuild"])
     tools = sub.add_parser("tools", help="the tool catalogue the model sees, and each MCP server's state")
     tools.add_argument("--json", action="store_true", help="servers (with errors) and tools as one JSON object")
+    offered = {}
+    for kind, what, more in (("resources", "the resources", "URI"), ("prompts", "the prompts", "NAME [KEY=VALUE]...")):
+        offered[kind] = p = sub.add_parser(kind, help=f"{what} the MCP servers offer; with SERVER {more}, read one")
+        p.add_argument("server", nargs="?", help="only this server")
+        p.add_argument("rest", nargs="*", metavar=more.split()[0], help=f"with SERVER: {more}")
+        p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser, {"run": run, "resume": resume, "threads": threads, "index": index, "tools": tools, "demo": demo}
+    return parser, {"run": run, "resume": resume, "threads": threads, "index": index, "tools": tools, "demo": demo, **offered}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -281,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tools":
             with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
                 return signals.run(_tools(args))
+        if args.command in ("resources", "prompts"):
+            with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
+                return signals.run(_offered(args))
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 

@@ -193,10 +193,6 @@ def default_home() -> Path:
     return Path(os.environ.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
 
 
-def user_config_path() -> Path:
-    return default_home() / USER_FILE
-
-
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")

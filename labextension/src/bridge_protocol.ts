@@ -15,10 +15,7 @@ export type BridgeMethod =
   | 'read_notebook'
   | 'insert_cell'
   | 'replace_cell'
-  | 'delete_cell'
-  | 'run_cell'
-  | 'notebook_path'
-  | 'note_thread';
+  | 'run_cell';
 
 export type CellType = 'code' | 'markdown' | 'raw';
 
@@ -121,16 +118,6 @@ export interface ReplaceCellResponse extends BridgeMessage {
   old_source?: string;
 }
 
-export interface DeleteCellParams extends BridgeMessage {
-  cell_id: string;
-  save?: boolean;
-}
-
-export interface DeleteCellResponse extends BridgeMessage {
-  cell_id: string;
-  index: number;
-}
-
 export interface RunCellParams extends BridgeMessage {
   cell_id: string;
   wait?: boolean;
@@ -142,21 +129,4 @@ export interface RunCellResponse extends BridgeMessage {
   status: 'ok' | 'error' | 'aborted' | 'queued';
   execution_count?: number | null;
   outputs?: OutputSummary[];
-}
-
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface NotebookPathParams extends BridgeMessage {}
-
-export interface NotebookPathResponse extends BridgeMessage {
-  path: string;
-  name?: string;
-}
-
-export interface NoteThreadParams extends BridgeMessage {
-  thread_id: string;
-  save?: boolean;
-}
-
-export interface NoteThreadResponse extends BridgeMessage {
-  threads?: string[];
 }

@@ -13,14 +13,9 @@ import {
   BridgeRequest,
   CellInfo,
   CellType,
-  DeleteCellParams,
-  DeleteCellResponse,
   HelloResponse,
   InsertCellParams,
   InsertCellResponse,
-  NotebookPathResponse,
-  NoteThreadParams,
-  NoteThreadResponse,
   OutputSummary,
   Provenance,
   ReadNotebookParams,
@@ -103,14 +98,8 @@ export class NotebookBridgeModel {
         return this.insertCell(params as InsertCellParams);
       case 'replace_cell':
         return this.replaceCell(params as ReplaceCellParams);
-      case 'delete_cell':
-        return this.deleteCell(params as DeleteCellParams);
       case 'run_cell':
         return this.runCell(params as RunCellParams);
-      case 'notebook_path':
-        return this.notebookPath();
-      case 'note_thread':
-        return this.noteThread(params as NoteThreadParams);
       default:
         throw new BridgeFailure('bad_request', `unknown method ${JSON.stringify(request?.method)}`);
     }
@@ -197,14 +186,6 @@ export class NotebookBridgeModel {
     return { cell_id: params.cell_id, index, old_source: oldSource };
   }
 
-  async deleteCell(params: DeleteCellParams): Promise<DeleteCellResponse> {
-    const model = this.requireModel();
-    const index = this.indexOf(params.cell_id);
-    model.sharedModel.deleteCell(index);
-    await this.maybeSave(params.save);
-    return { cell_id: params.cell_id, index };
-  }
-
   async runCell(params: RunCellParams): Promise<RunCellResponse> {
     const model = this.requireModel();
     const wait = params.wait ?? true;
@@ -219,21 +200,6 @@ export class NotebookBridgeModel {
       execution_count: json.execution_count ?? null,
       outputs: wait ? summarizeOutputs(json.outputs ?? [], params.max_output_chars ?? 2000) : []
     };
-  }
-
-  notebookPath(): NotebookPathResponse {
-    const path = this.host.path;
-    return { path, name: path.split('/').pop() ?? path };
-  }
-
-  async noteThread(params: NoteThreadParams): Promise<NoteThreadResponse> {
-    this.requireModel();
-    if (!params.thread_id) {
-      throw new BridgeFailure('bad_request', 'note_thread needs a thread_id');
-    }
-    this.addThread(params.thread_id);
-    await this.maybeSave(params.save ?? false);
-    return { threads: this.threads() };
   }
 
   /** Thread ids recorded in `metadata.nbagent.threads`, oldest first. */

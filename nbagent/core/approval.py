@@ -43,9 +43,9 @@ from nbagent.protocol import (
     ToolSpec,
     WarningEvent,
 )
+from nbagent.protocol.tools import RawIdentity
 from nbagent.textsafe import describe_for_display
 
-RawIdentity = tuple[str | None, str]
 PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}
 """The parts of a definition an approval is bound to, and how a changed one is named."""
 

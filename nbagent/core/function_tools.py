@@ -10,10 +10,10 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from nbagent.core.provider import ProgressFn
 from nbagent.mcp.identity import validate_native_name
 from nbagent.mcp.schema import definition_hash, sanitize_schema
 from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
+from nbagent.protocol.tools import ProgressFn
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -56,6 +56,11 @@ def own_tool_spec(
     )
 
 
+def argument_errors(exc: ValidationError) -> str:
+    """``index: Input should be ...; source: Field required``: each bad argument by its path, in one line."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+
+
 def to_tool_result(value: Any) -> ToolResult:
     """Strings stay text; anything else is sent as JSON and kept as structured content."""
     if isinstance(value, ToolResult):
@@ -95,9 +100,6 @@ class FunctionTools:
         self._tools[tool_name] = (spec, model, fn)
         return spec
 
-    def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
-
     def list_tools(self) -> Sequence[ToolSpec]:
         return [spec for spec, _, _ in self._tools.values()]
 
@@ -111,8 +113,7 @@ class FunctionTools:
         try:
             validated = model.model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return ToolResult.error(f"invalid arguments for {spec.name}: {problems}")
+            return ToolResult.error(f"invalid arguments for {spec.name}: {argument_errors(exc)}")
         kwargs = {field: getattr(validated, field) for field in type(validated).model_fields}
         try:
             value = fn(**kwargs)

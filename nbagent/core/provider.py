@@ -7,13 +7,11 @@ it without importing the core.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from nbagent.protocol import CallInfo, ToolResult, ToolSpec
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""``(progress, total, message)``: feeds ``progress`` events and a tool card's bar."""
+from nbagent.protocol.tools import ProgressFn
 
 
 @runtime_checkable

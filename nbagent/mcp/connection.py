@@ -30,16 +30,17 @@ from mcp.shared.exceptions import MCPError
 
 import nbagent
 from nbagent.config import McpServerConfig
+from nbagent.deliver import deliver
 from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
+from nbagent.protocol.tools import ProgressFn
 
 log = logging.getLogger(__name__)
 
 EventFn = Callable[[Event], None]
 ElicitFn = Callable[[ElicitationRequested], Awaitable[ElicitOutcome]]
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 State = Literal["starting", "ready", "failed", "stopped"]
 
 MAX_TOOL_PAGES = 100
@@ -50,6 +51,19 @@ STDERR_TAIL_BYTES = 4000
 LOG_LEVEL: types.LoggingLevel = "info"
 """What 2026-07-28 servers are asked to send (logging there is opt-in per request)."""
 _NO_BACKCHANNEL = "no back-channel"
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The one exception a task group wrapped (the SDK's transports nest them), else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """``ConnectError: refused``: the exception that failed, named, for a one-line message."""
+    exc = innermost(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class McpStartupError(RuntimeError):
@@ -205,10 +219,7 @@ class McpConnection:
         return self._stderr.tail() if self.cfg.transport == "stdio" else None
 
     def _emit(self, event: Event) -> None:
-        try:
-            self._on_event(event)
-        except Exception:  # a broken subscriber must not break the connection
-            log.exception("on_event raised for %s", type(event).__name__)
+        deliver(self._on_event, event, log)  # a broken subscriber must not break the connection
 
     # ----- lifecycle ---------------------------------------------------------------------
 
@@ -309,9 +320,9 @@ class McpConnection:
             if isinstance(exc, asyncio.CancelledError) and self._closing:
                 self._fail_ready(McpStartupError(f"MCP server {self.name!r}: startup cancelled"))
             else:
-                self._fail_ready(McpStartupError(self._describe(exc), self.stderr_tail()))
+                self._fail_ready(McpStartupError(self._why_ended(exc), self.stderr_tail()))
                 if self.state == "ready" and not self._closing:
-                    self._crashed(self._describe(exc))
+                    self._crashed(self._why_ended(exc))
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -319,9 +330,9 @@ class McpConnection:
             for child in self._child:
                 child.sweep()
 
-    def _describe(self, exc: BaseException) -> str:
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
+    def _why_ended(self, exc: BaseException) -> str:
+        """Why the owner task ended (startup failed or the server died), in one line naming the server."""
+        exc = innermost(exc)
         if isinstance(exc, McpStartupError):
             return str(exc)
         if isinstance(exc, FileNotFoundError):
@@ -330,8 +341,7 @@ class McpConnection:
             code = self._child[0].returncode if self._child else None
             how = f" (exit code {code})" if code is not None else ""
             return f"MCP server {self.name!r} closed the connection during startup{how}"
-        text = str(exc) or type(exc).__name__
-        return f"MCP server {self.name!r} failed to start: {type(exc).__name__}: {text}"
+        return f"MCP server {self.name!r} failed to start: {describe_error(exc)}"
 
     def _crashed(self, message: str) -> None:
         self.state = "failed"

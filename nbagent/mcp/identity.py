@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from nbagent.protocol.tools import RawIdentity
+
 MAX_NAME_LEN = 64
 """OpenAI function names: ``^[a-zA-Z0-9_-]{1,64}$``."""
 NATIVE_PREFIX_FORBIDDEN = "mcp__"
@@ -24,8 +26,6 @@ HASH_LEN = 8
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-
-RawIdentity = tuple[str, str]
 
 
 @dataclass
@@ -37,11 +37,6 @@ class Qualified:
     by_raw: dict[RawIdentity, str] = field(default_factory=dict)
     """Raw identity -> model-visible name."""
     warnings: list[str] = field(default_factory=list)
-
-
-def is_valid_function_name(name: str) -> bool:
-    """Whether the OpenAI function API accepts ``name``."""
-    return isinstance(name, str) and _NAME_RE.fullmatch(name) is not None
 
 
 def sanitize_name(text: str) -> str:

@@ -18,17 +18,17 @@ from mcp.shared.exceptions import MCPError
 import mcp_types as types
 
 from nbagent.config import SERVER_NAME, McpServerConfig
+from nbagent.deliver import deliver
 from nbagent.mcp.catalog import build_catalog
-from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable
+from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
 from nbagent.mcp.status import ServerStatus
 from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, McpToolsChanged, ToolResult, ToolSpec
-from nbagent.protocol import WarningEvent
+from nbagent.protocol import Event, WarningEvent
+from nbagent.protocol.tools import ProgressFn
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Any  # nbagent.core.provider.ProgressFn; not imported: mcp/ never imports core/
 
 
 class McpConnectionManager:
@@ -264,7 +264,7 @@ class McpConnectionManager:
         except BaseException as exc:  # noqa: BLE001 - transport errors become results, never exceptions
             if not isinstance(exc, Exception) and not isinstance(exc, BaseExceptionGroup):
                 raise
-            return ToolResult.error(f"{where} failed: {_describe(exc)}")
+            return ToolResult.error(f"{where} failed: {describe_error(exc)}")
         try:
             return from_call_result(result, spec.output_schema)
         except Exception as exc:  # noqa: BLE001
@@ -319,19 +319,10 @@ class McpConnectionManager:
         result = await self._ready(server).get_prompt(name, args)
         return result.model_dump(mode="json", exclude_none=True)
 
-    def _emit(self, event: Any) -> None:
-        try:
-            self._on_event(event)
-        except Exception:  # a broken subscriber must not break startup or calls
-            log.exception("on_event raised for %s", type(event).__name__)
+    def _emit(self, event: Event) -> None:
+        deliver(self._on_event, event, log)  # a broken subscriber must not break startup or calls
 
 
 def _check_name(name: str) -> None:
     if not SERVER_NAME.match(name):
         raise ValueError(f"MCP server name {name!r} must match [a-zA-Z0-9_-]+")
-
-
-def _describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

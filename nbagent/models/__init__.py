@@ -10,7 +10,6 @@ from nbagent.models.base import (
     ReasoningDone,
     ReasoningSummaryDelta,
     TextDelta,
-    ToolCallArgumentsDelta,
     ToolCallDone,
     Usage,
 )
@@ -26,7 +25,6 @@ __all__ = [
     "ReasoningDone",
     "ReasoningSummaryDelta",
     "TextDelta",
-    "ToolCallArgumentsDelta",
     "ToolCallDone",
     "Usage",
     "make_model",

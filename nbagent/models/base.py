@@ -38,13 +38,6 @@ class ReasoningDone(ProtocolModel):
     encrypted_content: str | None = None
 
 
-class ToolCallArgumentsDelta(ProtocolModel):
-    type: Literal["tool_call_delta"] = "tool_call_delta"
-    call_id: str
-    name: str
-    delta: str
-
-
 class ToolCallDone(ProtocolModel):
     """A complete tool call. ``arguments`` is the raw JSON string; the core parses it."""
 
@@ -70,7 +63,7 @@ class Completed(ProtocolModel):
 
 
 ModelEvent = Annotated[
-    TextDelta | ReasoningSummaryDelta | ReasoningDone | ToolCallArgumentsDelta | ToolCallDone | Usage | Completed,
+    TextDelta | ReasoningSummaryDelta | ReasoningDone | ToolCallDone | Usage | Completed,
     Field(discriminator="type"),
 ]
 

@@ -22,7 +22,6 @@ from nbagent.models.base import (
     ReasoningDone,
     ReasoningSummaryDelta,
     TextDelta,
-    ToolCallArgumentsDelta,
     ToolCallDone,
     Usage,
 )
@@ -76,10 +75,7 @@ class _Call:
 
     id: str | None = None
     name: str = ""
-    pending: list[str] = field(default_factory=list)
     arguments: list[str] = field(default_factory=list)
-    call_id: str | None = None
-    """Fixed once the first delta goes out, so every event of the call carries the same id."""
 
 
 class _ToolCalls:
@@ -105,7 +101,7 @@ class _ToolCalls:
             call = self.calls[index] = _Call()
         return call
 
-    def add(self, raw: Any) -> list[ModelEvent]:
+    def add(self, raw: Any) -> None:
         function = get_field(raw, "function")
         call = self._slot(get_field(raw, "index"), get_field(raw, "id"))
         if get_field(raw, "id") and call.id is None:
@@ -116,17 +112,7 @@ class _ToolCalls:
         if args := get_field(function, "arguments"):
             if isinstance(args, dict):  # a few servers send parsed arguments
                 args = json.dumps(args)
-            call.pending.append(args)
-        if not call.name or not call.pending:
-            return []
-        if call.call_id is None:
-            call.call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
-        events: list[ModelEvent] = [
-            ToolCallArgumentsDelta(call_id=call.call_id, name=call.name, delta=chunk) for chunk in call.pending
-        ]
-        call.arguments += call.pending
-        call.pending = []
-        return events
+            call.arguments.append(args)
 
     def done(self) -> list[ToolCallDone]:
         out = []
@@ -134,14 +120,11 @@ class _ToolCalls:
             call = self.calls[index]
             if not call.name:
                 continue
-            call.arguments += call.pending
-            call_id = call.call_id or call.id or f"call_{uuid.uuid4().hex[:24]}"
+            call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
             # A call of a tool without parameters often comes with no argument text at all.
             arguments = "".join(call.arguments) or "{}"
             out.append(ToolCallDone(call_id=call_id, name=call.name, arguments=arguments))
         return out
-
-
 
 
 def _usage(raw: Any) -> Usage:
@@ -216,8 +199,7 @@ class ChatModel(HttpModel):
                         texts.append(content)
                         yield TextDelta(delta=content)
                     for raw_call in tool_calls:
-                        for event in calls.add(raw_call):
-                            yield event
+                        calls.add(raw_call)
         finally:
             await stream.close()
         if reasoning and not reasoning_done:

@@ -39,7 +39,6 @@ from nbagent.models.base import (
     ReasoningDone,
     ReasoningSummaryDelta,
     TextDelta,
-    ToolCallArgumentsDelta,
     ToolCallDone,
     Usage,
 )
@@ -230,8 +229,6 @@ class ReplayModel:
             arguments = call.get("arguments", {})
             raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
             call_id = call.get("call_id") or f"call_replay_{index + 1}_{n}"
-            for start in range(0, len(raw), 16):
-                yield ToolCallArgumentsDelta(call_id=call_id, name=call["name"], delta=raw[start : start + 16])
             yield ToolCallDone(call_id=call_id, name=call["name"], arguments=raw)
         if usage := response.get("usage"):
             yield Usage(**usage)

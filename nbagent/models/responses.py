@@ -18,7 +18,6 @@ from nbagent.models.base import (
     ReasoningDone,
     ReasoningSummaryDelta,
     TextDelta,
-    ToolCallArgumentsDelta,
     ToolCallDone,
     Usage,
 )
@@ -117,8 +116,6 @@ class _Parser:
     """Turns Responses stream events into model events; state for one response only."""
 
     def __init__(self) -> None:
-        self.calls: dict[str, tuple[str, str]] = {}
-        """item_id -> (call_id, name), from ``output_item.added``."""
         self.streamed: set[str] = set()
         """Message items whose text came as deltas (their ``done`` must not repeat it)."""
         self.texts: list[str] = []
@@ -133,15 +130,6 @@ class _Parser:
             self.streamed.add(item_id)
             self.texts.append(delta)
             return [TextDelta(delta=delta)]
-        if kind == "response.output_item.added":
-            item = get_field(event, "item")
-            if get_field(item, "type") == "function_call":
-                own_id = get_field(item, "id") or ""
-                self.calls[own_id] = (get_field(item, "call_id") or own_id, get_field(item, "name") or "")
-            return []
-        if kind == "response.function_call_arguments.delta":
-            call_id, name = self.calls.get(item_id, ("", ""))
-            return [ToolCallArgumentsDelta(call_id=call_id, name=name, delta=delta)]
         if kind == "response.reasoning_summary_text.delta":
             self.reasoning.setdefault(item_id, []).append(delta)
             return [ReasoningSummaryDelta(delta=delta)]

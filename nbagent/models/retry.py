@@ -26,7 +26,7 @@ from typing import Any
 
 import openai
 
-from nbagent.models.base import ModelError, ModelEvent
+from nbagent.models.base import ModelError, ModelErrorCode, ModelEvent
 
 BACKOFF_BASE_SEC = 0.5
 """First retry delay; doubles per attempt. Tests lower it (module attribute, read per call)."""
@@ -156,122 +156,143 @@ def _server_message(exc: BaseException) -> str:
 
 
 def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure:
-    """Map an SDK exception or a ``StreamFailure`` to a ``ModelError`` with a useful message."""
+    """Map an SDK exception or a ``StreamFailure`` to a ``ModelError`` with a useful message.
+
+    Without a reply it is the connection; with one, first what asking again cannot fix (the
+    key, the model, the context, the endpoint), then what passes (rate limit, server error,
+    a broken stream), then any other refusal.
+    """
     where = f"{ctx.base_url} (model {ctx.model!r}, wire_api = {ctx.wire_api!r})"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if isinstance(exc, openai.APIConnectionError):
-        if _is_connect_failure(exc):
-            return Failure(
-                ModelError(
-                    "bad_base_url",
-                    f"cannot connect to {where}{tries}: nothing answers there (connection refused, "
-                    "unknown host or connect timeout). Start the model server, or fix base_url in "
-                    f"[model_providers.{ctx.provider}] (or OPENAI_BASE_URL).",
-                ),
-                retryable=True,
-            )
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(
-                ModelError(
-                    "connection",
-                    f"{where} did not answer in time{tries}. Check the server, or raise "
-                    f"stream_idle_timeout_sec in [model_providers.{ctx.provider}].",
-                ),
-                retryable=True,
-            )
-        return Failure(
-            ModelError(
-                "connection",
-                f"lost the connection to {where}{tries}: {ctx.redact(_describe(exc))}. "
-                "Check the server and the network, then ask again.",
-            ),
-            retryable=True,
-        )
-    status = getattr(exc, "status_code", None) if isinstance(exc, openai.APIStatusError) else None
-    if isinstance(exc, StreamFailure):
-        status = exc.status
-    code = (getattr(exc, "code", None) or "").lower()
-    message = ctx.redact(_server_message(exc))
-    said = f" Server said: {message}" if message else ""
+        return _no_reply(exc, ctx, where, tries)
+    reply = _Reply.of(exc, ctx, where, tries)
+    return _lasting(reply) or _passing(reply) or _refused(reply)
 
+
+def _no_reply(exc: openai.APIConnectionError, ctx: ErrorContext, where: str, tries: str) -> Failure:
+    """Nothing answers, nothing answered in time, or the connection dropped: all retried."""
+    if _is_connect_failure(exc):
+        message = (
+            f"cannot connect to {where}{tries}: nothing answers there (connection refused, "
+            "unknown host or connect timeout). Start the model server, or fix base_url in "
+            f"[model_providers.{ctx.provider}] (or OPENAI_BASE_URL)."
+        )
+        return Failure(ModelError("bad_base_url", message), retryable=True)
+    if isinstance(exc, openai.APITimeoutError):
+        message = (
+            f"{where} did not answer in time{tries}. Check the server, or raise "
+            f"stream_idle_timeout_sec in [model_providers.{ctx.provider}]."
+        )
+        return Failure(ModelError("connection", message), retryable=True)
+    message = (
+        f"lost the connection to {where}{tries}: {ctx.redact(_cause_text(exc))}. "
+        "Check the server and the network, then ask again."
+    )
+    return Failure(ModelError("connection", message), retryable=True)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """What the server answered (an HTTP error or an error inside the stream), as classified."""
+
+    exc: BaseException
+    ctx: ErrorContext
+    where: str
+    tries: str
+    status: int | None
+    code: str
+    message: str
+    """The server's own words, redacted."""
+
+    @classmethod
+    def of(cls, exc: BaseException, ctx: ErrorContext, where: str, tries: str) -> _Reply:
+        status = getattr(exc, "status_code", None) if isinstance(exc, openai.APIStatusError) else None
+        if isinstance(exc, StreamFailure):
+            status = exc.status
+        code = (getattr(exc, "code", None) or "").lower()
+        return cls(exc, ctx, where, tries, status, code, ctx.redact(_server_message(exc)))
+
+    @property
+    def said(self) -> str:
+        return f" Server said: {self.message}" if self.message else ""
+
+    def fail(self, code: ModelErrorCode, text: str, *, status: int | None = None) -> Failure:
+        """Not retried: asking the same again gets the same answer."""
+        return Failure(ModelError(code, text, status=status), retryable=False)
+
+    def again(self, code: ModelErrorCode, text: str, *, status: int | None = None) -> Failure:
+        """Retried, after the server's ``Retry-After`` when it gave one."""
+        return Failure(ModelError(code, text, status=status), retryable=True, retry_after=_retry_after(self.exc))
+
+
+def _lasting(r: _Reply) -> Failure | None:
+    """The key, the model, the context length or the endpoint is wrong: the user must change it."""
+    ctx, status, code, said = r.ctx, r.status, r.code, r.said
     if status in (401, 403) or code in ("invalid_api_key", "unauthorized", "forbidden"):
-        return Failure(
-            ModelError(
-                "auth",
-                f"{where} rejected the API key (HTTP {status or code}). Set a valid key in {ctx.key_hint}, "
-                f"or check model_provider / base_url.{said}",
-                status=status,
-            ),
-            retryable=False,
+        return r.fail(
+            "auth",
+            f"{r.where} rejected the API key (HTTP {status or code}). Set a valid key in {ctx.key_hint}, "
+            f"or check model_provider / base_url.{said}",
+            status=status,
         )
-    if code in ("model_not_found",) or (status in (400, 404) and _MODEL_MISSING.search(message)):
-        return Failure(
-            ModelError(
-                "unknown_model",
-                f"model {ctx.model!r} is not available at {ctx.base_url}. Pick a model the server serves "
-                f"(see {ctx.base_url.rstrip('/')}/models; for Ollama run `ollama pull {ctx.model}`) and set "
-                f"model = ... or -m MODEL.{said}",
-                status=status,
-            ),
-            retryable=False,
+    if code in ("model_not_found",) or (status in (400, 404) and _MODEL_MISSING.search(r.message)):
+        return r.fail(
+            "unknown_model",
+            f"model {ctx.model!r} is not available at {ctx.base_url}. Pick a model the server serves "
+            f"(see {ctx.base_url.rstrip('/')}/models; for Ollama run `ollama pull {ctx.model}`) and set "
+            f"model = ... or -m MODEL.{said}",
+            status=status,
         )
-    if code == "context_length_exceeded" or _CONTEXT_WORDS.search(message):
-        return Failure(
-            ModelError(
-                "context_length",
-                f"the conversation is longer than model {ctx.model!r} accepts ({ctx.base_url}). Start a new "
-                f"thread (%agent new), or lower tool_output_max_bytes, or use a model with a larger context.{said}",
-                status=status,
-            ),
-            retryable=False,
+    if code == "context_length_exceeded" or _CONTEXT_WORDS.search(r.message):
+        return r.fail(
+            "context_length",
+            f"the conversation is longer than model {ctx.model!r} accepts ({ctx.base_url}). Start a new "
+            f"thread (%agent new), or lower tool_output_max_bytes, or use a model with a larger context.{said}",
+            status=status,
         )
     if status == 404:
-        return Failure(
-            ModelError(
-                "bad_base_url",
-                f"{ctx.base_url.rstrip('/')}{ctx.endpoint} returned 404 for model {ctx.model!r}: the server has "
-                f"no {ctx.wire_api} endpoint there. base_url usually ends in /v1; servers without the Responses "
-                f"API need wire_api = \"chat\" in [model_providers.{ctx.provider}].{said}",
-                status=status,
-            ),
-            retryable=False,
+        return r.fail(
+            "bad_base_url",
+            f"{ctx.base_url.rstrip('/')}{ctx.endpoint} returned 404 for model {ctx.model!r}: the server has "
+            f"no {ctx.wire_api} endpoint there. base_url usually ends in /v1; servers without the Responses "
+            f"API need wire_api = \"chat\" in [model_providers.{ctx.provider}].{said}",
+            status=status,
         )
+    return None
+
+
+def _passing(r: _Reply) -> Failure | None:
+    """Rate limits, server errors and a stream that broke without saying why: worth retrying."""
+    status, code, where, tries = r.status, r.code, r.where, r.tries
     if status == 429 or code in ("rate_limit_exceeded", "429", "rate_limit"):
-        return Failure(
-            ModelError(
-                "rate_limit",
-                f"{where} is rate-limiting requests (HTTP 429){tries}. Wait and ask again, or raise "
-                f"request_max_retries in [model_providers.{ctx.provider}].{said}",
-                status=status or 429,
-            ),
-            retryable=True,
-            retry_after=_retry_after(exc),
+        return r.again(
+            "rate_limit",
+            f"{where} is rate-limiting requests (HTTP 429){tries}. Wait and ask again, or raise "
+            f"request_max_retries in [model_providers.{r.ctx.provider}].{r.said}",
+            status=status or 429,
         )
     if (status is not None and status >= 500) or code in ("server_error", "internal_error") or code.startswith("5"):
-        return Failure(
-            ModelError(
-                "server",
-                f"{where} failed with a server error (HTTP {status or code}){tries}. Try again later or check "
-                f"the server's log.{said}",
-                status=status,
-            ),
-            retryable=True,
-            retry_after=_retry_after(exc),
+        return r.again(
+            "server",
+            f"{where} failed with a server error (HTTP {status or code}){tries}. Try again later or check "
+            f"the server's log.{r.said}",
+            status=status,
         )
-    if isinstance(exc, StreamFailure) and status is None and not code:
-        return Failure(
-            ModelError("connection", f"the stream from {where} broke{tries}: {message}. Ask again."),
-            retryable=True,
-        )
-    if status is not None and 400 <= status < 500:
-        return Failure(
-            ModelError("bad_request", f"{where} refused the request (HTTP {status}).{said}", status=status),
-            retryable=False,
-        )
-    return Failure(ModelError("other", f"request to {where} failed: {message}", status=status), retryable=False)
+    if isinstance(r.exc, StreamFailure) and status is None and not code:
+        message = f"the stream from {where} broke{tries}: {r.message}. Ask again."
+        return Failure(ModelError("connection", message), retryable=True)
+    return None
 
 
-def _describe(exc: BaseException) -> str:
+def _refused(r: _Reply) -> Failure:
+    """Any other answer: a 4xx is the request's fault, the rest is reported as it came."""
+    if r.status is not None and 400 <= r.status < 500:
+        return r.fail("bad_request", f"{r.where} refused the request (HTTP {r.status}).{r.said}", status=r.status)
+    return r.fail("other", f"request to {r.where} failed: {r.message}", status=r.status)
+
+
+def _cause_text(exc: BaseException) -> str:
     for link in _chain(exc)[1:]:
         text = str(link)
         if text:

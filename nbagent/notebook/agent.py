@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nbagent.deliver import deliver
 from nbagent.notebook.frontend_kind import Frontend, detect
 from nbagent.notebook.views import View
 from nbagent.protocol import (
@@ -22,8 +24,8 @@ from nbagent.protocol import (
     McpStartupUpdate,
     Op,
     SessionConfigured,
-    TurnAborted,
     ToolCallBegin,
+    TurnAborted,
     TurnCompleted,
 )
 from nbagent.protocol.ops import OUTSIDE_ENTRY
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
+_log = logging.getLogger("nbagent.notebook")
 
 
 class KernelAgent:
@@ -167,7 +170,7 @@ class KernelAgent:
             self.configured = event
         if isinstance(event, (McpStartupUpdate, McpStartupComplete)):
             for watcher in list(self.watchers):
-                _safe(watcher, event)
+                deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
         turn_id = event.turn_id
         if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
@@ -175,7 +178,7 @@ class KernelAgent:
         if view is None and event.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view
         if view is not None:
-            _safe(view, event)
+            deliver(view.handle, event, _log)
         if turn_id and isinstance(event, (TurnCompleted, TurnAborted, ErrorEvent)):
             self.views.pop(turn_id, None)
             future = self.endings.pop(turn_id, None)
@@ -203,13 +206,3 @@ _OUTSIDE_TYPES = {
     "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",
     "elicitation_requested", "elicitation_resolved",
 }
-
-
-def _safe(view: View, event: Event) -> None:
-    """A rendering bug must never break the session's event flow."""
-    try:
-        view.handle(event)
-    except Exception as exc:  # pragma: no cover - shown, not raised
-        import logging
-
-        logging.getLogger("nbagent.notebook").exception("rendering %s failed: %s", event.type, exc)

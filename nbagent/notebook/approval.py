@@ -9,7 +9,6 @@ buttons stop working.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
@@ -18,10 +17,9 @@ from nbagent.core.approval import edit_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
-from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision, Op
+from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision
+from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display, visible_json
-
-Submit = Callable[[Op], object]
 
 DECISION_TEXT: dict[str, str] = {
     "approve": "approved once",

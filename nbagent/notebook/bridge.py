@@ -36,16 +36,10 @@ from nbagent.protocol.bridge import (
     BridgeMessage,
     BridgeReply,
     BridgeRequest,
-    DeleteCellParams,
-    DeleteCellResponse,
     HelloParams,
     HelloResponse,
     InsertCellParams,
     InsertCellResponse,
-    NotebookPathParams,
-    NotebookPathResponse,
-    NoteThreadParams,
-    NoteThreadResponse,
     ReadNotebookParams,
     ReadNotebookResponse,
     ReplaceCellParams,
@@ -260,17 +254,8 @@ class NotebookBridge:
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse:
         return await self._typed("replace_cell", params, ReplaceCellResponse)
 
-    async def delete_cell(self, params: DeleteCellParams) -> DeleteCellResponse:
-        return await self._typed("delete_cell", params, DeleteCellResponse)
-
     async def run_cell(self, params: RunCellParams, *, timeout: float | None = None) -> RunCellResponse:
         return await self._typed("run_cell", params, RunCellResponse, timeout=timeout)
-
-    async def notebook_path(self) -> NotebookPathResponse:
-        return await self._typed("notebook_path", NotebookPathParams(), NotebookPathResponse)
-
-    async def note_thread(self, thread_id: str, *, save: bool = False) -> NoteThreadResponse:
-        return await self._typed("note_thread", NoteThreadParams(thread_id=thread_id, save=save), NoteThreadResponse)
 
     async def _typed(self, method: str, params: BridgeMessage, kind: type[R], *, timeout: float | None = None) -> R:
         response = await self.request(method, params, timeout=timeout)

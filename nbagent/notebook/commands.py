@@ -1,4 +1,4 @@
-"""``%agent`` sub-commands: status, threads, history, MCP servers, stop, approve/deny.
+"""``%agent`` sub-commands: status, threads, history, MCP servers and what they offer, stop, approve/deny.
 
 Commands that need the event loop (thread switches, MCP add/restart/remove) run as tasks and
 print their outcome into the cell that asked, through the captured cell context.
@@ -14,11 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
 from nbagent.notebook.labels import model_text, plural, policy_text
 from nbagent.notebook.options import LINE_USAGE, UsageError
+from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision
 
@@ -60,10 +62,8 @@ def _server_line(session: Any, name: str) -> str:
     st = session.mcp.status().get(name)
     if st is None:
         return f"mcp server {name}: not configured"
-    tools = f" ({st.tools} tools)" if st.state == "ready" else ""
-    error = f": {st.error}" if st.error else ""
     log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
-    return f"mcp server {name}: {st.state}{tools}{error}{log}"
+    return f"mcp server {name}: {status_line(st)}{log}"
 
 
 ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
@@ -134,7 +134,7 @@ def status(agent: KernelAgent) -> None:
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
     statuses = s.mcp.status()
-    lines.append("mcp:      " + (", ".join(f"{n} {st.state}" + (f" ({st.tools} tools)" if st.state == "ready" else "") + (f": {st.error}" if st.error else "") for n, st in statuses.items()) or "no servers"))
+    lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():
         lines.append(f"pending approval {call_id}: {req.tool} {json.dumps(req.arguments, ensure_ascii=False)}  (%agent approve|deny {call_id})")
     for rid, req in s.pending_elicitations().items():
@@ -194,6 +194,17 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         _later(agent, lambda sess: sess.mcp.remove(rest[0]), f"mcp server {rest[0]} removed")
     else:
         raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [add ... | restart NAME | remove NAME]")
+
+
+def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
+    """``%agent resources|prompts ...``: what MCP servers offer besides tools, read on request."""
+    if kind == "resources" and len(args) > 2:
+        raise UsageError(offers.RESOURCES_USAGE)
+    offers.prompt_arguments(args[2:] if kind == "prompts" else [])  # a bad KEY=VALUE is a usage line now
+    if args:
+        _known_server(agent, args[0])
+    fetch = offers.resources if kind == "resources" else offers.prompts
+    _later(agent, lambda sess: fetch(sess.mcp, args), "{result}")
 
 
 def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
@@ -260,6 +271,10 @@ HELP = """%agent commands:
   %agent mcp add NAME -- CMD ARGS...   add a stdio server (--env KEY=VALUE before --)
   %agent mcp add NAME --url URL   add a streamable HTTP server (--bearer-token-env-var VAR)
   %agent mcp restart NAME | remove NAME
+  %agent resources [SERVER]       resources the MCP servers offer (URI, name, description)
+  %agent resources SERVER URI     read one resource
+  %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments
+  %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -290,6 +305,8 @@ def run_line(agent: KernelAgent, line: str) -> None:
             _later(agent, lambda sess: sess.new_thread(name), "new thread {result}" + (f" ({name})" if name else ""))
         elif cmd == "mcp":
             mcp(agent, rest)
+        elif cmd in ("resources", "prompts"):
+            offered(agent, cmd, rest)
         elif cmd == "stop":
             _out("interrupting the running turn" if agent.stop() else "no turn is running")
         elif cmd in ("approve", "deny"):

@@ -9,7 +9,6 @@ themselves; nothing here ever opens it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
@@ -19,10 +18,10 @@ from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitati
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
-from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse, Op
+from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse
+from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display
 
-Submit = Callable[[Op], object]
 _INT_LIMIT = 2**53
 _PLACEHOLDER = {"email": "name@example.com", "uri": "https://…", "date": "YYYY-MM-DD", "date-time": "YYYY-MM-DDTHH:MM:SSZ"}
 _UNSET = None

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from nbagent.protocol import SessionConfigured
-
 
 def model_text(label: str, scripted: bool) -> str:
     if scripted:
         return label if "scripted" in label.lower() else f"scripted model ({label})"
     return label
-
-
-def configured_text(event: SessionConfigured) -> str:
-    return model_text(event.model_label, event.scripted)
 
 
 def plural(n: int, word: str) -> str:

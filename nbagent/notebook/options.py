@@ -8,14 +8,16 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-POLICIES = ("untrusted", "on-request", "never", "full-auto")
+from nbagent.protocol.ops import POLICIES
+
 CELL_USAGE = (
-    "usage: %%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]\n"
+    "usage: %%agent [-t THREAD] [-m MODEL] [--policy " + "|".join(POLICIES) + "] [--new] [--wait] [-i]\n"
     "       <the goal, in words>"
 )
 LINE_USAGE = (
     "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME [--env K=V]... -- CMD ARGS... | "
-    "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | stop | approve [CALL_ID] | "
+    "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | resources [SERVER [URI]] | "
+    "prompts [SERVER [NAME [KEY=VALUE]...]] | stop | approve [CALL_ID] | "
     "deny CALL_ID [REASON] | "
     "serve [--port N] | serve --stop | frontend [widgets|text|headless]]"
 )

@@ -32,7 +32,6 @@ from nbagent.protocol import (
     Event,
     Interrupt,
     McpStartupUpdate,
-    Op,
     Progress,
     Reasoning,
     ReasoningDelta,
@@ -44,8 +43,7 @@ from nbagent.protocol import (
     TurnStarted,
     WarningEvent,
 )
-
-Submit = Callable[[Op], object]
+from nbagent.protocol.ops import Submit
 
 
 class TurnView:

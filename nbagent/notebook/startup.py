@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import ipywidgets as W
 
+from nbagent.mcp.status import ServerStatus
 from nbagent.notebook.html import COLORS, badge, esc, pre
 from nbagent.protocol import Event, McpStartupComplete, McpStartupUpdate
 
 STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled": "warn", "stopped": "muted"}
 
 
-def status_line(update: McpStartupUpdate) -> str:
-    """Plain text, for the text renderer and ``%agent``."""
-    extra = f", {update.tools} tools" if update.status == "ready" else ""
-    error = f": {update.error}" if update.error else ""
-    return f"{update.server}: {update.status}{extra}{error}"
+def status_line(status: ServerStatus) -> str:
+    """``ready (3 tools)``, ``failed: why``: one server's state as ``%agent`` prints it."""
+    tools = f" ({status.tools} tools)" if status.state == "ready" else ""
+    error = f": {status.error}" if status.error else ""
+    return f"{status.state}{tools}{error}"
 
 
 class StartupView:

@@ -25,9 +25,9 @@ from nbagent.protocol import (
     Event,
     Op,
 )
+from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display
 
-Submit = Callable[[Op], object]
 Ask = Callable[[str], str]
 
 

@@ -22,9 +22,7 @@ BRIDGE_PROTOCOL_VERSION = 1
 COMM_TARGET = "nbagent.bridge"
 """The comm target name the extension registers on each notebook's kernel."""
 
-BridgeMethod = Literal[
-    "hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "run_cell", "notebook_path", "note_thread"
-]
+BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
 
 
@@ -157,16 +155,6 @@ class ReplaceCellResponse(BridgeMessage):
     old_source: str = ""
 
 
-class DeleteCellParams(BridgeMessage):
-    cell_id: str
-    save: bool = True
-
-
-class DeleteCellResponse(BridgeMessage):
-    cell_id: str
-    index: int
-
-
 class RunCellParams(BridgeMessage):
     cell_id: str
     wait: bool = True
@@ -182,45 +170,19 @@ class RunCellResponse(BridgeMessage):
     outputs: list[OutputSummary] = Field(default_factory=list)
 
 
-class NotebookPathParams(BridgeMessage):
-    pass
-
-
-class NotebookPathResponse(BridgeMessage):
-    path: str
-    name: str = ""
-
-
-class NoteThreadParams(BridgeMessage):
-    """Record a thread id in the notebook's metadata so reopening offers to resume it."""
-
-    thread_id: str
-    save: bool = False
-
-
-class NoteThreadResponse(BridgeMessage):
-    threads: list[str] = Field(default_factory=list)
-
-
 PARAMS_BY_METHOD: dict[str, type[BridgeMessage]] = {
     "hello": HelloParams,
     "read_notebook": ReadNotebookParams,
     "insert_cell": InsertCellParams,
     "replace_cell": ReplaceCellParams,
-    "delete_cell": DeleteCellParams,
     "run_cell": RunCellParams,
-    "notebook_path": NotebookPathParams,
-    "note_thread": NoteThreadParams,
 }
 RESPONSE_BY_METHOD: dict[str, type[BridgeMessage]] = {
     "hello": HelloResponse,
     "read_notebook": ReadNotebookResponse,
     "insert_cell": InsertCellResponse,
     "replace_cell": ReplaceCellResponse,
-    "delete_cell": DeleteCellResponse,
     "run_cell": RunCellResponse,
-    "notebook_path": NotebookPathResponse,
-    "note_thread": NoteThreadResponse,
 }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -16,6 +17,8 @@ OUTSIDE_ENTRY: Final[Entry] = "notebook_server"
 ``Session.call_tool``): front ends show it where such calls appear, not in a turn's view."""
 
 Policy = Literal["untrusted", "on-request", "never", "full-auto"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+"""Every policy, in the order usage lines and ``--policy`` choices name them."""
 
 Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
 
@@ -78,3 +81,6 @@ class Shutdown(ProtocolModel):
 
 Op = Annotated[UserTurn | ApprovalDecision | ElicitationResponse | Interrupt | Shutdown, Field(discriminator="type")]
 OpAdapter: TypeAdapter[Op] = TypeAdapter(Op)
+
+Submit = Callable[[Op], object]
+"""How a front end's widgets and views hand an op to the session."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -12,6 +13,14 @@ ApprovalMode = Literal["auto", "prompt", "approve"]
 """Per-server / per-tool mode: decide from annotations, always ask, or never ask."""
 
 ToolSource = Literal["native", "python", "mcp"]
+
+RawIdentity = tuple[str | None, str]
+"""``(server, tool name as its source gave it)``: what routing, approvals and the rollout key on
+(DESIGN §3); the server is ``None`` for native and Python tools."""
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+"""``(progress, total, message)``: a running call reports progress through it; it feeds
+``progress`` events and a tool card's bar."""
 
 
 class ToolAnnotations(ProtocolModel):

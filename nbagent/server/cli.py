@@ -13,6 +13,7 @@ from typing import Any
 from nbagent import signals
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import ConfigError
+from nbagent.protocol.ops import POLICIES
 from nbagent.server.threads import Defaults
 from nbagent.store import add_process_secret
 
@@ -31,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="another Host/Origin name to accept (repeatable)")
     p.add_argument("--model", help="default model for new threads (e.g. gpt-5.1 or replay:PATH)")
-    p.add_argument("--policy", choices=["untrusted", "on-request", "never", "full-auto"],
+    p.add_argument("--policy", choices=POLICIES,
                    help="default approval policy for new threads")
     p.add_argument("--cwd", help="default working directory for new threads")
     p.add_argument("-c", "--config", action="append", default=[], metavar="KEY=JSON",

@@ -27,7 +27,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nbagent.core.function_tools import own_tool_spec
+from nbagent.core.function_tools import argument_errors, own_tool_spec
+from nbagent.mcp.schema import sanitize_schema
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
@@ -43,6 +44,7 @@ from nbagent.protocol.bridge import (
     RunCellParams,
     RunCellResponse,
 )
+from nbagent.protocol.tools import ProgressFn
 
 
 class BridgeClient(Protocol):
@@ -84,24 +86,6 @@ class RunCellArgs(_Args):
     timeout_sec: float = Field(300, gt=0, le=3600, description="Give up waiting for the outputs after this long.")
 
 
-def _parameters(model: type[BaseModel]) -> dict[str, Any]:
-    """A flat JSON Schema the model APIs accept (no ``anyOf`` for optional fields, no titles)."""
-    schema = model.model_json_schema()
-    properties: dict[str, Any] = {}
-    for name, prop in schema.get("properties", {}).items():
-        prop = dict(prop)
-        prop.pop("title", None)
-        if "anyOf" in prop:
-            branches = [b for b in prop.pop("anyOf") if b.get("type") != "null"]
-            if len(branches) == 1:
-                prop.update(branches[0])
-        if prop.get("default", 0) is None:
-            del prop["default"]
-        properties[name] = prop
-    return {"type": "object", "properties": properties, "required": schema.get("required", []),
-            "additionalProperties": False}
-
-
 _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
     "read_notebook": (
         ReadNotebookArgs,
@@ -135,7 +119,10 @@ _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
 
 def _spec(name: str) -> ToolSpec:
     args, description, title, annotations = _TOOLS[name]
-    return own_tool_spec(name, description, _parameters(args), source="native", title=title, annotations=annotations)
+    parameters, warnings = sanitize_schema(args.model_json_schema())
+    return own_tool_spec(
+        name, description, parameters, source="native", title=title, annotations=annotations, warnings=warnings
+    )
 
 
 # -- rendering for the model ----------------------------------------------------------------------
@@ -234,14 +221,15 @@ class NotebookTools:
     def list_tools(self) -> Sequence[ToolSpec]:
         return list(self._specs)
 
-    async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any], call: CallInfo, on_progress: Any = None) -> ToolResult:
+    async def call_tool(
+        self, spec: ToolSpec, arguments: dict[str, Any], call: CallInfo, on_progress: ProgressFn | None = None
+    ) -> ToolResult:
         if spec.name not in _TOOLS:
             return ToolResult.error(f"unknown notebook tool {spec.name!r}")
         try:
             args = _TOOLS[spec.name][0].model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return ToolResult.error(f"{spec.name}: bad arguments: {problems}")
+            return ToolResult.error(f"{spec.name}: bad arguments: {argument_errors(exc)}")
         try:
             present = await self.bridge.available()
             handler = getattr(self, f"_{spec.name}" if present else f"_{spec.name}_fallback")

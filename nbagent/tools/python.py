@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from nbagent.core.function_tools import own_tool_spec
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
+from nbagent.protocol.tools import ProgressFn
 
 _MAX_CHARS = 20_000
 
@@ -271,7 +272,9 @@ class PythonTools:
     def list_tools(self) -> Sequence[ToolSpec]:
         return [self._spec]
 
-    async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any], call: CallInfo, on_progress: Any = None) -> ToolResult:
+    async def call_tool(
+        self, spec: ToolSpec, arguments: dict[str, Any], call: CallInfo, on_progress: ProgressFn | None = None
+    ) -> ToolResult:
         code = arguments.get("code")
         if spec.name != "run_python":
             return ToolResult.error(f"unknown tool {spec.name!r}")

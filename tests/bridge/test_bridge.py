@@ -191,13 +191,13 @@ async def test_a_reply_delivered_from_another_thread_resolves_on_the_loop() -> N
     held, frontend = holding_frontend()
     factory = FakeFactory(frontend)
     bridge = NotebookBridge(factory)
-    task = asyncio.ensure_future(bridge.notebook_path())
+    task = asyncio.ensure_future(bridge.read_notebook())
     while not held:
         await asyncio.sleep(0.01)
-    thread = threading.Thread(target=factory.comms[0].deliver, args=(ok(held[0], {"path": "a/b.ipynb", "name": "b.ipynb"}),))
+    thread = threading.Thread(target=factory.comms[0].deliver, args=(ok(held[0], {"path": "a/b.ipynb", "cells": []}),))
     thread.start()
     thread.join()
-    assert (await asyncio.wait_for(task, 2)).name == "b.ipynb"
+    assert (await asyncio.wait_for(task, 2)).path == "a/b.ipynb"
 
 
 async def test_a_malformed_reply_is_a_clear_error() -> None:

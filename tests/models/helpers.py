@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nbagent.models.base import ModelClient, ModelEvent, ModelRequest, TextDelta, ToolCallArgumentsDelta, ToolCallDone
+from nbagent.models.base import ModelClient, ModelEvent, ModelRequest, TextDelta, ToolCallDone
 from nbagent.protocol import UserMessage
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
@@ -34,7 +34,3 @@ def text_of(events: list[ModelEvent]) -> str:
 
 def calls_of(events: list[ModelEvent]) -> list[ToolCallDone]:
     return [e for e in events if isinstance(e, ToolCallDone)]
-
-
-def arg_deltas(events: list[ModelEvent], call_id: str) -> list[str]:
-    return [e.delta for e in events if isinstance(e, ToolCallArgumentsDelta) and e.call_id == call_id]

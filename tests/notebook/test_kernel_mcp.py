@@ -52,6 +52,24 @@ def test_add_restart_remove_a_stdio_server(make_kernel, tmp_path):
     assert last["is_error"] and "unknown tool 'mcp__feat__read_note'" in last["output"]
 
 
+def test_resources_and_prompts_a_server_offers_are_listed_and_read(make_kernel, tmp_path):
+    kernel, _ = make_kernel({"text": "unused"})
+    msg_id, _ = kernel.run(f"%agent mcp add feat -- {sys.executable} {SERVERS / 'features.py'}")
+    kernel.wait_output(msg_id, "mcp server feat: ready")
+    msg_id, _ = kernel.run("%agent resources")
+    listing = kernel.wait_output(msg_id, "feat: 1 resource(s)")
+    assert "note://hello  hello_note — A greeting note" in listing
+    msg_id, _ = kernel.run("%agent resources feat note://hello")
+    kernel.wait_output(msg_id, "hello from a resource")
+    msg_id, _ = kernel.run("%agent prompts feat")
+    assert "review code=…" in kernel.wait_output(msg_id, "feat: 1 prompt(s)")
+    msg_id, _ = kernel.run("%agent prompts feat review 'code=x = 1'")
+    assert "user: Please review:\nx = 1" in kernel.wait_output(msg_id, "x = 1")
+    for line in ("%agent resources a b c", "%agent prompts feat review code", "%agent resources nosuch"):
+        _, out = kernel.run(line)
+        assert "%agent: " in out and "usage: %agent" in out and "Traceback" not in out, (line, out)
+
+
 def test_add_a_streamable_http_server_with_a_bearer_token(http_server, make_kernel):  # noqa: F811  (kernel closes first)
     kernel, _ = make_kernel(call("mcp__web__add", a=2, b=3), {"text": "Five."}, env={"WEB_TOKEN": http_server.token})
     msg_id, _ = kernel.run(f"%agent mcp add web --url {http_server.url} --bearer-token-env-var WEB_TOKEN")
