@@ -67,7 +67,7 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
     if options.model:
         label, scripted = options.model, options.model.startswith("replay:") or scripted
     session = agent.session
-    thread = options.thread or (session.thread_name or session.thread_id if session else "new")
+    thread = options.thread or (session.thread.name or session.thread.id if session else "new")
     shown_policy = policy or (session.policy if session else (configured.policy if configured else "on-request"))
     kwargs = dict(model_label=label, scripted=scripted, thread=str(thread), policy=shown_policy, note="; ".join(notes) or None)
     if frontend == "widgets":
@@ -91,13 +91,13 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
 async def _switch_thread(agent: KernelAgent, options: CellOptions) -> str | None:
     session = await agent.ready()
     if options.new:
-        await session.new_thread(options.thread)
-        return f"new thread {options.thread or session.thread_id}"
-    if options.thread and options.thread not in (session.thread_id, session.thread_name):
-        if session.store.resolve(options.thread):
-            await session.resume(options.thread)
+        await session.thread.new(options.thread)
+        return f"new thread {options.thread or session.thread.id}"
+    if options.thread and options.thread not in (session.thread.id, session.thread.name):
+        if session.thread.find(options.thread):
+            await session.thread.resume(options.thread)
             return f"resumed thread {options.thread}"
-        await session.new_thread(options.thread)
+        await session.thread.new(options.thread)
         return f"new thread {options.thread}"
     return None
 
@@ -123,7 +123,7 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         turn.view.set_header(
             model_label=label,
             scripted=scripted,
-            thread=session.thread_name or session.thread_id,
+            thread=session.thread.name or session.thread.id,
             policy=turn.op.policy or session.policy,
         )
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
