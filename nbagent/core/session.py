@@ -345,7 +345,7 @@ class Session:
         ``%agent serve``): same router, approvals, events and cards, but not part of the model's
         history. The rollout records it as a turn of its own ``entry``. An "abort" at its
         approval denies this call only."""
-        turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, self.interactive)
+        turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, None)
         turn.catalogue = self._router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
         self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
@@ -375,15 +375,16 @@ class Session:
 
     def _turn(
         self, turn_id: str, model: ModelClient | None, model_name: str, policy: Policy, entry: Entry,
-        interactive: bool,
+        interactive: bool | None,
     ) -> TurnContext:
-        """The narrow view of this session one turn (or one outside call) runs in."""
+        """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
+        ``None`` follows ``self.interactive`` as it changes."""
         return TurnContext(
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
             instructions=self._instructions, servers_ready=self.servers.ready,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
-            interactive=interactive,
+            interactive=lambda: self.interactive if interactive is None else interactive,
         )
 
     # -- thread announcements and remembered approvals ---------------------------------------
@@ -452,8 +453,7 @@ class Session:
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
                 self._interrupt_reason = None
-                interactive = self.interactive if op.interactive is None else op.interactive
-                turn = self._turn(op.turn_id, client, name, op.policy or self.policy, op.entry, interactive)
+                turn = self._turn(op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive)
                 task = asyncio.ensure_future(run_turn(turn, op))
                 self._current = (op, task)
                 try:

@@ -121,7 +121,7 @@ async def _approve(turn: TurnContext, call: FunctionCall, resolved: _Resolved) -
         call_id=call.call_id,
         turn_id=turn.turn_id,
         policy=turn.policy,
-        interactive=turn.interactive,
+        interactive=turn.interactive(),
         timeout=turn.settings.approval_timeout_sec,
     )
     if outcome.decision == "abort":

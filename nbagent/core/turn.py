@@ -106,8 +106,9 @@ class TurnContext:
     """Why the turn task was cancelled (``Session.interrupt``'s reason)."""
     cancel_asks: Callable[[], None]
     entry: Entry = "python"
-    interactive: bool = False
-    """Whether someone can answer an approval during this turn."""
+    interactive: Callable[[], bool] = lambda: False
+    """Whether someone can answer an approval now: read at each ask, since a front end may
+    detach while the turn runs (``Session.interactive``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     begun: dict[str, float] = field(default_factory=dict)
