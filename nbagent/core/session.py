@@ -1,9 +1,10 @@
-"""``Session``: the queue pair every front end drives (``submit(op)`` in, ``events()`` out).
+"""``Session``: what every front end drives: ``submit(op)`` in, events out (``subscribe``).
 
-One session holds one current thread at a time, the tool router (Python functions, native
-tools, MCP servers), the approval and elicitation desks and the rollout writer. Turns run one
-after another as tasks on the caller's event loop; the core never knows which front end it
-serves.
+A session holds its current thread (``thread``, a ``ThreadState``), its MCP servers
+(``servers``), the tool router and the approval and elicitation desks. Each op has one handler;
+turns run one after another as tasks on the caller's event loop, each with a ``TurnContext``
+that sees only what a turn needs. The core never knows which front end it serves. The surface
+front ends may use is listed in docs/contracts.md and pinned by tests/test_public_api.py.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
+from nbagent.core.servers import McpServers
+from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
-from nbagent.core.turn import TurnContext, TurnOutcome, run_turn
+from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn
 from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
@@ -49,15 +52,11 @@ from nbagent.protocol import (
     FunctionCallOutput,
     Interrupt,
     Item,
-    ItemRecord,
-    NameRecord,
     Op,
     Policy,
-    RolloutLine,
     SessionConfigured,
     Shutdown,
     ShutdownComplete,
-    ThreadMeta,
     ToolSpec,
     TurnAborted,
     TurnRecord,
@@ -65,7 +64,7 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
-from nbagent.store import RolloutWriteError, RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
+from nbagent.store import RolloutWriteError, ThreadStore
 
 BASE_INSTRUCTIONS = (
     "You are an agent working inside a Jupyter notebook session. Use the tools you are given to "
@@ -116,30 +115,30 @@ class Session:
         if mcp_servers:
             self.config.mcp_servers = {**self.config.mcp_servers, **mcp_servers}
         self.interactive = interactive
-        self.entry: Entry = entry
-        self.notebook_path = notebook_path
-        self.bus = EventBus()
-        self.router = ToolRouter()
-        self.functions = FunctionTools()
-        self.router.add(self.functions)
-        self.approvals = ApprovalDesk(self.bus, self.record, self._write_always, self._recorded_always)
-        self.elicitations = ElicitationDesk(self.bus, self.record)
-        self.store = ThreadStore(self.config.home_path)
-        self.mcp = McpConnectionManager(
+        """Whether someone can answer asks, unless a turn says otherwise (``UserTurn.interactive``)."""
+        self._entry: Entry = entry
+        self._bus = EventBus()
+        self._router = ToolRouter()
+        self._functions = FunctionTools()
+        self._router.add(self._functions)
+        self._store = ThreadStore(self.config.home_path)
+        self.thread = ThreadState(
+            self._store, self.config, self._bus, cwd=self.cwd, notebook_path=notebook_path,
+            busy=lambda: self.running, announce=self._configured,
+        )
+        self.approvals = ApprovalDesk(self._bus, self.thread.record, self._write_always, self._recorded_always)
+        self.elicitations = ElicitationDesk(self._bus, self.thread.record)
+        self._mcp = McpConnectionManager(
             self.config.mcp_servers,
-            on_event=self.emit,
+            on_event=self._bus.emit,
             on_elicit=self._on_elicit,
             log_dir=self.config.home_path / "logs",
         )
-        self.router.add(self.mcp)
-        self.history: list[Item] = []
-        self.call_ids: set[str] = set()
-        """Every function-call id of the current thread."""
-        self.thread_id = ""
-        self.thread_name = thread_name
-        self.interrupt_reason: str | None = None
+        self.servers = McpServers(self._mcp)
+        self._router.add(self._mcp)
+        self._interrupt_reason: str | None = None
         self._requested_thread = thread
-        self._writer: RolloutWriter | None = None
+        self._first_thread_name = thread_name
         self._models: dict[str, ModelClient] = {}
         self._turns: asyncio.Queue[UserTurn] = asyncio.Queue()
         self._queued: set[str] = set()
@@ -148,18 +147,17 @@ class Session:
         self._results: dict[str, asyncio.Future[RunResult]] = {}
         self._current: tuple[UserTurn, asyncio.Task[TurnOutcome]] | None = None
         self._runner: asyncio.Task[None] | None = None
-        self._mcp_start: asyncio.Task[None] | None = None
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
-        self._mcp_start = asyncio.ensure_future(self.mcp.start())
+        self.servers.start()
         try:
             if self._requested_thread:
-                await self.resume(self._requested_thread)
+                await self.thread.resume(self._requested_thread)
             else:
-                await self.new_thread(self.thread_name)
+                await self.thread.new(self._first_thread_name)
         except BaseException:  # no thread (busy, a full disk): the servers started must not outlive it
             await self.shutdown()
             raise
@@ -182,16 +180,13 @@ class Session:
         for future in self._results.values():
             if not future.done():
                 future.cancel()
-        if self._mcp_start is not None and not self._mcp_start.done():
-            self._mcp_start.cancel()
-        await self.mcp.aclose()
+        await self.servers.aclose()
         for client in self._models.values():
             await client.aclose()
-        if self._writer is not None:
-            self._writer.close()
-        self.store.close()
-        self.emit(ShutdownComplete())
-        self.bus.close()
+        self.thread.close()
+        self._store.close()
+        self._bus.emit(ShutdownComplete())
+        self._bus.close()
 
     @classmethod
     def run_sync(cls, prompt: str, **kwargs: Any) -> RunResult:
@@ -203,10 +198,11 @@ class Session:
 
         return asyncio.run(main())
 
-    # -- the queue pair --------------------------------------------------------------------
+    # -- ops in, events out -----------------------------------------------------------------
 
     def submit(self, op: Op) -> str:
-        """Hand the session one op; returns its id (the turn id for a ``UserTurn``)."""
+        """Hand the session one op; returns its id (the turn id for a ``UserTurn``). Each op
+        type has one handler; answers come back as events."""
         if isinstance(op, UserTurn):
             self._queued.add(op.turn_id)
             self._turns.put_nowait(op)
@@ -225,16 +221,20 @@ class Session:
             return "shutdown"
         raise TypeError(f"not an op: {op!r}")
 
-    def events(self) -> AsyncIterator[Event]:
-        return self.bus.events()
-
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
-        return self.bus.subscribe(callback)
+        """Call ``callback`` with every event from now on, in order, inside the emit (a renderer
+        has shown an event before the next is made); returns the unsubscriber. Front ends use this."""
+        return self._bus.subscribe(callback)
 
-    def emit(self, event: Event, *, turn_id: str | None = None) -> Event:
-        """Only what a turn produces carries its id; session-level events (MCP status, logs)
-        emitted while a turn runs do not."""
-        return self.bus.emit(event, turn_id=turn_id)
+    def events(self) -> AsyncIterator[Event]:
+        """The same events as an async iterator for scripts (``async for``): from this call on
+        (not from the first ``__anext__``) until shutdown."""
+        return self._bus.events()
+
+    def warn(self, message: str) -> None:
+        """Announce a session-level warning (a front end's own trouble, e.g. a client that
+        could not be asked)."""
+        self._bus.emit(WarningEvent(message=message))
 
     def start(self, op: UserTurn) -> asyncio.Future[RunResult]:
         """Submit a turn whose id the caller already knows; the future resolves at its end."""
@@ -244,10 +244,16 @@ class Session:
         return future
 
     async def run(
-        self, prompt: str, *, entry: Entry | None = None, model: str | None = None, policy: Policy | None = None
+        self,
+        prompt: str,
+        *,
+        entry: Entry | None = None,
+        model: str | None = None,
+        policy: Policy | None = None,
+        interactive: bool | None = None,
     ) -> RunResult:
         """Run one turn to its end. Cancelling this await interrupts the turn."""
-        op = UserTurn(prompt=prompt, entry=entry or self.entry, model=model, policy=policy)
+        op = UserTurn(prompt=prompt, entry=entry or self._entry, model=model, policy=policy, interactive=interactive)
         future = self.start(op)
         try:
             return await asyncio.shield(future)
@@ -262,19 +268,19 @@ class Session:
         if turn_id is not None and turn_id in self._queued:
             self._queued.discard(turn_id)
             self._skipped.add(turn_id)
-            self.emit(TurnAborted(reason=reason), turn_id=turn_id)
-            self._finish(turn_id, TurnOutcome(turn_id, "aborted", error=reason), start=len(self.history))
+            self._bus.emit(TurnAborted(reason=reason), turn_id=turn_id)
+            self._finish(turn_id, TurnOutcome(turn_id, "aborted", error=reason), start=len(self.thread.items))
             return True
         if turn_id is not None and turn_id != self.current_turn_id:
             return False
         self.elicitations.cancel_all()
         if self._current is None or self._current[1].done():
             return False
-        self.interrupt_reason = reason
+        self._interrupt_reason = reason
         self._current[1].cancel()
         return True
 
-    def cancel_asks(self) -> None:
+    def _cancel_asks(self) -> None:
         """Close every open question; an approval's own wait ends with its turn task."""
         self.approvals.cancel_all()
         self.elicitations.cancel_all()
@@ -308,7 +314,7 @@ class Session:
         return self._models[name]
 
     def tools(self) -> list[ToolSpec]:
-        return list(self.router.specs())
+        return list(self._router.specs())
 
     def pending_approvals(self) -> dict[str, ApprovalRequested]:
         return self.approvals.requests()
@@ -327,7 +333,7 @@ class Session:
         approval_mode: ApprovalMode = "auto",
     ) -> ToolSpec:
         """Expose a Python function (sync or async) to the model, through the same approvals."""
-        return self.functions.register(
+        return self._functions.register(
             fn, name=name, description=description, read_only=read_only, destructive=destructive,
             approval_mode=approval_mode,
         )
@@ -339,66 +345,49 @@ class Session:
         ``%agent serve``): same router, approvals, events and cards, but not part of the model's
         history. The rollout records it as a turn of its own ``entry``. An "abort" at its
         approval denies this call only."""
-        turn = TurnContext(
-            session=self, turn_id=new_id("call_turn"), model=None, model_name="", policy=policy or self.policy,
-            entry=entry,
-        )
-        turn.catalogue = self.router.catalogue()
+        turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, None)
+        turn.catalogue = self._router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
-        self.write_line(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
+        self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
         try:
             output = await execute_call(turn, call)
         except AbortTurn as exc:
             output = FunctionCallOutput(
                 turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"
             )
-        self.write_line(TurnRecord(turn_id=turn.turn_id, status="completed", entry=entry, policy=turn.policy))
+        self.thread.write(TurnRecord(turn_id=turn.turn_id, status="completed", entry=entry, policy=turn.policy))
         return output
 
     def add_provider(self, provider: ToolProvider) -> None:
         """Native tools come before MCP tools in the catalogue."""
-        self.router.add(provider, first=True)
+        self._router.add(provider, first=True)
 
-    def instructions(self) -> str:
+    def _instructions(self) -> str:
         parts = [BASE_INSTRUCTIONS]
         if self.config.instructions:
             parts.append(self.config.instructions)
         cap = self.config.server_instructions_max_bytes
-        for server, text in self.mcp.instructions().items():
+        for server, text in self._mcp.instructions().items():
             if text and cap:
                 clipped = text.encode()[:cap].decode(errors="ignore")
                 parts.append(f"Instructions from MCP server {server!r} (untrusted text from that server):\n{clipped}")
         return "\n\n".join(parts)
 
-    async def wait_for_mcp(self) -> None:
-        """Turns wait for MCP startup, which each server's own startup timeout bounds."""
-        if self._mcp_start is not None:
-            await asyncio.shield(self._mcp_start)
+    def _turn(
+        self, turn_id: str, model: ModelClient | None, model_name: str, policy: Policy, entry: Entry,
+        interactive: bool | None,
+    ) -> TurnContext:
+        """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
+        ``None`` follows ``self.interactive`` as it changes."""
+        return TurnContext(
+            turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
+            asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
+            instructions=self._instructions, servers_ready=self.servers.ready,
+            stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
+            interactive=lambda: self.interactive if interactive is None else interactive,
+        )
 
-    # -- threads and the rollout -----------------------------------------------------------
-
-    def _secrets(self) -> list[str]:
-        """What the rollout redacts: values that are secrets by what they are (API keys, bearer
-        tokens, header values) or by their name (``*TOKEN*``...), in the config or this process's
-        environment. A server's other settings (``NODE_ENV = "production"``) are history."""
-        env = os.environ
-        secrets = [self.config.api_key]
-        for provider in self.config.model_providers.values():
-            secrets += [*provider.http_headers.values(), env.get(provider.env_key or "")]
-        for server in self.config.mcp_servers.values():
-            secrets += [*named_secrets(server.env), *server.http_headers.values()]
-            secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
-        return secret_values([*secrets, *named_secrets(env)])
-
-    def record(self, item: Item) -> None:
-        self.write_line(ItemRecord(item=item))  # first: history never holds what the disk could not
-        self.history.append(item)
-        if isinstance(item, FunctionCall):
-            self.call_ids.add(item.call_id)
-
-    def write_line(self, line: RolloutLine) -> None:
-        if self._writer is not None:
-            self._writer.append(line)
+    # -- thread announcements and remembered approvals ---------------------------------------
 
     def _configured(self, resumed: int) -> None:
         label, scripted = self.model_name or "no model configured", False
@@ -407,76 +396,24 @@ class Session:
                 client = self.model_client()
                 label, scripted = client.label, client.scripted
         except (ConfigError, ModelError) as exc:
-            self.emit(ErrorEvent(message=str(exc), code="config"))
-        self.emit(
+            self._bus.emit(ErrorEvent(message=str(exc), code="config"))
+        self._bus.emit(
             SessionConfigured(
                 model=self.model_name,
                 model_label=label,
                 scripted=scripted,
                 policy=self.policy,
                 cwd=self.cwd,
-                thread_name=self.thread_name,
+                thread_name=self.thread.name,
                 resumed_items=resumed,
             )
         )
-        for message in self.store.take_warnings():
-            self.emit(WarningEvent(message=message))
-
-    def _switch(self, thread_id: str) -> None:
-        if self.running:
-            raise RuntimeError("cannot switch threads while a turn is running; interrupt it first")
-        if self._writer is not None:
-            self._writer.close()
-        self.thread_id = thread_id
-        self.bus.thread_id = thread_id
-
-    async def new_thread(self, name: str | None = None) -> str:
-        thread_id = new_id("thread")
-        self._switch(thread_id)
-        self.thread_name = name
-        self.history = []
-        self.call_ids = set()
-        meta = ThreadMeta(
-            thread_id=thread_id, name=name, model=self.model_name, cwd=self.cwd, notebook_path=self.notebook_path
-        )
-        self._writer = self.store.create(meta, secrets=self._secrets())
-        self._configured(0)
-        return thread_id
-
-    async def resume(self, id_or_name: str) -> str:
-        thread_id = self.store.resolve(id_or_name)
-        if thread_id is None:
-            raise KeyError(f"no thread with id or name {id_or_name!r} under {self.config.home_path}")
-        if thread_id == self.thread_id:
-            self._switch(thread_id)  # this session's own writer holds the thread's lock
-        # Another process writing the thread is waited for (a few seconds at most), then refused.
-        loaded, writer = self.store.open_thread(thread_id, self._secrets())
-        try:
-            self._switch(thread_id)
-        except RuntimeError:
-            writer.close()
-            raise
-        self._writer = writer
-        self.thread_name = loaded.name
-        self.history = list(loaded.items)
-        self.call_ids = {item.call_id for item in self.history if isinstance(item, FunctionCall)}
-        self._configured(len(self.history))
-        for warning in loaded.warnings:
-            self.emit(WarningEvent(message=warning))
-        for output in repair_open_calls(self.history):
-            self.record(output)
-        if loaded.open_turn_id is not None:
-            reason = "the process ended during this turn"
-            self.write_line(TurnRecord(turn_id=loaded.open_turn_id, status="aborted", reason=reason))
-        return thread_id
-
-    def rename(self, name: str) -> None:
-        self.thread_name = name
-        self.write_line(NameRecord(name=name))
+        for message in self._store.take_warnings():
+            self._bus.emit(WarningEvent(message=message))
 
     def _write_always(self, spec: ToolSpec) -> str | None:
         if spec.server is None:
-            self.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
+            self._bus.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
             return None
         definition = fingerprint(spec)
         return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
@@ -486,12 +423,14 @@ class Session:
         return server.approved_definition_for(spec.raw_name) if server is not None else None
 
     async def _on_elicit(self, request: ElicitationRequested) -> ElicitOutcome:
-        policy = (self._current[0].policy if self._current else None) or self.policy
+        op = self._current[0] if self._current else None
+        policy = (op.policy if op else None) or self.policy
+        interactive = op.interactive if op is not None and op.interactive is not None else self.interactive
         return await self.elicitations.ask(
             request,
             turn_id=self.current_turn_id,
             policy=policy,
-            interactive=self.interactive,
+            interactive=interactive,
             timeout=self.config.elicitation_timeout_sec,
         )
 
@@ -504,17 +443,18 @@ class Session:
             if op.turn_id in self._skipped:
                 self._skipped.discard(op.turn_id)
                 continue
-            start = len(self.history)
+            start = len(self.thread.items)
             try:
                 name = op.model or self.config.require_model()
                 client = self.model_client(name)
             except (ConfigError, ModelError) as exc:
                 code = exc.code if isinstance(exc, ModelError) else "config"
-                self.emit(ErrorEvent(message=str(exc), code=code), turn_id=op.turn_id)
+                self._bus.emit(ErrorEvent(message=str(exc), code=code), turn_id=op.turn_id)
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
-                self.interrupt_reason = None
-                task = asyncio.ensure_future(run_turn(self, op, client, name))
+                self._interrupt_reason = None
+                turn = self._turn(op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive)
+                task = asyncio.ensure_future(run_turn(turn, op))
                 self._current = (op, task)
                 try:
                     outcome = await asyncio.shield(task)
@@ -522,10 +462,10 @@ class Session:
                     if not task.cancelled():
                         raise
                     # Cancelled in its last step, after it recorded and announced the abort.
-                    outcome = TurnOutcome(op.turn_id, "aborted", error=self.interrupt_reason)
+                    outcome = TurnOutcome(op.turn_id, "aborted", error=self._interrupt_reason)
                 except RolloutWriteError as exc:  # a full disk: the turn stops, the session and its caller go on
                     message = f"the turn stopped: {exc}"
-                    self.emit(ErrorEvent(message=message, code="storage"), turn_id=op.turn_id)
+                    self._bus.emit(ErrorEvent(message=message, code="storage"), turn_id=op.turn_id)
                     outcome = TurnOutcome(op.turn_id, "failed", error=message, error_code="storage")
                 finally:
                     self._current = None
@@ -537,10 +477,10 @@ class Session:
             future.set_result(
                 RunResult(
                     text=outcome.text,
-                    thread_id=self.thread_id,
+                    thread_id=self.thread.id,
                     turn_id=turn_id,
                     status=outcome.status,
-                    items=self.history[start:],
+                    items=self.thread.items[start:],
                     error=outcome.error,
                     error_code=outcome.error_code,
                 )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.mcp.meta import new_traceparent
@@ -26,7 +27,7 @@ from nbagent.protocol import (
 )
 
 if TYPE_CHECKING:
-    from nbagent.core.session import Session
+    from nbagent.core.asks import ApprovalDesk
     from nbagent.core.turn import TurnContext
 
 
@@ -59,21 +60,34 @@ def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
     return kept
 
 
-async def definition_to_run(session: Session, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
+async def definition_to_run(asks: ApprovalDesk, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
     """The definition the call will run, which the approval is checked against: a source with a
     change announced waits for its re-list, and an "always" from the config lists again first
     (a server may change a tool between sessions without saying so)."""
     if not isinstance(provider, ChangingToolProvider):
         return spec
-    return await provider.current_definition(spec, relist=session.approvals.recorded_always(spec) is not None)
+    return await provider.current_definition(spec, relist=asks.recorded_always(spec) is not None)
 
 
-async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOutput:
-    session = turn.session
+Status = Literal["completed", "failed", "denied"]
+
+
+@dataclass
+class _Resolved:
+    """A call whose tool exists, whose arguments parse and whose definition to run is known."""
+
+    spec: ToolSpec
+    provider: ToolProvider
+    arguments: dict[str, Any]
+
+
+async def _resolve(turn: TurnContext, call: FunctionCall) -> _Resolved | ToolResult:
+    """Find the tool, parse the arguments, announce the call (its card starts here), and settle
+    the definition it will run; a problem is the output the model reads."""
     entry = turn.catalogue.get(call.name)
     spec = entry[0] if entry else None
     arguments, problem = parse_arguments(call.arguments)
-    session.emit(
+    turn.emit(
         ToolCallBegin(
             call_id=call.call_id,
             tool=call.name,
@@ -83,71 +97,87 @@ async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOut
             arguments=arguments,
             raw_arguments=call.arguments,
             entry=turn.entry,
-        ),
-        turn_id=turn.turn_id,
+        )
     )
     turn.begun[call.call_id] = time.perf_counter()
-    started = time.perf_counter()  # reset once approved: a human's wait is not the tool's duration
-    status = "completed"
     if entry is None:
         names = ", ".join(sorted(turn.catalogue)) or "none"
-        result = ToolResult.error(f"unknown tool {call.name!r}; the available tools are: {names}")
-        status = "failed"
-    elif arguments is None:
-        result = ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
-        status = "failed"
-    elif isinstance(current := await definition_to_run(session, *entry), str):
-        result = ToolResult.error(f"could not call {call.name}: {current}")
-        status = "failed"
-    else:
-        spec, provider = current, entry[1]
-        outcome = await session.approvals.decide(
-            spec,
-            arguments,
-            call_id=call.call_id,
-            turn_id=turn.turn_id,
-            policy=turn.policy,
-            interactive=session.interactive,
-            timeout=session.config.approval_timeout_sec,
-        )
-        if outcome.decision == "abort":
-            raise AbortTurn(f"aborted by the user at the approval of {spec.display_name}")
-        if not outcome.runs:
-            note = f" Reason: {outcome.message}" if outcome.message else ""
-            who = "The user denied this call" if outcome.by == "user" else "This call was not approved"
-            result = ToolResult.error(f"{who}; it did not run.{note}")
-            status = "denied"
-        else:
-            info = CallInfo(
-                thread_id=session.thread_id,
-                turn_id=turn.turn_id,
-                call_id=call.call_id,
-                traceparent=new_traceparent(turn.trace_id),
-            )
+        return ToolResult.error(f"unknown tool {call.name!r}; the available tools are: {names}")
+    if arguments is None:
+        return ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
+    current = await definition_to_run(turn.asks, *entry)
+    if isinstance(current, str):
+        return ToolResult.error(f"could not call {call.name}: {current}")
+    return _Resolved(current, entry[1], arguments)
 
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                session.emit(
-                    Progress(call_id=call.call_id, progress=progress, total=total, message=message),
-                    turn_id=turn.turn_id,
-                )
 
-            started = time.perf_counter()
-            try:
-                result = await provider.call_tool(spec, outcome.arguments, info, on_progress)
-            except Exception as exc:  # boundary: a provider that raises still yields an output
-                result = ToolResult.error(f"{spec.display_name} failed: {type(exc).__name__}: {exc}")
-            if result.is_error:
-                status = "failed"
+async def _approve(turn: TurnContext, call: FunctionCall, resolved: _Resolved) -> dict[str, Any] | ToolResult:
+    """The arguments to run with (the user may have edited them), or why the call does not run.
+    Raises ``AbortTurn`` when the user chose "abort turn"."""
+    spec = resolved.spec
+    outcome = await turn.asks.decide(
+        spec,
+        resolved.arguments,
+        call_id=call.call_id,
+        turn_id=turn.turn_id,
+        policy=turn.policy,
+        interactive=turn.interactive(),
+        timeout=turn.settings.approval_timeout_sec,
+    )
+    if outcome.decision == "abort":
+        raise AbortTurn(f"aborted by the user at the approval of {spec.display_name}")
+    if not outcome.runs:
+        note = f" Reason: {outcome.message}" if outcome.message else ""
+        who = "The user denied this call" if outcome.by == "user" else "This call was not approved"
+        return ToolResult.error(f"{who}; it did not run.{note}")
+    return outcome.arguments
+
+
+async def _run(turn: TurnContext, call: FunctionCall, resolved: _Resolved, arguments: dict[str, Any]) -> ToolResult:
+    """Run the approved call; its progress goes out as events, a provider that raises still
+    yields a result."""
+    spec = resolved.spec
+    info = CallInfo(
+        thread_id=turn.thread.id, turn_id=turn.turn_id, call_id=call.call_id, traceparent=new_traceparent(turn.trace_id)
+    )
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        turn.emit(Progress(call_id=call.call_id, progress=progress, total=total, message=message))
+
+    try:
+        return await resolved.provider.call_tool(spec, arguments, info, on_progress)
+    except Exception as exc:  # boundary: a provider that raises still yields an output
+        return ToolResult.error(f"{spec.display_name} failed: {type(exc).__name__}: {exc}")
+
+
+def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: Status, started: float) -> FunctionCallOutput:
+    """The output the model reads (capped), the content the rollout keeps (capped), and the
+    event that ends the call's card."""
     output = FunctionCallOutput(
         turn_id=turn.turn_id,
         call_id=call.call_id,
-        output=to_model_output(result, session.config.tool_output_max_bytes),
+        output=to_model_output(result, turn.settings.tool_output_max_bytes),
         is_error=result.is_error,
-        status=status,  # type: ignore[arg-type]
-        content=_cap_for_rollout(result, session.config.rollout_output_max_bytes),
+        status=status,
+        content=_cap_for_rollout(result, turn.settings.rollout_output_max_bytes),
         structured=result.structured,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
     fields = output.model_dump(include={"call_id", "output", "is_error", "status", "content", "structured"})
-    session.emit(ToolCallEnd(tool=call.name, duration_ms=output.duration_ms, **fields), turn_id=turn.turn_id)
+    turn.emit(ToolCallEnd(tool=call.name, duration_ms=output.duration_ms, **fields))
     return output
+
+
+async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOutput:
+    """Resolve, approve, run, finish. The duration counts from the run, once approved: a human's
+    wait is not the tool's."""
+    started = time.perf_counter()
+    resolved = await _resolve(turn, call)
+    if isinstance(resolved, ToolResult):
+        return _finish(turn, call, resolved, "failed", started)
+    approved = await _approve(turn, call, resolved)
+    if isinstance(approved, ToolResult):
+        return _finish(turn, call, approved, "denied", started)
+    started = time.perf_counter()
+    result = await _run(turn, call, resolved, approved)
+    return _finish(turn, call, result, "failed" if result.is_error else "completed", started)

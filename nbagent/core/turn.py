@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from nbagent.config import Config
 from nbagent.core.approval import known_safe
+from nbagent.core.asks import ApprovalDesk
+from nbagent.core.bus import EventBus
 from nbagent.core.provider import ToolProvider
+from nbagent.core.router import ToolRouter
+from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import (
@@ -34,7 +40,9 @@ from nbagent.protocol import (
     AssistantMessage,
     Entry,
     ErrorEvent,
+    Event,
     FunctionCall,
+    Item,
     Policy,
     Reasoning,
     ReasoningDelta,
@@ -51,23 +59,56 @@ from nbagent.protocol import (
     new_id,
 )
 
-if TYPE_CHECKING:
-    from nbagent.core.session import Session
-
 TurnStatus = Literal["completed", "aborted", "failed"]
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """The configuration values a turn reads, fixed when it starts."""
+
+    max_tool_rounds: int
+    parallel_tool_calls: bool
+    approval_timeout_sec: float | None
+    tool_output_max_bytes: int
+    rollout_output_max_bytes: int
+
+    @classmethod
+    def of(cls, config: Config) -> TurnSettings:
+        return cls(
+            max_tool_rounds=config.max_tool_rounds,
+            parallel_tool_calls=config.parallel_tool_calls,
+            approval_timeout_sec=config.approval_timeout_sec,
+            tool_output_max_bytes=config.tool_output_max_bytes,
+            rollout_output_max_bytes=config.rollout_output_max_bytes,
+        )
 
 
 @dataclass
 class TurnContext:
-    """What one turn sees; per-turn settings never leak into the session."""
+    """What one turn sees, and nothing more of its session: the model, the tool router, the
+    approval desk, the thread it records into, the bus it announces on and its settings.
+    Per-turn settings (model, policy, who can be asked) never leak into the session."""
 
-    session: Session
     turn_id: str
     model: ModelClient | None
     """``None`` for calls that come from outside a model turn (``Session.call_tool``)."""
     model_name: str
     policy: Policy
+    router: ToolRouter
+    asks: ApprovalDesk
+    thread: ThreadState
+    bus: EventBus
+    settings: TurnSettings
+    instructions: Callable[[], str]
+    """Read at every model request: an MCP server's instructions can arrive while a turn runs."""
+    servers_ready: Callable[[], Awaitable[None]]
+    stop_reason: Callable[[], str | None]
+    """Why the turn task was cancelled (``Session.interrupt``'s reason)."""
+    cancel_asks: Callable[[], None]
     entry: Entry = "python"
+    interactive: Callable[[], bool] = lambda: False
+    """Whether someone can answer an approval now: read at each ask, since a front end may
+    detach while the turn runs (``Session.interactive``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     begun: dict[str, float] = field(default_factory=dict)
@@ -77,6 +118,13 @@ class TurnContext:
     def trace_id(self) -> str:
         """One W3C trace per turn; each call is a span of it."""
         return trace_id_for_turn(self.turn_id)
+
+    def emit(self, event: Event) -> Event:
+        """Announce an event of this turn (it carries the turn's id)."""
+        return self.bus.emit(event, turn_id=self.turn_id)
+
+    def record(self, item: Item) -> None:
+        self.thread.record(item)
 
 
 @dataclass
@@ -115,16 +163,15 @@ def _unique_call_id(call_id: str, taken: set[str], pending: list[FunctionCall]) 
 
 async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request, streamed into events; returns the text and the tool calls."""
-    session = turn.session
-    turn.catalogue = session.router.catalogue()
+    turn.catalogue = turn.router.catalogue()
     # Built without re-validating the history: every item was validated when it was made, and
     # validating the whole thread on every round would make a long turn quadratic.
     request = ModelRequest.model_construct(
         model=turn.model_name,
-        instructions=session.instructions(),
-        items=session.history,
+        instructions=turn.instructions(),
+        items=turn.thread.items,
         tools=[spec for spec, _ in turn.catalogue.values()],
-        parallel_tool_calls=session.config.parallel_tool_calls,
+        parallel_tool_calls=turn.settings.parallel_tool_calls,
     )
     message_id = new_id("item")
     reasoning_id = new_id("item")
@@ -135,9 +182,9 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     async for part in turn.model.stream(request):
         if isinstance(part, TextDelta):
             text_parts.append(part.delta)
-            session.emit(AgentMessageDelta(item_id=message_id, delta=part.delta), turn_id=turn.turn_id)
+            turn.emit(AgentMessageDelta(item_id=message_id, delta=part.delta))
         elif isinstance(part, ReasoningSummaryDelta):
-            session.emit(ReasoningDelta(item_id=reasoning_id, delta=part.delta), turn_id=turn.turn_id)
+            turn.emit(ReasoningDelta(item_id=reasoning_id, delta=part.delta))
         elif isinstance(part, ReasoningDone):
             reasoning = ReasoningItem(
                 id=reasoning_id, turn_id=turn.turn_id, summary=part.summary, encrypted_content=part.encrypted_content
@@ -147,7 +194,7 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
             calls.append(
                 FunctionCall(
                     turn_id=turn.turn_id,
-                    call_id=_unique_call_id(part.call_id, session.call_ids, calls),
+                    call_id=_unique_call_id(part.call_id, turn.thread.call_ids, calls),
                     name=part.name,
                     arguments=part.arguments,
                     server=entry[0].server if entry else None,
@@ -164,14 +211,14 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
         elif isinstance(part, Completed) and part.text and not text_parts:
             text_parts.append(part.text)
     if reasoning is not None:
-        session.record(reasoning)
-        session.emit(Reasoning(item_id=reasoning_id, text=reasoning.summary), turn_id=turn.turn_id)
+        turn.record(reasoning)
+        turn.emit(Reasoning(item_id=reasoning_id, text=reasoning.summary))
     text = "".join(text_parts)
     if text:
-        session.record(AssistantMessage(id=message_id, turn_id=turn.turn_id, text=text))
-        session.emit(AgentMessage(item_id=message_id, text=text), turn_id=turn.turn_id)
+        turn.record(AssistantMessage(id=message_id, turn_id=turn.turn_id, text=text))
+        turn.emit(AgentMessage(item_id=message_id, text=text))
     for call in calls:
-        session.record(call)
+        turn.record(call)
     return text, calls
 
 
@@ -179,7 +226,7 @@ async def _run_calls(turn: TurnContext, calls: list[FunctionCall]) -> None:
     """Each output is recorded the moment its call ends, so an interrupt loses no finished work."""
 
     async def run_and_record(call: FunctionCall) -> None:
-        turn.session.record(await execute_call(turn, call))
+        turn.record(await execute_call(turn, call))
 
     for parallel, batch in _batches(turn, calls):
         if parallel and len(batch) > 1:
@@ -199,13 +246,13 @@ async def _run_calls(turn: TurnContext, calls: list[FunctionCall]) -> None:
 
 
 def _close_open_calls(turn: TurnContext, reason: str) -> None:
-    names = {i.call_id: i.name for i in turn.session.history if isinstance(i, FunctionCall)}
-    for output in repair_open_calls(turn.session.history, output=f"aborted: {reason}; this call did not finish"):
+    names = {i.call_id: i.name for i in turn.thread.items if isinstance(i, FunctionCall)}
+    for output in repair_open_calls(turn.thread.items, output=f"aborted: {reason}; this call did not finish"):
         output.turn_id = turn.turn_id
-        turn.session.record(output)
+        turn.record(output)
         started = turn.begun.get(output.call_id)
         if started is not None:  # a card that began must not stay "running"
-            turn.session.emit(
+            turn.emit(
                 ToolCallEnd(
                     call_id=output.call_id,
                     tool=names.get(output.call_id, ""),
@@ -213,51 +260,48 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
                     is_error=True,
                     status="aborted",
                     duration_ms=(time.perf_counter() - started) * 1000,
-                ),
-                turn_id=turn.turn_id,
+                )
             )
 
 
-async def run_turn(session: Session, op: UserTurn, model: ModelClient, model_name: str) -> TurnOutcome:
-    policy: Policy = op.policy or session.policy
-    turn = TurnContext(
-        session=session, turn_id=op.turn_id, model=model, model_name=model_name, policy=policy, entry=op.entry
-    )
-    tid = op.turn_id
-    session.write_line(TurnRecord(turn_id=tid, status="started", entry=op.entry, model=model_name, policy=policy))
-    session.emit(TurnStarted(prompt=op.prompt, entry=op.entry, model=model_name, policy=policy), turn_id=tid)
-    session.record(UserMessage(turn_id=tid, text=op.prompt))
+async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
+    """Run the turn ``op`` asked for, in ``turn``; ends with exactly one terminal event."""
+    tid, policy, model_name = turn.turn_id, turn.policy, turn.model_name
+    turn.thread.write(TurnRecord(turn_id=tid, status="started", entry=op.entry, model=model_name, policy=policy))
+    turn.emit(TurnStarted(prompt=op.prompt, entry=op.entry, model=model_name, policy=policy))
+    turn.record(UserMessage(turn_id=tid, text=op.prompt))
     last_text = ""
+    rounds = turn.settings.max_tool_rounds
     try:
-        await session.wait_for_mcp()
-        for _ in range(session.config.max_tool_rounds):
+        await turn.servers_ready()
+        for _ in range(rounds):
             text, calls = await _sample(turn)
             last_text = text or last_text
             if not calls:
                 break
             await _run_calls(turn, calls)
         else:
-            raise ModelError("other", f"stopped after {session.config.max_tool_rounds} tool rounds (max_tool_rounds)")
+            raise ModelError("other", f"stopped after {rounds} tool rounds (max_tool_rounds)")
     except (asyncio.CancelledError, AbortTurn) as exc:
-        reason = str(exc) if isinstance(exc, AbortTurn) else (session.interrupt_reason or "interrupted")
-        session.cancel_asks()
+        reason = str(exc) if isinstance(exc, AbortTurn) else (turn.stop_reason() or "interrupted")
+        turn.cancel_asks()
         _close_open_calls(turn, reason)
-        session.write_line(TurnRecord(turn_id=tid, status="aborted", entry=op.entry, reason=reason))
-        session.emit(TurnAborted(reason=reason), turn_id=tid)
+        turn.thread.write(TurnRecord(turn_id=tid, status="aborted", entry=op.entry, reason=reason))
+        turn.emit(TurnAborted(reason=reason))
         return TurnOutcome(tid, "aborted", last_text, reason)
     except ModelError as exc:
         _close_open_calls(turn, str(exc))
-        session.write_line(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
-        session.emit(ErrorEvent(message=str(exc), code=exc.code), turn_id=tid)
+        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
+        turn.emit(ErrorEvent(message=str(exc), code=exc.code))
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
         message = f"internal error: {type(exc).__name__}: {exc}"
-        session.write_line(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
-        session.emit(ErrorEvent(message=message, code="internal"), turn_id=tid)
+        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
+        turn.emit(ErrorEvent(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")
     if turn.usage.total_tokens:
-        session.emit(turn.usage, turn_id=tid)
-    session.write_line(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy))
-    session.emit(TurnCompleted(last_message=last_text), turn_id=tid)
+        turn.emit(turn.usage)
+    turn.thread.write(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy))
+    turn.emit(TurnCompleted(last_message=last_text))
     return TurnOutcome(tid, "completed", last_text)

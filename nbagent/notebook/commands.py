@@ -59,7 +59,7 @@ def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done:
 
 
 def _server_line(session: Any, name: str) -> str:
-    st = session.mcp.status().get(name)
+    st = session.servers.status().get(name)
     if st is None:
         return f"mcp server {name}: not configured"
     log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
@@ -110,8 +110,8 @@ def _add_config(rest: list[str]) -> McpServerConfig:
 
 def _known_server(agent: KernelAgent, name: str) -> None:
     s = agent.session
-    if s is not None and name not in s.mcp.servers:
-        raise UsageError(f"no MCP server named {name!r} (configured: {', '.join(s.mcp.servers) or 'none'})")
+    if s is not None and name not in s.servers.names():
+        raise UsageError(f"no MCP server named {name!r} (configured: {', '.join(s.servers.names()) or 'none'})")
 
 
 def status(agent: KernelAgent) -> None:
@@ -128,12 +128,12 @@ def status(agent: KernelAgent) -> None:
     label = model_text(c.model_label, c.scripted) if c else (s.model_name or "no model configured")
     lines = [
         f"model:    {label}",
-        f"thread:   {s.thread_name + ' ' if s.thread_name else ''}({s.thread_id}), {len(s.history)} items",
+        f"thread:   {s.thread.name + ' ' if s.thread.name else ''}({s.thread.id}), {len(s.thread.items)} items",
         f"policy:   {policy_text(s.policy)}",
         f"frontend: {agent.frontend()}",
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
-    statuses = s.mcp.status()
+    statuses = s.servers.status()
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():
         lines.append(f"pending approval {call_id}: {req.tool} {json.dumps(req.arguments, ensure_ascii=False)}  (%agent approve|deny {call_id})")
@@ -146,12 +146,12 @@ def threads(agent: KernelAgent) -> None:
     s = agent.session
     if s is None:
         return status(agent)
-    rows = s.store.list_threads(limit=50)
+    rows = s.thread.saved(limit=50)
     if not rows:
         _out("no threads yet")
         return
     for t in rows:
-        mark = "*" if t.id == s.thread_id else " "
+        mark = "*" if t.id == s.thread.id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
         _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {plural(t.turns, 'turn')}  {(t.last_prompt or '')[:60]!r}")
 
@@ -160,9 +160,9 @@ def history(agent: KernelAgent) -> None:
     s = agent.session
     if s is None:
         return status(agent)
-    if not s.history:
+    if not s.thread.items:
         _out("(empty thread)")
-    for item in s.history:
+    for item in s.thread.items:
         d = item.model_dump()
         text = d.get("text") or d.get("summary") or d.get("output") or d.get("arguments") or d.get("decision") or d.get("action") or ""
         name = d.get("name") or d.get("tool") or d.get("server") or ""
@@ -174,7 +174,7 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
     if not args:
         if s is None:
             return status(agent)
-        for name, st in s.mcp.status().items():
+        for name, st in s.servers.status().items():
             _out(f"{name}: {st.state} ({st.transport}{', ' + st.protocol_version if st.protocol_version else ''})" + (f" — {st.error}" if st.error else ""))
         for spec in s.tools():
             raw = f"{spec.server}/{spec.raw_name}" if spec.server else spec.raw_name or spec.name
@@ -185,13 +185,13 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         if not rest or rest[0].startswith("-"):
             raise UsageError(f"mcp add needs a NAME; {ADD_USAGE}")
         name, cfg = rest[0], _add_config(rest[1:])
-        _later(agent, lambda sess: sess.mcp.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
+        _later(agent, lambda sess: sess.servers.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
     elif sub == "restart" and len(rest) == 1:
         _known_server(agent, rest[0])
-        _later(agent, lambda sess: sess.mcp.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
+        _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
     elif sub == "remove" and len(rest) == 1:
         _known_server(agent, rest[0])
-        _later(agent, lambda sess: sess.mcp.remove(rest[0]), f"mcp server {rest[0]} removed")
+        _later(agent, lambda sess: sess.servers.remove(rest[0]), f"mcp server {rest[0]} removed")
     else:
         raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [add ... | restart NAME | remove NAME]")
 
@@ -203,8 +203,7 @@ def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
     offers.prompt_arguments(args[2:] if kind == "prompts" else [])  # a bad KEY=VALUE is a usage line now
     if args:
         _known_server(agent, args[0])
-    fetch = offers.resources if kind == "resources" else offers.prompts
-    _later(agent, lambda sess: fetch(sess.mcp, args), "{result}")
+    _later(agent, lambda sess: (sess.servers.resources if kind == "resources" else sess.servers.prompts)(args), "{result}")
 
 
 def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
@@ -253,7 +252,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
 
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once
         # gets the whole catalogue, not just the native tools.
-        await session.wait_for_mcp()
+        await session.servers.ready()
         agent.server = await start_notebook_server(session, port=port)
         return describe(agent.server)
 
@@ -299,10 +298,10 @@ def run_line(agent: KernelAgent, line: str) -> None:
         elif cmd == "history":
             history(agent)
         elif cmd == "resume" and len(rest) == 1:
-            _later(agent, lambda sess: sess.resume(rest[0]), "resumed thread {result}")
+            _later(agent, lambda sess: sess.thread.resume(rest[0]), "resumed thread {result}")
         elif cmd == "new" and len(rest) <= 1:
             name = rest[0] if rest else None
-            _later(agent, lambda sess: sess.new_thread(name), "new thread {result}" + (f" ({name})" if name else ""))
+            _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
         elif cmd == "mcp":
             mcp(agent, rest)
         elif cmd in ("resources", "prompts"):

@@ -88,7 +88,7 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]
     session = agent.session
-    thread = options.thread or (session.thread_name or session.thread_id if session else "new")
+    thread = options.thread or (session.thread.name or session.thread.id if session else "new")
     shown = header(agent, op, str(thread))
     view = show_turn(agent, shown, turn_id=op.turn_id, wait=wait, note="; ".join(notes) or None)
     return PreparedTurn(op, options, view, wait, frontend)
@@ -97,13 +97,13 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
 async def _switch_thread(agent: KernelAgent, options: CellOptions) -> str | None:
     session = await agent.ready()
     if options.new:
-        await session.new_thread(options.thread)
-        return f"new thread {options.thread or session.thread_id}"
-    if options.thread and options.thread not in (session.thread_id, session.thread_name):
-        if session.store.resolve(options.thread):
-            await session.resume(options.thread)
+        await session.thread.new(options.thread)
+        return f"new thread {options.thread or session.thread.id}"
+    if options.thread and options.thread not in (session.thread.id, session.thread.name):
+        if session.thread.find(options.thread):
+            await session.thread.resume(options.thread)
             return f"resumed thread {options.thread}"
-        await session.new_thread(options.thread)
+        await session.thread.new(options.thread)
         return f"new thread {options.thread}"
     return None
 
@@ -118,7 +118,7 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         turn.view.handle(event)
         return event
     if agent.configured is not None:
-        turn.view.set_header(**header(agent, turn.op, session.thread_name or session.thread_id))
+        turn.view.set_header(**header(agent, turn.op, session.thread.name or session.thread.id))
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
     if session.running:
         turn.view.handle_queued()

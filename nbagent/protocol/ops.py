@@ -40,6 +40,8 @@ class UserTurn(ProtocolModel):
     """Overrides the session's model for this turn only."""
     policy: Policy | None = None
     """Overrides the session's approval policy for this turn only."""
+    interactive: bool | None = None
+    """Whether someone can answer asks during this turn; ``None``: the session's setting."""
 
 
 class ApprovalDecision(ProtocolModel):

@@ -34,7 +34,6 @@ from pydantic import ValidationError
 import nbagent
 from nbagent.config import ConfigError
 from nbagent.core.session import RunResult
-from nbagent.protocol import WarningEvent
 from nbagent.server.asks import Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
@@ -162,8 +161,8 @@ class AgentServer:
         self._claim(ctx, handle)
         form, _ = _elicit_caps(ctx)
         # The core's policy answers when nobody can be asked (`never` and non-interactive decline).
-        handle.session.interactive = form and (_modern(ctx) or ctx.session.can_send_request)
-        return self.pool.start(handle, args.prompt)
+        interactive = form and (_modern(ctx) or ctx.session.can_send_request)
+        return self.pool.start(handle, args.prompt, interactive=interactive)
 
     def _claim(self, ctx: ServerRequestContext[Any], handle: ThreadHandle) -> None:
         """Tie the session to the caller's MCP session, so that its disconnect closes it."""
@@ -221,7 +220,7 @@ class AgentServer:
                     result = await ctx.session.elicit_form(params.message, params.requested_schema,
                                                            related_request_id=ctx.request_id)
             except Exception as exc:  # a client error answers "no", it never hangs the turn
-                run.session.emit(WarningEvent(message=f"asking the MCP client failed ({exc}): answered no"))
+                run.session.warn(f"asking the MCP client failed ({exc}): answered no")
         run.answer(ask, answer_op(ask, result))
 
     # -- 2026-07-28: input-required rounds ---------------------------------------------------

@@ -56,7 +56,7 @@ def _server_config(url: str) -> dict[str, McpServerConfig]:
 
 async def list_specs(url: str, cwd: str) -> list[ToolSpec]:
     async with Session(cwd=cwd, mcp_servers=_server_config(url), policy="full-auto") as session:
-        await session.wait_for_mcp()
+        await session.servers.ready()
         return [spec for spec in session.tools() if spec.server == SERVER]
 
 

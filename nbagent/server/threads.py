@@ -66,7 +66,9 @@ class Defaults:
 class TurnRun:
     """One turn driven by one or more tool-call rounds; events queue up between rounds."""
 
-    def __init__(self, handle: ThreadHandle, prompt: str, model: str | None, policy: Policy | None) -> None:
+    def __init__(
+        self, handle: ThreadHandle, prompt: str, model: str | None, policy: Policy | None, interactive: bool
+    ) -> None:
         self.handle = handle
         self.session = handle.session
         self.token = new_id("run")
@@ -76,7 +78,7 @@ class TurnRun:
         self.sent: dict[str, Ask] = {}
         self._park: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[RunResult] = asyncio.ensure_future(
-            self.session.run(prompt, entry="mcp_server", model=model, policy=policy)
+            self.session.run(prompt, entry="mcp_server", model=model, policy=policy, interactive=interactive)
         )
         self.task.add_done_callback(lambda _: self._unsubscribe())
 
@@ -217,7 +219,7 @@ class SessionPool:
         owner = asyncio.ensure_future(self._own(kwargs, ready, close))
         session = await ready
         handle = ThreadHandle(session=session, owner=owner, close=close)
-        self.threads[session.thread_id] = handle
+        self.threads[session.thread.id] = handle
         owner.add_done_callback(lambda _: self._gone(handle))
         self._arm_idle(handle)
         return handle
@@ -272,7 +274,7 @@ class SessionPool:
 
     def close(self, handle: ThreadHandle) -> asyncio.Task[None]:
         """Close one session now (its owner task shuts the MCP servers down); the thread stays on disk."""
-        thread_id = handle.session.thread_id
+        thread_id = handle.session.thread.id
         if self.threads.get(thread_id) is handle:
             del self.threads[thread_id]
             self._closing[thread_id] = handle.owner
@@ -282,7 +284,7 @@ class SessionPool:
         return handle.owner
 
     def _gone(self, handle: ThreadHandle) -> None:
-        thread_id = handle.session.thread_id
+        thread_id = handle.session.thread.id
         if self.threads.get(thread_id) is handle:
             del self.threads[thread_id]
         if self._closing.get(thread_id) is handle.owner:
@@ -316,10 +318,12 @@ class SessionPool:
     # -- runs --------------------------------------------------------------------------------
 
     def start(self, handle: ThreadHandle, prompt: str, model: str | None = None,
-              policy: Policy | None = None) -> TurnRun:
+              policy: Policy | None = None, *, interactive: bool = False) -> TurnRun:
+        """Start a turn; ``interactive`` says whether this caller can be asked (per call: each
+        MCP client says what it can do)."""
         if handle.busy:
-            raise ThreadBusy(f"thread {handle.session.thread_id} is running a turn; wait or cancel it first")
-        run = TurnRun(handle, prompt, model, policy)
+            raise ThreadBusy(f"thread {handle.session.thread.id} is running a turn; wait or cancel it first")
+        run = TurnRun(handle, prompt, model, policy, interactive)
         handle.run = run
         handle.last_used = time.monotonic()
         self.runs[run.token] = run

@@ -104,10 +104,10 @@ async def test_an_interrupt_while_asking_ends_the_ask_as_interrupted(
         assert session.pending_approvals() == {} and session.pending_elicitations() == {}
         # A question's wait is the server's, not the turn's: its record may land just after the turn.
         for _ in range(500):
-            if resolutions(session.history, kind, field):
+            if resolutions(session.thread.items, kind, field):
                 break
             await asyncio.sleep(0.01)
-        items = session.history
+        items = session.thread.items
     assert result.status == "aborted"
     fallback = "deny" if kind == "approval" else "cancel"
     assert resolutions(items, kind, field) == [(fallback, "interrupt", "The turn was interrupted.")]

@@ -43,8 +43,8 @@ async def test_abort_in_a_parallel_batch_stops_the_other_calls_and_gives_each_on
         result = await asyncio.wait_for(session.run("read both"), 5)
         assert result.status == "aborted"
         await asyncio.sleep(0.5)  # longer than slow_read takes, had it kept running
-        history = list(session.history)
-        thread_id = session.thread_id
+        history = list(session.thread.items)
+        thread_id = session.thread.id
     assert finished == []
     outputs = [i.call_id for i in history if isinstance(i, FunctionCallOutput)]
     calls = [i.call_id for i in history if isinstance(i, FunctionCall)]
@@ -82,7 +82,7 @@ async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, scrip
         result = await asyncio.wait_for(first, 5)
         assert result.ok and result.text == "first done"
         await asyncio.sleep(0.2)
-        prompts = [i.text for i in session.history if type(i).__name__ == "UserMessage"]
+        prompts = [i.text for i in session.thread.items if type(i).__name__ == "UserMessage"]
     assert prompts == ["first"]
 
 

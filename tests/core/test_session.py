@@ -228,7 +228,7 @@ async def test_abort_at_an_approval_aborts_the_turn_and_keeps_the_thread_valid(h
         )
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
-        assert_thread_valid(session.history)
+        assert_thread_valid(session.thread.items)
         after = await asyncio.wait_for(session.run("go on"), 10)
     assert after.text == "next turn"
 
@@ -241,9 +241,9 @@ async def test_interrupt_while_waiting_for_approval_denies_it_and_the_thread_sta
         session.subscribe(lambda e: e.type == "approval_requested" and session.submit(Interrupt()))
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
-        record = next(i for i in session.history if isinstance(i, ApprovalRecord))
+        record = next(i for i in session.thread.items if isinstance(i, ApprovalRecord))
         assert (record.decision, record.by) == ("deny", "interrupt")
-        assert_thread_valid(session.history)
+        assert_thread_valid(session.thread.items)
         after = await asyncio.wait_for(session.run("again"), 10)
     assert ran == [] and after.text == "fresh"
 
@@ -272,10 +272,10 @@ async def test_a_thread_resumes_in_a_new_session_with_the_same_history(home: Pat
     async with Session(model=model, policy="full-auto", thread_name="sums") as session:
         session.register_tool(lambda a, b: a + b, name="add")
         first = await session.run("add")
-        before = list(session.history)
+        before = list(session.thread.items)
     async with Session(model=script({"text": "resumed"}), thread="sums") as again:
-        assert again.thread_id == first.thread_id
-        assert again.history == before
+        assert again.thread.id == first.thread_id
+        assert again.thread.items == before
         result = await again.run("more")
     assert result.text == "resumed"
     assert isinstance(result.items[0], UserMessage)
@@ -289,7 +289,7 @@ async def test_a_script_that_runs_out_is_an_error_event_and_the_session_survives
         assert (await session.run("one")).ok
         second = await session.run("two")
         assert second.status == "failed" and second.error_code == "replay_exhausted"
-        assert session.history[-1].type == "user_message"
+        assert session.thread.items[-1].type == "user_message"
     assert errors and "script" in errors[0].message
 
 
@@ -310,8 +310,8 @@ async def test_rollout_holds_every_item_in_order(home: Path, script) -> None:
     async with Session(model=model, policy="full-auto") as session:
         session.register_tool(lambda a, b: a + b, name="add")
         await session.run("add")
-        history = list(session.history)
-        thread_id = session.thread_id
+        history = list(session.thread.items)
+        thread_id = session.thread.id
     lines = [json.loads(line) for line in (home / "threads" / f"{thread_id}.jsonl").read_text().splitlines()]
     stored = [line["item"]["id"] for line in lines if line["type"] == "item"]
     assert stored == [item.id for item in history]
@@ -335,13 +335,13 @@ async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home
         )
         denied = await session.call_tool("write", {"text": "a"})
         allowed = await session.call_tool("write", {"text": "b"}, policy="full-auto")
-        model_history = [i for i in session.history if i.type in ("function_call", "function_call_output")]
+        model_history = [i for i in session.thread.items if i.type in ("function_call", "function_call_output")]
     assert ran == ["b"] and denied.status == "denied" and allowed.output == "written"
     kinds = [e.type for e in seen]
     assert kinds.count("tool_call_begin") == 2 and kinds.count("approval_requested") == 1
     assert {e.entry for e in seen if e.type == "tool_call_begin"} == {"notebook_server"}
     assert model_history == []
-    rollout = (home / "threads" / f"{session.thread_id}.jsonl").read_text()
+    rollout = (home / "threads" / f"{session.thread.id}.jsonl").read_text()
     turns = [json.loads(line) for line in rollout.splitlines() if '"type":"turn"' in line]
     assert [(t["status"], t["entry"]) for t in turns] == [("started", "notebook_server"), ("completed", "notebook_server")] * 2
 
@@ -382,7 +382,7 @@ async def test_a_queued_turn_can_be_stopped_before_it_starts(home: Path, script)
         assert session.interrupt("already gone", turn_id=ops[1].turn_id) is False
         gate.set()
         results = await asyncio.wait_for(asyncio.gather(first, second, third), 10)
-        prompts = [i.text for i in session.history if isinstance(i, UserMessage)]
+        prompts = [i.text for i in session.thread.items if isinstance(i, UserMessage)]
     assert [r.status for r in results] == ["completed", "aborted", "completed"]
     assert [r.text for r in results] == ["first", "", "third"]
     assert prompts == ["one", "three"]

@@ -212,7 +212,7 @@ async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
         await asyncio.wait_for(session.run("archive twice"), 30)
         assert len(asked) == 1  # the second call was remembered
         reword = next(s for s in session.tools() if s.raw_name == "reword")
-        await session.mcp.call_tool(reword, {}, session_call_info(session))
+        await session.call_tool(reword.name, {}, policy="full-auto")  # an outside caller changes the tool
         for _ in range(200):  # the catalogue refreshes when the server's notification arrives
             if "delete every other" in next(s for s in session.tools() if s.raw_name == "archive").description:
                 break
@@ -224,8 +224,3 @@ async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
     assert "delete every other note" in asked[1].description
     assert [r.get("key") for r in records(record) if r["tool"] == "archive"] == ["a", "b", "c"]
 
-
-def session_call_info(session: Session):
-    from nbagent.protocol import CallInfo
-
-    return CallInfo(thread_id=session.thread_id, turn_id="outside", call_id="reword")

@@ -1,0 +1,59 @@
+"""``McpServers``: what a front end may do with a session's MCP servers (list, add, restart,
+remove, wait for startup, read what they offer besides tools). Routing calls, instructions and shutdown stay with the session, so a
+front end can change which servers run but never reach a connection."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nbagent.config import McpServerConfig
+from nbagent.mcp import offers
+from nbagent.mcp.manager import McpConnectionManager
+from nbagent.mcp.status import ServerStatus
+
+
+class McpServers:
+    def __init__(self, manager: McpConnectionManager) -> None:
+        self._manager = manager
+        self._start: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start every configured server in the background; turns wait for it (``ready``)."""
+        self._start = asyncio.ensure_future(self._manager.start())
+
+    async def ready(self) -> None:
+        """Wait for startup, which each server's own startup timeout bounds."""
+        if self._start is not None:
+            await asyncio.shield(self._start)
+
+    async def aclose(self) -> None:
+        if self._start is not None and not self._start.done():
+            self._start.cancel()
+        await self._manager.aclose()
+
+    def names(self) -> list[str]:
+        """Configured servers, in configuration order."""
+        return list(self._manager.servers)
+
+    def status(self) -> dict[str, ServerStatus]:
+        return self._manager.status()
+
+    async def add(self, name: str, cfg: McpServerConfig) -> bool:
+        """Add (or replace) a server and start it; ``True`` when it is ready."""
+        return await self._manager.add(name, cfg)
+
+    async def restart(self, name: str) -> bool:
+        """Stop one server and start it again; ``True`` when it is ready."""
+        return await self._manager.restart(name)
+
+    async def remove(self, name: str) -> None:
+        """Stop a server and forget it; its tools leave the catalogue at once."""
+        await self._manager.remove(name)
+
+    async def resources(self, args: list[str]) -> str:
+        """``[SERVER [URI]]``: the resources servers offer, or one read (``nbagent.mcp.offers``)."""
+        return await offers.resources(self._manager, args)
+
+    async def prompts(self, args: list[str]) -> str:
+        """``[SERVER [NAME [KEY=VALUE]...]]``: the prompts servers offer, or one filled in."""
+        return await offers.prompts(self._manager, args)

@@ -1,0 +1,156 @@
+"""``ThreadState``: the session's current thread, its items and the rollout writer that keeps them.
+
+Every item a turn makes goes through ``record`` (disk first, then memory), so history never
+holds what the disk could not. Switching threads (new, resume) is the only way the writer
+changes; a running turn forbids it, since its items belong to the thread it started on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from nbagent.config import Config
+from nbagent.core.bus import EventBus
+from nbagent.protocol import (
+    FunctionCall,
+    Item,
+    ItemRecord,
+    NameRecord,
+    RolloutLine,
+    ThreadMeta,
+    TurnRecord,
+    WarningEvent,
+    new_id,
+)
+from nbagent.store import RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
+from nbagent.store import ThreadSummary
+
+
+def rollout_secrets(config: Config) -> list[str]:
+    """What the rollout redacts: values that are secrets by what they are (API keys, bearer
+    tokens, header values) or by their name (``*TOKEN*``...), in the config or this process's
+    environment. A server's other settings (``NODE_ENV = "production"``) are history."""
+    env = os.environ
+    secrets = [config.api_key]
+    for provider in config.model_providers.values():
+        secrets += [*provider.http_headers.values(), env.get(provider.env_key or "")]
+    for server in config.mcp_servers.values():
+        secrets += [*named_secrets(server.env), *server.http_headers.values()]
+        secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
+    return secret_values([*secrets, *named_secrets(env)])
+
+
+class ThreadState:
+    """The current thread: ``id``, ``name``, ``items`` and its writer; ``new``/``resume``/``rename``.
+
+    ``busy`` says whether a turn runs (then switching is refused); ``announce(resumed_items)``
+    tells the front ends the thread changed (``session_configured``) before any repair of it is
+    recorded, so a resumed thread's warnings and repairs follow its announcement."""
+
+    def __init__(
+        self,
+        store: ThreadStore,
+        config: Config,
+        bus: EventBus,
+        *,
+        cwd: str,
+        notebook_path: str | None,
+        busy: Callable[[], bool],
+        announce: Callable[[int], None],
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._bus = bus
+        self._cwd = cwd
+        self._notebook_path = notebook_path
+        self._busy = busy
+        self._announce = announce
+        self._writer: RolloutWriter | None = None
+        self.id = ""
+        self.name: str | None = None
+        self.items: list[Item] = []
+        self.call_ids: set[str] = set()
+        """Every function-call id of the thread."""
+
+    # -- the rollout -----------------------------------------------------------------------
+
+    def record(self, item: Item) -> None:
+        self.write(ItemRecord(item=item))  # first: history never holds what the disk could not
+        self.items.append(item)
+        if isinstance(item, FunctionCall):
+            self.call_ids.add(item.call_id)
+
+    def write(self, line: RolloutLine) -> None:
+        if self._writer is not None:
+            self._writer.append(line)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    # -- saved threads ---------------------------------------------------------------------
+
+    def find(self, id_or_name: str) -> str | None:
+        """The id of the saved thread with this id or name, if there is one."""
+        return self._store.resolve(id_or_name)
+
+    def saved(self, limit: int = 50) -> list[ThreadSummary]:
+        """Saved threads, most recently updated first."""
+        return self._store.list_threads(limit=limit)
+
+    # -- switching -------------------------------------------------------------------------
+
+    def _switch(self, thread_id: str) -> None:
+        if self._busy():
+            raise RuntimeError("cannot switch threads while a turn is running; interrupt it first")
+        self.close()
+        self.id = thread_id
+        self._bus.thread_id = thread_id
+
+    async def new(self, name: str | None = None) -> str:
+        """Start a new thread (and its rollout); returns its id."""
+        thread_id = new_id("thread")
+        self._switch(thread_id)
+        self.name = name
+        self.items = []
+        self.call_ids = set()
+        meta = ThreadMeta(
+            thread_id=thread_id, name=name, model=self._config.model or "", cwd=self._cwd,
+            notebook_path=self._notebook_path,
+        )
+        self._writer = self._store.create(meta, secrets=rollout_secrets(self._config))
+        self._announce(0)
+        return thread_id
+
+    async def resume(self, id_or_name: str) -> str:
+        """Continue a saved thread: its calls left open get an output, its open turn an end."""
+        thread_id = self.find(id_or_name)
+        if thread_id is None:
+            raise KeyError(f"no thread with id or name {id_or_name!r} under {self._config.home_path}")
+        if thread_id == self.id:
+            self._switch(thread_id)  # this session's own writer holds the thread's lock
+        # Another process writing the thread is waited for (a few seconds at most), then refused.
+        loaded, writer = self._store.open_thread(thread_id, rollout_secrets(self._config))
+        try:
+            self._switch(thread_id)
+        except RuntimeError:
+            writer.close()
+            raise
+        self._writer = writer
+        self.name = loaded.name
+        self.items = list(loaded.items)
+        self.call_ids = {item.call_id for item in self.items if isinstance(item, FunctionCall)}
+        self._announce(len(self.items))
+        for warning in loaded.warnings:
+            self._bus.emit(WarningEvent(message=warning))
+        for output in repair_open_calls(self.items):
+            self.record(output)
+        if loaded.open_turn_id is not None:
+            reason = "the process ended during this turn"
+            self.write(TurnRecord(turn_id=loaded.open_turn_id, status="aborted", reason=reason))
+        return thread_id
+
+    def rename(self, name: str) -> None:
+        self.name = name
+        self.write(NameRecord(name=name))
