@@ -27,7 +27,7 @@ from nbagent.protocol import (
 )
 
 if TYPE_CHECKING:
-    from nbagent.core.asks import ApprovalDesk
+    from nbagent.core.approval import ApprovalDesk
     from nbagent.core.turn import TurnContext
 
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from nbagent.config import Config
 from nbagent.core.approval import known_safe
-from nbagent.core.asks import ApprovalDesk
+from nbagent.core.approval import ApprovalDesk
 from nbagent.core.bus import EventBus
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
