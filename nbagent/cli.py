@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import __version__, signals
+from nbagent import signals
+from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter

@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
-import nbagent
+from nbagent._version import __version__
 from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolSpec
 from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
 from nbagent.store import add_process_secret
@@ -104,7 +104,7 @@ def build_notebook_server(session: Session) -> Server[Any]:
         return types.CallToolResult(content=_content(list(output.content), output.output),
                                     structured_content=structured, is_error=output.is_error)
 
-    return Server(SERVER_NAME, version=nbagent.__version__, title="nbagent notebook",
+    return Server(SERVER_NAME, version=__version__, title="nbagent notebook",
                   instructions="Tools of a live Jupyter notebook session run by nbagent. Calls appear in the "
                                "notebook and may wait for its user's approval.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
