@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent.config import ApprovedDefinition
-from nbagent.mcp.schema import definition_hash
+from nbagent.schema import definition_hash
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, Decision, Policy, ToolSpec
 
 RawIdentity = tuple[str | None, str]

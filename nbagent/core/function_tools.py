@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from nbagent.core.provider import ProgressFn
 from nbagent.mcp.identity import validate_native_name
-from nbagent.mcp.schema import definition_hash, sanitize_schema
+from nbagent.schema import definition_hash, sanitize_schema
 from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
 
 

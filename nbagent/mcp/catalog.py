@@ -14,7 +14,7 @@ import mcp_types as types
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp.identity import qualify_tools
-from nbagent.mcp.schema import definition_hash, make_strict, sanitize_schema
+from nbagent.schema import definition_hash, make_strict, sanitize_schema
 from nbagent.protocol import ToolAnnotations, ToolSpec
 
 
