@@ -124,9 +124,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 async def _tools(args: argparse.Namespace) -> int:
     """The catalogue straight from the MCP servers: no session, so no thread is created."""
-    from nbagent.mcp.elicitation import ElicitOutcome
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.protocol import ElicitationRequested, WarningEvent
+    from nbagent.protocol.elicitation import ElicitOutcome
 
     config = load_config(args.cwd)
     log_dir = _home(config) / "logs"

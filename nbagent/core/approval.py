@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent.config import ApprovedDefinition
-from nbagent.schema import definition_hash
 from nbagent.protocol import ApprovalDecision, ApprovalRequested, Decision, Policy, ToolSpec
+from nbagent.schema import definition_hash
 
 RawIdentity = tuple[str | None, str]
 PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}

@@ -22,7 +22,7 @@ from nbagent.core.approval import (
 )
 from nbagent.core.bus import EventBus
 from nbagent.mcp.checks import answer_problems, argument_problems
-from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults
+from nbagent.mcp.elicitation import apply_defaults
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRecord,
@@ -37,6 +37,7 @@ from nbagent.protocol import (
     ToolSpec,
     WarningEvent,
 )
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.textsafe import describe_for_display, is_link_url
 
 Record = Callable[[Item], None]

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from nbagent.core.provider import ProgressFn
 from nbagent.mcp.identity import validate_native_name
-from nbagent.schema import definition_hash, sanitize_schema
 from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
+from nbagent.schema import definition_hash, sanitize_schema
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:

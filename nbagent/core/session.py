@@ -32,7 +32,6 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.turn import TurnContext, TurnOutcome, run_turn
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
@@ -65,6 +64,7 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.store import RolloutWriteError, RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
 
 BASE_INSTRUCTIONS = (

@@ -14,8 +14,8 @@ import mcp_types as types
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp.identity import qualify_tools
-from nbagent.schema import definition_hash, make_strict, sanitize_schema
 from nbagent.protocol import ToolAnnotations, ToolSpec
+from nbagent.schema import definition_hash, make_strict, sanitize_schema
 
 
 def annotations_of(tool: types.Tool) -> ToolAnnotations | None:

@@ -30,10 +30,10 @@ from mcp.shared.exceptions import MCPError
 
 from nbagent._version import __version__
 from nbagent.config import McpServerConfig
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
+from nbagent.protocol.elicitation import ElicitOutcome
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import mcp_types
 
-from nbagent.schema import without_regexes
 from nbagent.protocol.tools import ContentBlock, ImageBlock, ResourceBlock, TextBlock, ToolResult
+from nbagent.schema import without_regexes
 from nbagent.textsafe import describe_for_display  # noqa: F401 - where front ends have imported it from
 
 

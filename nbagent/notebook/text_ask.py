@@ -12,9 +12,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields, validate_content
+from nbagent.mcp.elicitation import validate_content
 from nbagent.notebook.elicitation import field_problems
 from nbagent.protocol import ApprovalRequested, ElicitationRequested
+from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 
 Ask = Callable[[str], str]
 Say = Callable[[str], None]
