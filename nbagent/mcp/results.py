@@ -16,7 +16,6 @@ import mcp_types
 
 from nbagent.protocol.tools import ContentBlock, ImageBlock, ResourceBlock, TextBlock, ToolResult
 from nbagent.schema import without_regexes
-from nbagent.textsafe import describe_for_display  # noqa: F401 - where front ends have imported it from
 
 
 def _b64_size(data: str) -> int:
