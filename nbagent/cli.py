@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import __version__, signals
+from nbagent import signals
+from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.protocol import Event, EventAdapter
@@ -124,9 +125,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     """The configured MCP servers, started without a session (so no thread is created); their
     warnings are gathered in ``warnings`` and nothing can be asked."""
-    from nbagent.mcp.elicitation import ElicitOutcome
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.protocol import ElicitationRequested, WarningEvent
+    from nbagent.protocol.elicitation import ElicitOutcome
 
     config = load_config(args.cwd)
     log_dir = _home(config) / "logs"

@@ -30,7 +30,6 @@ from nbagent.config import ApprovedDefinition
 from nbagent.core.bus import EventBus
 from nbagent.core.pending import PendingAsks, Record, Resolution
 from nbagent.mcp.checks import argument_problems
-from nbagent.mcp.schema import definition_hash
 from nbagent.protocol import (
     DECISIONS_THAT_RUN,
     AnsweredBy,
@@ -44,6 +43,7 @@ from nbagent.protocol import (
     WarningEvent,
 )
 from nbagent.protocol.tools import RawIdentity
+from nbagent.schema import definition_hash
 from nbagent.textsafe import describe_for_display
 
 PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.core.pending import PendingAsks, Resolution
 from nbagent.mcp.checks import answer_problems
-from nbagent.mcp.elicitation import ElicitOutcome, apply_defaults
+from nbagent.mcp.elicitation import apply_defaults
 from nbagent.protocol import (
     AnsweredBy,
     ElicitationRecord,
@@ -15,6 +15,7 @@ from nbagent.protocol import (
     Policy,
     WarningEvent,
 )
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.textsafe import describe_for_display, is_link_url
 
 

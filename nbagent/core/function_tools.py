@@ -11,9 +11,9 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from nbagent.mcp.identity import validate_native_name
-from nbagent.mcp.schema import definition_hash, sanitize_schema
 from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
 from nbagent.protocol.tools import ProgressFn
+from nbagent.schema import definition_hash, sanitize_schema
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:

@@ -35,7 +35,6 @@ from nbagent.core.servers import McpServers
 from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
@@ -64,6 +63,7 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.store import RolloutWriteError, ThreadStore
 
 BASE_INSTRUCTIONS = (

@@ -1,5 +1,6 @@
-"""MCP client side: connection manager, per-server owner tasks, tool identity, schemas,
-elicitation, call metadata and result conversion.
+"""MCP client side: connection manager, per-server owner tasks, tool identity, the catalogue,
+elicitation answers, call metadata, results, and the MCP <-> nbagent type conversions
+(``convert.py``, shared with the server side). Tool schemas are ``nbagent.schema``.
 
 Exports are lazy so importing a pure module (``nbagent.mcp.identity``) never loads the SDK.
 """

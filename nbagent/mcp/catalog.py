@@ -13,22 +13,10 @@ from typing import Any
 import mcp_types as types
 
 from nbagent.config import McpServerConfig
+from nbagent.mcp.convert import annotations_from_mcp
 from nbagent.mcp.identity import qualify_tools
-from nbagent.mcp.schema import definition_hash, make_strict, sanitize_schema
-from nbagent.protocol import ToolAnnotations, ToolSpec
-
-
-def annotations_of(tool: types.Tool) -> ToolAnnotations | None:
-    a = tool.annotations
-    if a is None:
-        return None
-    return ToolAnnotations(
-        title=a.title,
-        read_only_hint=a.read_only_hint,
-        destructive_hint=a.destructive_hint,
-        idempotent_hint=a.idempotent_hint,
-        open_world_hint=a.open_world_hint,
-    )
+from nbagent.protocol import ToolSpec
+from nbagent.schema import definition_hash, make_strict, sanitize_schema
 
 
 def build_catalog(
@@ -46,7 +34,7 @@ def build_catalog(
     for (server, raw), (cfg, tool) in sorted(chosen.items()):
         input_schema: dict[str, Any] = dict(tool.input_schema or {})
         parameters, schema_warnings, strict = _sanitized(input_schema)
-        annotations = annotations_of(tool)
+        annotations = annotations_from_mcp(tool.annotations)
         description = tool.description or ""
         specs.append(
             ToolSpec(
@@ -62,7 +50,7 @@ def build_catalog(
                 annotations=annotations,
                 approval_mode=cfg.approval_mode_for(raw),
                 trusted=cfg.trusted,
-                definition_hash=_hash(description, input_schema, annotations, tool),
+                definition_hash=definition_hash(description, input_schema, annotations),
                 strict=strict,
                 warnings=schema_warnings,
             )
@@ -76,6 +64,3 @@ def _sanitized(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]
     strict = make_strict(parameters)
     return (strict, warnings, True) if strict is not None else (parameters, warnings, False)
 
-
-def _hash(description: str, schema: dict[str, Any], annotations: ToolAnnotations | None, tool: types.Tool) -> str:
-    return definition_hash(description, schema, annotations)

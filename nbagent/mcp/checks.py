@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbagent.mcp.elicitation import validate_content
-from nbagent.mcp.schema import sanitize_schema, without_regexes
+from nbagent.schema import sanitize_schema, without_regexes
 
 CHECK_SECONDS = 2.0
 """Bound on one check; sanitised, regex-free checks take microseconds."""

@@ -28,13 +28,13 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-import nbagent
+from nbagent._version import __version__
 from nbagent.config import McpServerConfig
 from nbagent.deliver import deliver
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.protocol.tools import ProgressFn
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ class McpConnection:
                 client = Client(
                     transport,
                     mode=self.mode,
-                    client_info=types.Implementation(name="nbagent", version=nbagent.__version__),
+                    client_info=types.Implementation(name="nbagent", version=__version__),
                     elicitation_callback=self._elicit,
                     sampling_callback=self._sampling,
                     logging_callback=self._log,

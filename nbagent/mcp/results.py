@@ -1,4 +1,4 @@
-"""MCP ``CallToolResult`` -> nbagent ``ToolResult`` -> what the model reads (DESIGN §7, §13).
+"""A server's ``CallToolResult`` -> nbagent ``ToolResult`` -> what the model reads (DESIGN §7, §13).
 
 Tool output is untrusted data: it is converted, never interpreted. Structured content is kept
 next to the text (never instead of it), an ``outputSchema`` mismatch is reported to the model
@@ -14,15 +14,9 @@ from typing import Any
 
 import mcp_types
 
-from nbagent.mcp.schema import without_regexes
-from nbagent.protocol.tools import ContentBlock, ImageBlock, ResourceBlock, TextBlock, ToolResult
-from nbagent.textsafe import describe_for_display  # noqa: F401 - where front ends have imported it from
-
-
-def _b64_size(data: str) -> int:
-    """Decoded size of base64 ``data`` without decoding it."""
-    n = len(data) - data.count("\n") - data.count("\r") - data.count(" ")
-    return max(0, n * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0))
+from nbagent.mcp.convert import b64_size, result_from_mcp
+from nbagent.protocol.tools import ImageBlock, ResourceBlock, TextBlock, ToolResult
+from nbagent.schema import without_regexes
 
 
 def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str | None:
@@ -41,25 +35,6 @@ def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str |
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
     return f"at {where}: {error.message}"
-
-
-def _convert_block(block: Any) -> ContentBlock:
-    if isinstance(block, mcp_types.TextContent):
-        return TextBlock(text=block.text)
-    if isinstance(block, mcp_types.ImageContent):
-        return ImageBlock(data=block.data, mime_type=block.mime_type or "image/png")
-    if isinstance(block, mcp_types.AudioContent):
-        return TextBlock(text=f"[audio: {block.mime_type}, {_b64_size(block.data)} bytes, not shown]")
-    if isinstance(block, mcp_types.EmbeddedResource):
-        res = block.resource
-        if isinstance(res, mcp_types.TextResourceContents):
-            return ResourceBlock(uri=res.uri, mime_type=res.mime_type, text=res.text)
-        size = _b64_size(getattr(res, "blob", "") or "")
-        return ResourceBlock(uri=res.uri, mime_type=res.mime_type, text=f"[binary: {size} bytes]")
-    if isinstance(block, mcp_types.ResourceLink):
-        return ResourceBlock(uri=block.uri, mime_type=block.mime_type, name=block.title or block.name)
-    kind = getattr(block, "type", type(block).__name__)
-    return TextBlock(text=f"[unsupported content: {kind}]")
 
 
 _SDK_ERROR = re.compile(r"Error executing tool ([^\s:]+)(?::\s*(.*))?", re.DOTALL)
@@ -89,13 +64,14 @@ def explain_error(text: str) -> str:
 
 def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, Any] | None = None) -> ToolResult:
     """Wrap a server's result; text, images, resources and structured content all survive."""
-    content: list[ContentBlock] = [_convert_block(b) for b in result.content or []]
-    if result.is_error:
+    converted = result_from_mcp(result)
+    content = list(converted.content)
+    if converted.is_error:
         content = [TextBlock(text=explain_error(b.text)) if isinstance(b, TextBlock) else b for b in content]
-    structured = result.structured_content
+    structured = converted.structured
     if output_schema is not None and isinstance(output_schema, dict):
         if structured is None:
-            if not result.is_error:
+            if not converted.is_error:
                 content.append(
                     TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]")
                 )
@@ -105,8 +81,7 @@ def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, 
                 content.append(
                     TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]")
                 )
-    meta = result.meta if isinstance(result.meta, dict) and result.meta else None
-    return ToolResult(content=content, structured=structured, is_error=bool(result.is_error), meta=meta)
+    return converted.model_copy(update={"content": content})
 
 
 def _compact_json(value: Any) -> str:
@@ -157,7 +132,7 @@ def render_for_model(result: ToolResult) -> str:
             parts.append(block.text)
             texts.append(block.text)
         elif isinstance(block, ImageBlock):
-            parts.append(f"[image: {block.mime_type}, {_b64_size(block.data)} bytes]")
+            parts.append(f"[image: {block.mime_type}, {b64_size(block.data)} bytes]")
         elif isinstance(block, ResourceBlock):
             head = f"[resource: {block.uri}]"
             if block.name:

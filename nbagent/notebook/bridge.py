@@ -361,7 +361,7 @@ def running_cell_id() -> str | None:
 
 def _version() -> str:
     try:
-        from nbagent import __version__
+        from nbagent._version import __version__
 
         return __version__
     except Exception:  # pragma: no cover

@@ -1,7 +1,7 @@
 """The elicitation form: a server asks the user a question mid-call (DESIGN §6).
 
 Form mode renders ``requestedSchema`` as one natural widget per field (from
-``nbagent.mcp.elicitation.elicitation_fields``), validates inline and again before Accept (with
+``nbagent.protocol.elicitation.elicitation_fields``), validates inline and again before Accept (with
 ``nbagent.mcp.checks.answer_problems``, the bounded check the session applies to the answer), and
 answers with an ``ElicitationResponse``. URL mode shows the message and a link the user opens
 themselves; nothing here ever opens it.
@@ -14,11 +14,11 @@ from typing import Any
 import ipywidgets as W
 
 from nbagent.mcp.checks import answer_problems
-from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse
+from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display
 

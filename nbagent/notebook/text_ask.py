@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbagent.mcp.checks import answer_problems
-from nbagent.mcp.elicitation import ElicitationSchemaError, FormField, elicitation_fields
+from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.notebook.elicitation import field_problems
 from nbagent.protocol import ApprovalRequested, ElicitationRequested
 

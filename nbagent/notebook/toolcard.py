@@ -12,11 +12,10 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbagent.mcp.results import describe_for_display
-
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.notebook.throttle import Coalescer
 from nbagent.protocol import ImageBlock, Progress, ResourceBlock, TextBlock, ToolCallBegin, ToolCallEnd
+from nbagent.textsafe import describe_for_display
 
 STATUS_STYLE = {
     "running": ("…", "info", "running"),

@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-import nbagent
+from nbagent._version import __version__
 from nbagent.config import ConfigError
 from nbagent.core.session import RunResult
 from nbagent.server.asks import Ask, answer_op, elicit_params
@@ -106,7 +106,7 @@ class AgentServer:
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             server: Server[Any] = Server(
                 "nbagent",
-                version=nbagent.__version__,
+                version=__version__,
                 title="nbagent",
                 instructions=INSTRUCTIONS,
                 on_list_tools=self.list_tools,

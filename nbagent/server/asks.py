@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import mcp_types as types
 
-from nbagent.mcp.results import describe_for_display
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRequested,
@@ -21,6 +20,7 @@ from nbagent.protocol import (
     ElicitationResponse,
     Op,
 )
+from nbagent.textsafe import describe_for_display
 
 DECISIONS: list[tuple[str, str]] = [
     ("approve", "Approve once"),

@@ -21,8 +21,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
-import nbagent
-from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolSpec
+from nbagent._version import __version__
+from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
 from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
 from nbagent.store import add_process_secret
 
@@ -61,50 +61,16 @@ def _write_token(directory: Path, port: int, token: str) -> Path:
     return path
 
 
-def _tool(spec: ToolSpec) -> types.Tool:
-    annotations = None
-    if spec.annotations is not None:
-        a = spec.annotations
-        annotations = types.ToolAnnotations(title=a.title, read_only_hint=a.read_only_hint,
-                                            destructive_hint=a.destructive_hint, idempotent_hint=a.idempotent_hint,
-                                            open_world_hint=a.open_world_hint)
-    schema = spec.input_schema or spec.parameters or {"type": "object", "properties": {}}
-    if schema.get("type") != "object":
-        schema = spec.parameters
-    return types.Tool(name=spec.name, title=spec.title, description=spec.description, input_schema=schema,
-                      annotations=annotations)
-
-
-def _content(blocks: list[Any], fallback: str) -> list[types.ContentBlock]:
-    out: list[types.ContentBlock] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            out.append(types.TextContent(type="text", text=block.text))
-        elif isinstance(block, ImageBlock):
-            out.append(types.ImageContent(type="image", data=block.data, mime_type=block.mime_type))
-        elif isinstance(block, ResourceBlock):
-            if block.text is not None:
-                out.append(types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-                    uri=block.uri, mime_type=block.mime_type, text=block.text)))
-            else:
-                out.append(types.ResourceLink(type="resource_link", uri=block.uri, name=block.name or block.uri,
-                                              mime_type=block.mime_type))
-    return out or [types.TextContent(type="text", text=fallback)]
-
-
 def build_notebook_server(session: Session) -> Server[Any]:
     """An SDK server whose catalogue is ``session.tools()``, re-read on every listing."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_tool(spec) for spec in session.tools()])
+        return types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools()])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        output = await session.call_tool(params.name, dict(params.arguments or {}))
-        structured = output.structured if isinstance(output.structured, dict) else None
-        return types.CallToolResult(content=_content(list(output.content), output.output),
-                                    structured_content=structured, is_error=output.is_error)
+        return output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {})))
 
-    return Server(SERVER_NAME, version=nbagent.__version__, title="nbagent notebook",
+    return Server(SERVER_NAME, version=__version__, title="nbagent notebook",
                   instructions="Tools of a live Jupyter notebook session run by nbagent. Calls appear in the "
                                "notebook and may wait for its user's approval.",
                   on_list_tools=list_tools, on_call_tool=call_tool)

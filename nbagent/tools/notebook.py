@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nbagent.core.function_tools import argument_errors, own_tool_spec
-from nbagent.mcp.schema import sanitize_schema
+from nbagent.schema import sanitize_schema
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from nbagent.config import McpServerConfig
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.protocol import CallInfo, ElicitationRequested
+from nbagent.protocol.elicitation import ElicitOutcome
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"

@@ -6,13 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbagent.mcp.elicitation import (
-    ElicitationSchemaError,
-    ElicitOutcome,
-    apply_defaults,
-    elicitation_fields,
-    validate_content,
-)
+from nbagent.mcp.elicitation import apply_defaults, validate_content
+from nbagent.protocol.elicitation import ElicitationSchemaError, ElicitOutcome, elicitation_fields
 
 SCHEMA = {
     "type": "object",

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nbagent.mcp.elicitation import ElicitOutcome, validate_content
+from nbagent.mcp.elicitation import validate_content
 from nbagent.protocol import ElicitationRequested, ImageBlock, McpStartupUpdate, TextBlock, WarningEvent
+from nbagent.protocol.elicitation import ElicitOutcome
 
 from .conftest import Harness, call_info
 

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from nbagent.mcp.elicitation import ElicitOutcome
 from nbagent.protocol import (
     ImageBlock,
     McpLog,
@@ -20,6 +19,7 @@ from nbagent.protocol import (
     ToolSpec,
     WarningEvent,
 )
+from nbagent.protocol.elicitation import ElicitOutcome
 
 from .conftest import Harness, alive, call_info
 

@@ -1,4 +1,4 @@
-"""Result wrapping: every MCP content type, structured content, truncation, display escaping."""
+"""Result wrapping: every MCP content type, structured content, truncation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import mcp_types as mt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbagent.mcp.results import describe_for_display, from_call_result, to_model_output, truncate_utf8
+from nbagent.mcp.results import from_call_result, to_model_output, truncate_utf8
 from nbagent.protocol.tools import ImageBlock, ResourceBlock, TextBlock, ToolResult
 
 PNG = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
@@ -135,17 +135,6 @@ def test_truncation_is_utf8_safe_and_bounded(text: str, cap: int) -> None:
     assert len(out.encode("utf-8")) <= cap
     if len(text.encode()) <= cap:
         assert out == text
-
-
-def test_describe_for_display_reveals_invisible_characters() -> None:
-    assert describe_for_display("plain text\nline two\tx") == "plain text\nline two\tx"
-    assert describe_for_display("a\u200bb") == "a<U+200B>b"
-    assert describe_for_display("\u202egnp.exe") == "<U+202E>gnp.exe"
-    assert describe_for_display("x\U000e0069\U000e0067") == "x<U+E0069><U+E0067>"  # tag characters
-    assert describe_for_display("\ufeffhi\u2060\u00ad") == "<U+FEFF>hi<U+2060><U+00AD>"
-    assert describe_for_display("a\x1b[31mred\r") == "a<U+001B>[31mred<U+000D>"
-    assert describe_for_display("ok\ufe0f\u3164") == "ok<U+FE0F><U+3164>"
-    assert describe_for_display("café 日本") == "café 日本"
 
 
 def test_a_structured_wrapper_of_the_text_is_not_repeated_to_the_model() -> None:

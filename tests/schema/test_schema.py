@@ -9,15 +9,8 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbagent.mcp.schema import (
-    MAX_DEPTH,
-    definition_hash,
-    make_strict,
-    openai_schema_problems,
-    sanitize_schema,
-    strict_compatible,
-)
 from nbagent.protocol.tools import ToolAnnotations
+from nbagent.schema import MAX_DEPTH, definition_hash, make_strict, openai_schema_problems, sanitize_schema
 
 
 def clean(schema: object) -> dict:
@@ -472,20 +465,19 @@ def test_strict_only_when_meaning_is_kept() -> None:
         "properties": {"a": {"type": "string", "title": "A"}, "b": {"type": "array", "items": {"type": "integer"}}},
         "required": ["a", "b"],
     }
-    assert strict_compatible(closed)
     assert make_strict(closed) == {
         "type": "object",
         "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "integer"}}},
         "required": ["a", "b"],
         "additionalProperties": False,
     }
-    assert not strict_compatible({**closed, "required": ["a"]})  # an optional field
-    assert not strict_compatible({**closed, "additionalProperties": True})
-    assert not strict_compatible(obj(m={"type": "object"}))  # open map
-    assert not strict_compatible(
+    assert make_strict({**closed, "required": ["a"]}) is None  # an optional field
+    assert make_strict({**closed, "additionalProperties": True}) is None
+    assert make_strict(obj(m={"type": "object"})) is None  # open map
+    assert make_strict(
         {"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}, "required": ["a"]}
-    )
-    assert not strict_compatible({"type": "object", "properties": {"a": {"$ref": "#/x"}}, "required": ["a"]})
+    ) is None
+    assert make_strict({"type": "object", "properties": {"a": {"$ref": "#/x"}}, "required": ["a"]}) is None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""Harness for the MCP conformance suite's client scenarios: ``python -m
-nbagent.server.conformance_client URL``.
+"""Harness for the MCP conformance suite's client scenarios: ``python conformance/client.py URL``.
 
 Drives nbagent's own MCP client the way a user would: a ``Session`` connects to the scenario's
 server, and a scripted (replay) model calls every tool that server lists, with arguments made
 from each tool's schema. Elicitations are accepted with empty content, so the session's own
 default-filling (SEP-1034) is what the scenario checks. Exit status 0 when the turn completed.
+A test harness, so it lives beside the pinned suite, not in the package: bench/conformance.py
+gives it to the suite as the client command.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def run(url: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m nbagent.server.conformance_client URL", file=sys.stderr)
+        print("usage: python conformance/client.py URL", file=sys.stderr)
         return 2
     return asyncio.run(run(args[-1]))
 

@@ -7,47 +7,21 @@ keywords), rewrites what it can (local ``$ref``, ``const``, single-branch combin
 degrades the rest to a permissive schema with a warning. It never raises: a tool with a
 hostile schema is still callable, it just tells the model less.
 
-``openai_schema_problems`` is the checker the output is held to (the fuzz test uses it).
+Its output is held to ``openai_schema_problems`` (``check.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import re
 from typing import Any
 from urllib.parse import unquote
 
-JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
-MAX_DEPTH = 10
-"""Schema hops from the root at which nodes become childless leaves (an array leaf keeps a
-typed ``items`` one level further): the API limits nesting and deep schemas rarely mean much."""
+from nbagent.schema.subset import FORMATS, JSON_TYPES, MAX_DEPTH, MAX_ENUM, NUMBER_KEYS, is_num, is_scalar, ok_str
+
 MAX_NODES = 5000
 """Budget of schema nodes per tool: ``$ref`` fan-out can otherwise blow up exponentially."""
 MAX_WARNINGS = 40
-MAX_ENUM = 1000
-
-ALLOWED_KEYWORDS = frozenset(
-    {
-        "type", "description", "title", "default", "enum", "anyOf",
-        "properties", "required", "additionalProperties",
-        "items", "minItems", "maxItems",
-        "minLength", "maxLength", "pattern", "format",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    }
-)  # fmt: skip
-"""Keywords the output may contain: the conservative common subset of the function API."""
-STRICT_KEYWORDS = frozenset(
-    {
-        "type", "description", "enum", "anyOf", "properties", "required", "additionalProperties",
-        "items", "minItems", "maxItems", "pattern", "format",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    }
-)  # fmt: skip
-"""Keywords strict mode takes; ``title``/``default`` are dropped, anything else disqualifies."""
-FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri"})
-STRICT_FORMATS = FORMATS - {"uri"}
 
 _ANNOTATION_KEYS = ("description", "title", "default")
 _SILENT_DROP = frozenset(
@@ -62,7 +36,6 @@ _SILENT_DROP = frozenset(
 _OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties")
 _ARRAY_KEYS = ("items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems")
 _STRING_KEYS = ("minLength", "maxLength", "pattern", "format")
-_NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _MIN_KEYS = ("minimum", "exclusiveMinimum", "minLength", "minItems")
 _MAX_KEYS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems")
 
@@ -70,7 +43,7 @@ _KEY_OWNER = {
     **{k: "object" for k in _OBJECT_KEYS},
     **{k: "array" for k in _ARRAY_KEYS},
     **{k: "string" for k in _STRING_KEYS},
-    **{k: "number" for k in _NUMBER_KEYS},
+    **{k: "number" for k in NUMBER_KEYS},
 }
 """Type each type-specific keyword belongs to: on a schema of another type it means nothing."""
 
@@ -94,33 +67,13 @@ def permissive() -> dict[str, Any]:
     return {"type": list(_ANY_TYPES), "items": {"type": list(_LEAF_TYPES)}}
 
 
-def _is_num(v: Any) -> bool:
-    return not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and math.isfinite(v)))
-
 
 def _is_count(v: Any) -> bool:
-    return _is_num(v) and v >= 0 and v == int(v)
-
-
-def _ok_str(v: Any) -> bool:
-    """A string that encodes as UTF-8 (no lone surrogates)."""
-    if not isinstance(v, str):
-        return False
-    if v.isascii():
-        return True
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return is_num(v) and v >= 0 and v == int(v)
 
 
 def _fix_str(v: str) -> str:
-    return v if _ok_str(v) else v.encode("utf-8", "replace").decode("utf-8")
-
-
-def _is_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (bool, int)) or (isinstance(v, float) and math.isfinite(v)) or _ok_str(v)
+    return v if ok_str(v) else v.encode("utf-8", "replace").decode("utf-8")
 
 
 def _scalar_type(v: Any) -> str:
@@ -144,12 +97,12 @@ def _json_safe(v: Any, depth: int = 0) -> bool:
     """Whether ``v`` is finite, acyclic-enough JSON (used for ``default`` values)."""
     if depth > 20:
         return False
-    if _is_scalar(v):
+    if is_scalar(v):
         return True
     if isinstance(v, list):
         return all(_json_safe(x, depth + 1) for x in v)
     if isinstance(v, dict):
-        return all(_ok_str(k) and _json_safe(x, depth + 1) for k, x in v.items())
+        return all(ok_str(k) and _json_safe(x, depth + 1) for k, x in v.items())
     return False
 
 
@@ -172,7 +125,7 @@ def _infer_types(s: dict[str, Any]) -> list[str] | None:
     if isinstance(enum, list) and enum:
         found: list[str] = []
         for v in enum:
-            if _is_scalar(v):
+            if is_scalar(v):
                 t = _scalar_type(v)
                 if t not in found:
                     found.append(t)
@@ -182,7 +135,7 @@ def _infer_types(s: dict[str, Any]) -> list[str] | None:
         (_OBJECT_KEYS, "object"),
         (_ARRAY_KEYS, "array"),
         (_STRING_KEYS, "string"),
-        (_NUMBER_KEYS, "number"),
+        (NUMBER_KEYS, "number"),
     ):
         if any(k in s for k in keys):
             found.append(t)
@@ -272,7 +225,7 @@ class _Sanitizer:
                 out["items"] = {"type": list(_LEAF_TYPES)}
         src = {**(s if isinstance(s, dict) else {}), **(annotations or {})}
         for k in ("description", "title"):
-            if _ok_str(src.get(k)):
+            if ok_str(src.get(k)):
                 out[k] = src[k]
         return out
 
@@ -312,9 +265,9 @@ class _Sanitizer:
                     out[k] = common
                 else:
                     self.warn(path, "allOf branches share no enum value; kept the first")
-            elif k in _MIN_KEYS and _is_num(av) and _is_num(bv):
+            elif k in _MIN_KEYS and is_num(av) and is_num(bv):
                 out[k] = max(av, bv)
-            elif k in _MAX_KEYS and _is_num(av) and _is_num(bv):
+            elif k in _MAX_KEYS and is_num(av) and is_num(bv):
                 out[k] = min(av, bv)
             elif k in ("items", "additionalProperties"):
                 if av is False or bv is False:
@@ -362,7 +315,7 @@ class _Sanitizer:
             t.__class__ is str
             and t in _SCALAR_TYPES
             and s.keys() <= _PLAIN_LEAF_KEYS
-            and all(_ok_str(s[k]) for k in ("description", "title") if k in s)
+            and all(ok_str(s[k]) for k in ("description", "title") if k in s)
         ):
             return dict(s)  # the everyday leaf: nothing to rewrite
         self.active.add(id(s))
@@ -431,7 +384,26 @@ class _Sanitizer:
         s, refs = self.normalise(s, path, refs)
         if not isinstance(s, dict):
             return self.walk(s, path, depth, refs) if s is not True else permissive()
+        out = self.annotations(s, path)
+        if "anyOf" in s:
+            return self.any_of(s, out, path, depth, refs)
+        s, types = self.types(s, path)
+        if "enum" in s:
+            types = self.enum_keyword(s, types, out, path)
+        result: dict[str, Any] = {"type": types[0] if len(types) == 1 else types, **out}
+        if "default" in s:
+            if _json_safe(s["default"]):
+                result["default"] = s["default"]
+            else:
+                self.warn(path, "default that is not plain JSON dropped")
+        used = self.typed_keywords(s, types, result, path, depth, refs)
+        if not s.keys() <= _GENERIC_KEYS:
+            self.warn_unsupported(s, used, types, path)
+        return result
 
+    # -- keyword families ------------------------------------------------------------------
+
+    def annotations(self, s: dict[str, Any], path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k in ("description", "title"):
             v = s.get(k)
@@ -440,30 +412,35 @@ class _Sanitizer:
                     out[k] = _fix_str(v)
                 else:
                     self.warn(path, f"non-string {k} dropped")
+        return out
 
-        if "anyOf" in s:  # several branches: push the siblings into each, so each is complete
-            rest = {k: v for k, v in s.items() if k not in ("anyOf", "description", "title", "default")}
-            branches: list[dict[str, Any]] = []
-            keys: set[str] = set()
-            for i, b in enumerate(x for x in s["anyOf"] if x is not False):
-                if rest and isinstance(b, dict):
-                    b, _ = self.expand(b, path, refs)
-                    b = self.merge(rest, b, path) if isinstance(b, dict) else rest
-                sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
-                flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
-                for f in flat:
-                    key = json.dumps(f, sort_keys=True)
-                    if key not in keys:
-                        keys.add(key)
-                        branches.append(f)
-            if len(branches) == 1:
-                merged = {**branches[0], **{k: v for k, v in out.items() if k not in branches[0]}}
-                return merged
-            out["anyOf"] = branches
-            if "default" in s and _json_safe(s["default"]):
-                out["default"] = s["default"]
-            return out
+    def any_of(
+        self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """Several branches: the siblings are pushed into each, so each branch is complete."""
+        rest = {k: v for k, v in s.items() if k not in ("anyOf", "description", "title", "default")}
+        branches: list[dict[str, Any]] = []
+        keys: set[str] = set()
+        for i, b in enumerate(x for x in s["anyOf"] if x is not False):
+            if rest and isinstance(b, dict):
+                b, _ = self.expand(b, path, refs)
+                b = self.merge(rest, b, path) if isinstance(b, dict) else rest
+            sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
+            flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
+            for f in flat:
+                key = json.dumps(f, sort_keys=True)
+                if key not in keys:
+                    keys.add(key)
+                    branches.append(f)
+        if len(branches) == 1:
+            return {**branches[0], **{k: v for k, v in out.items() if k not in branches[0]}}
+        out["anyOf"] = branches
+        if "default" in s and _json_safe(s["default"]):
+            out["default"] = s["default"]
+        return out
 
+    def types(self, s: dict[str, Any], path: str) -> tuple[dict[str, Any], list[str]]:
+        """The types ``s`` allows: declared, else inferred from its keywords; ``const`` becomes an enum."""
         if "const" in s:
             c = s["const"]
             if isinstance(s.get("enum"), list) and not any(c == v and type(c) is type(v) for v in s["enum"]):
@@ -473,86 +450,64 @@ class _Sanitizer:
         if "type" in s and types is None:
             self.warn(path, f"invalid type {s['type']!r} ignored")
         if types is None:
-            types = _infer_types(s)
-            if types is None:
-                types = list(_ANY_TYPES)
+            types = _infer_types(s) or list(_ANY_TYPES)
         if s.get("nullable") is True and "null" not in types:
             types = types + ["null"]
+        return s, types
 
-        # enum: scalars of the declared type; if none fit, the enum wins over the type
-        if "enum" in s:
-            enum = s["enum"]
-            vals: list[Any] = []
-            if isinstance(enum, list):
-                seen: set[tuple[str, Any]] = set()
-                for v in enum:
-                    if not _is_scalar(v):
-                        continue
-                    key = (_scalar_type(v) if not isinstance(v, float) else "number", v)
-                    if key not in seen:
-                        seen.add(key)
-                        vals.append(v)
-            if len(vals) != (len(enum) if isinstance(enum, list) else -1):
-                self.warn(path, "enum values that are not distinct JSON scalars dropped")
-            fitting = [v for v in vals if _fits(v, types)]
-            if vals and not fitting:
-                self.warn(path, "enum values do not match the declared type; type taken from the values")
-                types = _infer_types({"enum": vals}) or types
-                fitting = vals
-            elif len(fitting) != len(vals):
-                self.warn(path, "enum values of the wrong type dropped")
-            if fitting:
-                if len(fitting) > MAX_ENUM:
-                    self.warn(path, f"enum cut to {MAX_ENUM} values")
-                    fitting = fitting[:MAX_ENUM]
-                out["enum"] = fitting
-            else:
-                self.warn(path, "empty enum dropped")
+    def enum_keyword(self, s: dict[str, Any], types: list[str], out: dict[str, Any], path: str) -> list[str]:
+        """Scalars of the declared type into ``out``; if none fit, the enum wins over the type."""
+        enum = s["enum"]
+        vals: list[Any] = []
+        if isinstance(enum, list):
+            seen: set[tuple[str, Any]] = set()
+            for v in enum:
+                if not is_scalar(v):
+                    continue
+                key = (_scalar_type(v) if not isinstance(v, float) else "number", v)
+                if key not in seen:
+                    seen.add(key)
+                    vals.append(v)
+        if len(vals) != (len(enum) if isinstance(enum, list) else -1):
+            self.warn(path, "enum values that are not distinct JSON scalars dropped")
+        fitting = [v for v in vals if _fits(v, types)]
+        if vals and not fitting:
+            self.warn(path, "enum values do not match the declared type; type taken from the values")
+            types = _infer_types({"enum": vals}) or types
+            fitting = vals
+        elif len(fitting) != len(vals):
+            self.warn(path, "enum values of the wrong type dropped")
+        if fitting:
+            if len(fitting) > MAX_ENUM:
+                self.warn(path, f"enum cut to {MAX_ENUM} values")
+                fitting = fitting[:MAX_ENUM]
+            out["enum"] = fitting
+        else:
+            self.warn(path, "empty enum dropped")
+        return types
 
-        out_type: Any = types[0] if len(types) == 1 else types
-        result: dict[str, Any] = {"type": out_type, **out}
-        if "default" in s:
-            if _json_safe(s["default"]):
-                result["default"] = s["default"]
-            else:
-                self.warn(path, "default that is not plain JSON dropped")
-
+    def typed_keywords(
+        self, s: dict[str, Any], types: list[str], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
+    ) -> set[str]:
+        """The keywords of each allowed type into ``out``; returns every keyword that was read."""
         used = set(_GENERIC_KEYS)
         if "object" in types:
             used.update(("properties", "required", "additionalProperties"))
-            self.object_keywords(s, result, path, depth, refs)
+            self.object_keywords(s, out, path, depth, refs)
         if "array" in types:
             used.update(("items", "prefixItems", "minItems", "maxItems"))
-            self.array_keywords(s, result, path, depth, refs)
+            self.array_keywords(s, out, path, depth, refs)
         if "string" in types:
             used.update(_STRING_KEYS)
-            for k in ("minLength", "maxLength"):
-                if k in s:
-                    if _is_count(s[k]):
-                        result[k] = int(s[k])
-                    else:
-                        self.warn(path, f"invalid {k} dropped")
-            pat = s.get("pattern")
-            if pat is not None:
-                try:
-                    if not _ok_str(pat):
-                        raise TypeError
-                    re.compile(pat)
-                    result["pattern"] = pat
-                except (TypeError, re.error, RecursionError, OverflowError):
-                    self.warn(path, "invalid pattern dropped")
-            fmt = s.get("format")
-            if fmt is not None:
-                if isinstance(fmt, str) and fmt in FORMATS:
-                    result["format"] = fmt
-                else:
-                    self.warn(path, f"format {fmt!r} dropped (not one the API knows)")
+            self.string_keywords(s, out, path)
         if "number" in types or "integer" in types:
-            used.update(_NUMBER_KEYS)
-            self.number_keywords(s, result, path)
+            used.update(NUMBER_KEYS)
+            self.number_keywords(s, out, path)
+        return used
 
-        if s.keys() <= _GENERIC_KEYS:
-            return result
+    def warn_unsupported(self, s: dict[str, Any], used: set[str], types: list[str], path: str) -> None:
+        """One warning naming what was dropped, silent for annotations, ``x-`` extensions and
+        keywords of a type the schema does not allow (they mean nothing there)."""
         dropped = sorted(
             str(k)
             for k in s
@@ -563,7 +518,6 @@ class _Sanitizer:
         )
         if dropped:
             self.warn(path, f"unsupported keyword(s) dropped: {', '.join(dropped)}")
-        return result
 
     def object_keywords(
         self, s: dict[str, Any], out: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
@@ -575,7 +529,7 @@ class _Sanitizer:
         elif isinstance(props_in, dict):
             for k, v in props_in.items():
                 name = k if isinstance(k, str) else str(k)
-                if not _ok_str(name) or name in props:
+                if not ok_str(name) or name in props:
                     self.warn(path, f"property name {name!r} unusable; dropped")
                     continue
                 props[name] = self.walk(v, f"{path}/properties/{name}", depth + 1, refs)
@@ -586,7 +540,7 @@ class _Sanitizer:
                 if not isinstance(r, str) or r in required:
                     continue
                 if r not in props:
-                    if not _ok_str(r) or "patternProperties" in s or len(props) > MAX_NODES:
+                    if not ok_str(r) or "patternProperties" in s or len(props) > MAX_NODES:
                         continue
                     self.warn(path, f"required {r!r} has no schema; exposed as accepting any value")
                     props[r] = permissive()
@@ -624,18 +578,41 @@ class _Sanitizer:
                 else:
                     self.warn(path, f"invalid {k} dropped")
 
+    def string_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str) -> None:
+        for k in ("minLength", "maxLength"):
+            if k in s:
+                if _is_count(s[k]):
+                    out[k] = int(s[k])
+                else:
+                    self.warn(path, f"invalid {k} dropped")
+        pat = s.get("pattern")
+        if pat is not None:
+            try:
+                if not ok_str(pat):
+                    raise TypeError
+                re.compile(pat)
+                out["pattern"] = pat
+            except (TypeError, re.error, RecursionError, OverflowError):
+                self.warn(path, "invalid pattern dropped")
+        fmt = s.get("format")
+        if fmt is not None:
+            if isinstance(fmt, str) and fmt in FORMATS:
+                out["format"] = fmt
+            else:
+                self.warn(path, f"format {fmt!r} dropped (not one the API knows)")
+
     def number_keywords(self, s: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        for k in _NUMBER_KEYS:
+        for k in NUMBER_KEYS:
             v = s.get(k)
             if v is None:
                 continue
             if k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):  # draft 4
                 base = "minimum" if k == "exclusiveMinimum" else "maximum"
-                if v and _is_num(s.get(base)):
+                if v and is_num(s.get(base)):
                     out[k] = s[base]
                     out.pop(base, None)
                 continue
-            if not _is_num(v) or (k == "multipleOf" and v <= 0):
+            if not is_num(v) or (k == "multipleOf" and v <= 0):
                 self.warn(path, f"invalid {k} dropped")
                 continue
             if (
@@ -762,205 +739,3 @@ def _fast_clean(schema: dict[str, Any]) -> bool:
     ap = schema.get("additionalProperties")
     return ap is None or isinstance(ap, bool)
 
-
-# ---------------------------------------------------------------------------------------------
-# the checker
-
-
-def openai_schema_problems(schema: object) -> list[str]:
-    """What the OpenAI function API (non-strict) would reject in ``schema``; empty when fine."""
-    problems: list[str] = []
-    if not isinstance(schema, dict):
-        return ["/: parameters must be a JSON object"]
-    if schema.get("type") != "object":
-        problems.append(f"/: top-level type must be 'object', got {schema.get('type')!r}")
-    if not isinstance(schema.get("properties"), dict):
-        problems.append("/: top-level properties must be an object")
-    try:
-        json.dumps(schema, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (ValueError, TypeError, UnicodeEncodeError, RecursionError) as e:
-        problems.append(f"/: not plain JSON ({type(e).__name__})")
-        return problems
-    _check(schema, "", 0, problems)
-    return problems
-
-
-def _check(s: Any, path: str, depth: int, problems: list[str]) -> None:
-    where = path or "/"
-    if not isinstance(s, dict):
-        problems.append(f"{where}: schema must be an object")
-        return
-    if depth > MAX_DEPTH + 1:
-        problems.append(f"{where}: nested deeper than {MAX_DEPTH + 1}")
-        return
-    extra = [k for k in s if k not in ALLOWED_KEYWORDS]
-    if extra:
-        problems.append(f"{where}: keywords not accepted: {extra!r}")
-    types = None
-    if "type" in s:
-        t = s["type"]
-        raw = [t] if isinstance(t, str) else t if isinstance(t, list) else None
-        if not raw or not all(isinstance(x, str) and x in JSON_TYPES for x in raw) or len(set(raw)) != len(raw):
-            problems.append(f"{where}: invalid type {t!r}")
-        else:
-            types = raw
-    elif "anyOf" not in s:
-        problems.append(f"{where}: needs a type or anyOf")
-    if "anyOf" in s:
-        branches = s["anyOf"]
-        if not isinstance(branches, list) or not branches:
-            problems.append(f"{where}: anyOf must be a non-empty list")
-        else:
-            for i, b in enumerate(branches):
-                _check(b, f"{path}/anyOf/{i}", depth + 1, problems)
-    if types and "array" in types and not isinstance(s.get("items"), dict):
-        problems.append(f"{where}: array schema missing items")
-    if "items" in s:
-        _check(s["items"], f"{path}/items", depth + 1, problems)
-    if "properties" in s:
-        props = s["properties"]
-        if not isinstance(props, dict):
-            problems.append(f"{where}: properties must be an object")
-        else:
-            for k, v in props.items():
-                _check(v, f"{path}/properties/{k}", depth + 1, problems)
-    if "required" in s:
-        req = s["required"]
-        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
-        if not isinstance(req, list) or not all(isinstance(r, str) for r in req) or len(set(req)) != len(req):
-            problems.append(f"{where}: required must be a list of distinct names")
-        else:
-            missing = [r for r in req if r not in props]
-            if missing:
-                problems.append(f"{where}: required names missing from properties: {missing!r}")
-    if "additionalProperties" in s and not isinstance(s["additionalProperties"], bool):
-        _check(s["additionalProperties"], f"{path}/additionalProperties", depth + 1, problems)
-    if "enum" in s:
-        e = s["enum"]
-        if not isinstance(e, list) or not e or not all(_is_scalar(v) for v in e):
-            problems.append(f"{where}: enum must be a non-empty list of JSON scalars")
-    for k in ("description", "title", "pattern", "format"):
-        if k in s and not isinstance(s[k], str):
-            problems.append(f"{where}: {k} must be a string")
-    for k in _NUMBER_KEYS:
-        if k in s and not _is_num(s[k]):
-            problems.append(f"{where}: {k} must be a finite number")
-    for k in ("minLength", "maxLength", "minItems", "maxItems"):
-        if k in s and not (isinstance(s[k], int) and not isinstance(s[k], bool) and s[k] >= 0):
-            problems.append(f"{where}: {k} must be a non-negative integer")
-
-
-# ---------------------------------------------------------------------------------------------
-# strict mode
-
-
-def make_strict(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """A strict-mode copy of a *sanitised* schema, or ``None`` when strict would change its meaning.
-
-    Strict mode needs every property required and ``additionalProperties: false``. Closing an
-    object only narrows what the model may send, so absent ``additionalProperties`` is set to
-    false; but an optional property or an open map cannot be made strict without forcing the
-    model to invent values, and a keyword strict mode lacks cannot be dropped without letting
-    invalid arguments through. ``title``/``default`` (annotations) are dropped.
-    """
-    if openai_schema_problems(schema):
-        return None
-    try:
-        return _strict(schema, 0)
-    except _NotStrict:
-        return None
-
-
-def strict_compatible(schema: dict[str, Any]) -> bool:
-    """Whether ``make_strict`` would succeed."""
-    return make_strict(schema) is not None
-
-
-class _NotStrict(Exception):
-    pass
-
-
-def _strict(s: dict[str, Any], depth: int) -> dict[str, Any]:
-    if depth > MAX_DEPTH:
-        raise _NotStrict
-    out: dict[str, Any] = {}
-    for k, v in s.items():
-        if k in ("title", "default"):
-            continue
-        if k not in STRICT_KEYWORDS:
-            raise _NotStrict
-        if k == "format" and v not in STRICT_FORMATS:
-            raise _NotStrict
-        if k == "enum" and len(v) > MAX_ENUM:
-            raise _NotStrict
-        out[k] = v
-    types = s.get("type")
-    types = [types] if isinstance(types, str) else types or []
-    if "object" in types:
-        props = s.get("properties")
-        if not props or s.get("additionalProperties", False) is not False:
-            raise _NotStrict
-        if set(s.get("required", [])) != set(props):
-            raise _NotStrict
-        out["properties"] = {k: _strict(v, depth + 1) for k, v in props.items()}
-        out["additionalProperties"] = False
-    if "items" in s:
-        out["items"] = _strict(s["items"], depth + 1)
-    if "anyOf" in s:
-        if depth == 0:
-            raise _NotStrict
-        out["anyOf"] = [_strict(b, depth + 1) for b in s["anyOf"]]
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# checking values without a server's regular expressions
-
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
-_DATA_KEYS = ("enum", "const", "default", "examples")
-
-
-def without_regexes(schema: Any) -> Any:
-    """A copy of ``schema`` without ``pattern`` and ``patternProperties`` (and, beside the latter,
-    ``additionalProperties``/``unevaluatedProperties``, which would match keys against it)."""
-    if isinstance(schema, list):
-        return [without_regexes(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "pattern" and isinstance(value, str):
-            continue
-        if key in _DATA_KEYS:
-            out[key] = value
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: without_regexes(sub) for name, sub in value.items()}
-        else:
-            out[key] = without_regexes(value)
-    if "patternProperties" in out:
-        for key in ("patternProperties", "additionalProperties", "unevaluatedProperties"):
-            out.pop(key, None)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# definition hash
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-
-
-def definition_hash(description: str | None, input_schema: Any, annotations: Any) -> str:
-    """Stable short hash of what a tool claims to be; remembered approvals are bound to it.
-
-    Canonical JSON (sorted keys, no whitespace) of description, schema and annotations, so a
-    server reordering keys does not reset approvals but changing any text or value does.
-    """
-    if hasattr(annotations, "model_dump"):
-        annotations = annotations.model_dump(mode="json", exclude_none=True)
-    payload = {"annotations": annotations, "description": description, "input_schema": input_schema}
-    try:
-        text = _CANONICAL.encode(payload)
-    except (ValueError, TypeError, RecursionError):  # cycles or mixed-type keys: still deterministic
-        text = repr(payload)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

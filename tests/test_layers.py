@@ -1,0 +1,166 @@
+"""The layer rule of docs/design.md §2, read from the source with ``ast``.
+
+Arrows point down: front ends (the package root, ``notebook/``, ``server/``, ``cli.py``) ->
+``core/`` -> {``mcp/``, ``models/``, ``store/``, ``schema/``, ``config``} -> ``protocol/``.
+Every import counts, wherever it sits: at module level, inside a function (the lazy imports
+that keep ``import nbagent`` cheap), under ``TYPE_CHECKING``, relative (``from . import x``)
+or through ``importlib.import_module("...")`` with a literal name. A cycle that only shows
+once a lazy import runs is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "nbagent"
+
+# The package root is a face too: it re-exports Session (core) and loads the notebook extension.
+FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli")
+BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config")
+
+
+@dataclass(frozen=True)
+class Import:
+    path: Path
+    line: int
+    text: str
+    target: str
+
+    def where(self, root: Path) -> str:
+        return f"{self.path.relative_to(root.parent)}:{self.line}: {self.text}"
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str, root: Path) -> bool:
+    rel = Path(*name.split(".")[1:]) if "." in name else Path()
+    base = root / rel
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _targets(node: ast.AST, package: str, root: Path) -> list[str]:
+    """The nbagent modules one import statement loads (``from pkg import mod`` names ``pkg.mod``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        subs = [f"{module}.{alias.name}" for alias in node.names]
+        found = [sub for sub in subs if _is_module(sub, root)]
+        return found if len(found) == len(subs) else [module, *found]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return [node.args[0].value]
+    return []
+
+
+def read_imports(root: Path) -> list[Import]:
+    """Every import of an nbagent module by a module under ``root``, with its file and line."""
+    found: list[Import] = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        module = _module_name(path, root)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(source, filename=str(path))):
+            for target in _targets(node, package, root):
+                if target == root.name or target.startswith(root.name + "."):
+                    text = ast.get_source_segment(source, node) or ast.unparse(node)
+                    found.append(Import(path, node.lineno, " ".join(text.split()), target))
+    return found
+
+
+def _within(name: str, layer: str) -> bool:
+    return name == layer or name.startswith(layer + ".")
+
+
+def _layer(name: str, layers: tuple[str, ...]) -> str | None:
+    # The root "nbagent" contains everything; it is a layer only as the module itself.
+    for layer in layers:
+        if name == layer or ("." in layer and _within(name, layer)):
+            return layer
+    return None
+
+
+def layer_problems(root: Path) -> list[str]:
+    """One line per import that breaks the layer rule: file, line, the import, the rule."""
+    pkg = root.name
+    protocol = f"{pkg}.protocol"
+    front_ends = tuple(f.replace("nbagent", pkg, 1) for f in FRONT_ENDS)
+    below_core = tuple(b.replace("nbagent", pkg, 1) for b in BELOW_CORE)
+    problems: list[str] = []
+    for imp in read_imports(root):
+        source = _module_name(imp.path, root)
+        if _within(source, protocol) and not _within(imp.target, protocol):
+            problems.append(f"{imp.where(root)}  (protocol/ imports nothing else of {pkg})")
+        elif _layer(source, below_core) and _within(imp.target, f"{pkg}.core"):
+            problems.append(f"{imp.where(root)}  ({_layer(source, below_core)} must not import core/)")
+        elif _layer(source, front_ends) is None and (face := _layer(imp.target, front_ends)):
+            name = "the package root" if face == pkg else face
+            problems.append(f"{imp.where(root)}  (below the front ends, it imports the front end {name})")
+    return problems
+
+
+def test_every_import_in_nbagent_points_down_the_layers() -> None:
+    problems = layer_problems(PACKAGE)
+    assert not problems, "imports against the layer rule (docs/design.md §2):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "line", "expected"),
+    [
+        ("protocol/items.py", "def f():\n    from nbagent.core import turn\n", 2, "protocol/ imports nothing"),
+        ("mcp/x.py", "def f():\n    from ..core.turn import run\n", 2, "nbagent.mcp must not import core/"),
+        ("store/x.py", "import importlib\nimportlib.import_module('nbagent.core.session')\n", 2, "must not import core/"),
+        ("models/x.py", "from nbagent import __version__\n", 1, "imports the front end the package root"),
+        ("core/x.py", "from .. import notebook\n", 1, "imports the front end nbagent.notebook"),
+        ("mcp/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nbagent.cli\n", 3, "nbagent.cli"),
+    ],
+)
+def test_a_wrong_way_import_is_reported_with_its_file_line_and_text(
+    tmp_path: Path, path: str, source: str, line: int, expected: str
+) -> None:
+    root = tmp_path / "nbagent"
+    for folder in ("", "protocol", "core", "mcp", "store", "models", "notebook"):
+        (root / folder).mkdir(exist_ok=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "core" / "turn.py").write_text("")
+    (root / "core" / "session.py").write_text("")
+    (root / "cli.py").write_text("")
+    (root / path).write_text(source)
+
+    [problem] = layer_problems(root)
+    assert problem.startswith(f"nbagent/{path}:{line}: ")
+    assert expected in problem
+
+
+def test_downward_imports_are_not_reported(tmp_path: Path) -> None:
+    root = tmp_path / "nbagent"
+    for folder in ("", "protocol", "core", "mcp", "notebook"):
+        (root / folder).mkdir(exist_ok=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "protocol" / "items.py").write_text("from . import _base\nfrom nbagent.protocol import items\n")
+    (root / "protocol" / "_base.py").write_text("")
+    (root / "mcp" / "x.py").write_text("from nbagent.protocol import items\nfrom . import y\n")
+    (root / "mcp" / "y.py").write_text("")
+    (root / "core" / "x.py").write_text("def f():\n    from nbagent.mcp import x\n")
+    (root / "notebook" / "x.py").write_text("import nbagent\nfrom nbagent.core import x\n")
+
+    assert layer_problems(root) == []
