@@ -8,6 +8,8 @@ import time
 
 from nbagent.mcp.manager import McpConnectionManager
 
+from tests.waiting import until
+
 from .conftest import Harness, alive, call_info
 
 
@@ -35,16 +37,13 @@ async def test_no_child_alive_after_aclose(harness: Harness) -> None:
     manager = McpConnectionManager(servers, harness.events.append, harness.answers, harness.tmp / "logs")
     harness.managers.append(manager)
     start = asyncio.ensure_future(manager.start())
-    for _ in range(600):  # wait until the three quick servers are ready, "starting" still sleeping
-        if sum(1 for s in manager.status().values() if s.state == "ready") == 3:
-            break
-        await asyncio.sleep(0.05)
-    assert sum(1 for s in manager.status().values() if s.state == "ready") == 3
+    await until(lambda: sum(1 for s in manager.status().values() if s.state == "ready") == 3,
+                'the three quick servers to be ready, "starting" still sleeping', 30)
     grandchild = int(
         next(b.text for b in (await manager.call_tool(_spec(manager, "spawn_child"), {}, call_info())).content)
     )
     in_flight = asyncio.ensure_future(manager.call_tool(_spec(manager, "sleepy"), {"seconds": 60}, call_info("c2")))
-    await asyncio.sleep(0.3)
+    await until(lambda: any(r["tool"] == "sleepy" for r in harness.records()), "the call to be running in the server", 10)
     pids = manager.pids()
     assert len(pids) == 4 and all(alive(p) for p in pids) and alive(grandchild)
     t0 = time.monotonic()

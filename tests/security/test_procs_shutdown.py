@@ -20,8 +20,9 @@ import pytest
 from nbagent.mcp.manager import McpConnectionManager
 from tests.mcp.conftest import Answers, call_info, records, server_cfg
 from tests.security.procs import (
-    kill_leftovers, replay, spawned, survivors, tool_call, until, wait_for, write_project,
+    kill_leftovers, replay, spawned, survivors, tool_call, write_project,
 )  # fmt: skip
+from tests.waiting import until, wait_for
 
 
 async def _spawn_all(manager: McpConnectionManager) -> None:
@@ -68,7 +69,7 @@ async def test_a_crashed_server_takes_its_descendants_with_it(tmp_path: Path) ->
         os.kill(pids["server"], signal.SIGKILL)  # the server dies; the session goes on
         left = {name: pid for name, pid in pids.items() if name != "launched"}
         assert survivors(left) == {}
-        await until(lambda: manager.status()["procs"].state == "failed", 10, "the crash to be reported")
+        await until(lambda: manager.status()["procs"].state == "failed", "the crash to be reported", 10)
     finally:
         await manager.aclose()
         kill_leftovers(pids.values())
@@ -94,8 +95,8 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
 def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
     """Wait until the server left its processes behind and sleeps in a tool call."""
     try:
-        wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None, 60,
-                 "the turn to reach the sleeping tool call")
+        wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None,
+                 "the turn to reach the sleeping tool call", 60)
     except AssertionError:
         proc.kill()
         raise
@@ -175,7 +176,7 @@ def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_pat
     proc, record = _cli(tmp_path, "mcp-server", "--http", "127.0.0.1:0", "--token", token,
                         "--model", _script(tmp_path), "--policy", "full-auto")
     assert proc.stderr is not None
-    url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), 60, "the server to listen")[1]
+    url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), "the server to listen", 60)[1]
     session, _ = _post(url, token, {"id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
     _post(url, token, {"method": "notifications/initialized"}, session)
