@@ -220,7 +220,7 @@ await runInBrowser(ARTIFACTS, 'e2e', async (page, result) => {
   await page.getByText(TURN2_TEXT).first().waitFor({ state: 'visible', timeout: TIMEOUT });
   await screenshot(page, 'denied');
   await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
-  await page.waitForTimeout(500);
+  await waitFor(page, 'the save to finish', (app, panel) => panel.context.model && !panel.context.model.dirty);
   const after = await inPanel(page, cellsOf);
   if (after.length !== countAfterTurn1 || after.some(c => c.source.includes(DENIED_SOURCE))) {
     throw new Error(`a denied write reached the notebook: ${JSON.stringify(after)}`);

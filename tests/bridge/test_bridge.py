@@ -21,6 +21,7 @@ from nbagent.protocol.bridge import (
     RunCellParams,
 )
 from tests.bridge.fakes import HELLO, FakeFactory, error, ok
+from tests.waiting import until
 
 # A reply as the extension sends it for a two-cell notebook (recorded from JupyterLab 4.6).
 RECORDED_READ = {
@@ -153,7 +154,8 @@ async def test_a_comm_closed_mid_request_fails_it_and_the_next_request_reopens()
     factory = FakeFactory(serve)
     bridge = NotebookBridge(factory)
     task = asyncio.ensure_future(bridge.run_cell(RunCellParams(cell_id="a1"), timeout=5))
-    await asyncio.sleep(0.05)
+    await until(lambda: factory.comms and any(isinstance(m, dict) and m.get("method") == "run_cell"
+                                              for m in factory.comms[0].sent), "the run_cell request to be sent", 5)
     factory.comms[0].remote_close()
     with pytest.raises(BridgeError, match="comm closed before run_cell"):
         await task
@@ -180,8 +182,7 @@ async def test_concurrent_requests_are_matched_by_id_whatever_the_reply_order() 
     bridge = NotebookBridge(factory)
     first = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="1")))
     second = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="2")))
-    while len(held) < 2:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(held) == 2, "both requests to reach the front end", 5)
     for request in reversed(held):
         factory.comms[0].deliver(ok(request, {"cell_id": "id-" + request["params"]["source"], "index": 0}))
     assert (await first).cell_id == "id-1" and (await second).cell_id == "id-2"
@@ -192,8 +193,7 @@ async def test_a_reply_delivered_from_another_thread_resolves_on_the_loop() -> N
     factory = FakeFactory(frontend)
     bridge = NotebookBridge(factory)
     task = asyncio.ensure_future(bridge.read_notebook())
-    while not held:
-        await asyncio.sleep(0.01)
+    await until(lambda: held, "the request to reach the front end", 5)
     thread = threading.Thread(target=factory.comms[0].deliver, args=(ok(held[0], {"path": "a/b.ipynb", "cells": []}),))
     thread.start()
     thread.join()

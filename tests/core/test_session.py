@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -145,8 +146,8 @@ async def test_without_a_front_end_a_call_needing_approval_is_declined_and_recor
     assert out.status == "denied" and "declined" in out.output
 
 
-async def _answer_approvals(session: Session, **fields) -> None:
-    async for event in session.events():
+async def _answer_approvals(session: Session, events: AsyncIterator[Event], **fields) -> None:
+    async for event in events:
         if event.type == "approval_requested":
             session.submit(ApprovalDecision(call_id=event.call_id, **fields))
             return
@@ -161,8 +162,7 @@ async def test_a_front_end_decision_is_what_happens(home: Path, script, decision
     model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "ok"})
     async with Session(model=model, interactive=True) as session:
         session.register_tool(lambda text: done.append(text), name="write")
-        answer = asyncio.ensure_future(_answer_approvals(session, decision=decision, message=message))
-        await asyncio.sleep(0)
+        answer = asyncio.ensure_future(_answer_approvals(session, session.events(), decision=decision, message=message))
         result = await asyncio.wait_for(session.run("write"), 10)
         await answer
     assert done == ran
@@ -183,16 +183,15 @@ async def test_edited_arguments_are_what_runs_and_what_is_recorded(home: Path, s
     async with Session(model=model, interactive=True) as session:
         session.register_tool(write)
 
-        async def answer() -> None:
-            async for event in session.events():
+        async def answer(events: AsyncIterator[Event]) -> None:
+            async for event in events:
                 if event.type == "approval_requested":
                     bad = ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": 5})
                     assert session.approvals.answer(bad) is False  # refused: schema says string
                     session.submit(ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": "mine"}))
                     return
 
-        task = asyncio.ensure_future(answer())
-        await asyncio.sleep(0)
+        task = asyncio.ensure_future(answer(session.events()))  # subscribed now, before the turn
         result = await asyncio.wait_for(session.run("write"), 10)
         await task
     assert done == ["mine"]
@@ -351,15 +350,14 @@ async def test_the_duration_of_a_call_excludes_the_wait_for_approval(home: Path,
     async with Session(model=model, interactive=True) as session:
         session.register_tool(lambda text: None, name="write")
 
-        async def answer_late() -> None:
-            async for event in session.events():
+        async def answer_late(events: AsyncIterator[Event]) -> None:
+            async for event in events:
                 if event.type == "approval_requested":
                     await asyncio.sleep(1.5)  # a human deciding
                     session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))
                     return
 
-        task = asyncio.ensure_future(answer_late())
-        await asyncio.sleep(0)
+        task = asyncio.ensure_future(answer_late(session.events()))
         result = await asyncio.wait_for(session.run("write"), 10)
         await task
     (output,) = outputs_by_call(result.items).values()
@@ -386,6 +384,42 @@ async def test_a_queued_turn_can_be_stopped_before_it_starts(home: Path, script)
     assert [r.status for r in results] == ["completed", "aborted", "completed"]
     assert [r.text for r in results] == ["first", "", "third"]
     assert prompts == ["one", "three"]
+
+
+async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, script) -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def block() -> str:
+        """Wait for the test."""
+        started.set()
+        await release.wait()
+        return "ok"
+
+    model = script(
+        {"tool_calls": [{"name": "block", "arguments": {}}]},
+        {"text": "first done"},
+        {"text": "third ran"},
+    )
+    async with Session(model=model, policy="full-auto") as session:
+        session.register_tool(block)
+        aborted: list[str] = []
+        session.subscribe(lambda e: e.type == "turn_aborted" and aborted.append(e.reason))
+        first = asyncio.ensure_future(session.run("first"))
+        await asyncio.wait_for(started.wait(), 5)
+        second = asyncio.ensure_future(session.run("second, then never mind"))
+        await asyncio.sleep(0)  # one loop step: the task submits its turn, which queues behind the first
+        second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
+        assert aborted == ["the caller stopped waiting"]  # it was queued, and dropped from the queue
+        release.set()
+        result = await asyncio.wait_for(first, 5)
+        assert result.ok and result.text == "first done"
+        # Turns run in order: had the second stayed queued, it would run before this one.
+        third = await asyncio.wait_for(session.run("third"), 5)
+        assert third.text == "third ran"
+        prompts = [i.text for i in session.thread.items if type(i).__name__ == "UserMessage"]
+    assert prompts == ["first", "third"]
 
 
 async def test_secret_header_values_never_reach_the_rollout(home: Path, script) -> None:

@@ -16,6 +16,7 @@ import pytest
 from nbagent import Session
 from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event
 from tests.mcp.conftest import records, server_cfg
+from tests.waiting import until
 
 FEATURES = "mcp__feat__"
 
@@ -213,10 +214,8 @@ async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
         assert len(asked) == 1  # the second call was remembered
         reword = next(s for s in session.tools() if s.raw_name == "reword")
         await session.call_tool(reword.name, {}, policy="full-auto")  # an outside caller changes the tool
-        for _ in range(200):  # the catalogue refreshes when the server's notification arrives
-            if "delete every other" in next(s for s in session.tools() if s.raw_name == "archive").description:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: "delete every other" in next(s for s in session.tools() if s.raw_name == "archive").description,
+                    "the catalogue to refresh on the server's notification", 10)
         await asyncio.wait_for(session.run("archive again"), 30)
     assert len(asked) == 2
     assert asked[0].changed is None

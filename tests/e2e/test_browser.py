@@ -3,6 +3,9 @@ the replay model, driven in Debian's headless chromium by ``ui-tests/e2e.mjs`` (
 
 Approve on the real panels writes a cell right below the agent cell (with provenance, marked;
 the notebook is left dirty and the user's save writes it to disk); Deny writes nothing. Screenshots go to ``test-artifacts/e2e/`` (git-ignored).
+
+One JupyterLab serves the whole module (it serves Notebook 7 too): each test has its own folder
+under the server's root, with its own ``nbagent.toml`` (a kernel starts in its notebook's folder).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,23 @@ def _missing() -> str | None:
 
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "root"
+    root.mkdir()
+    env = {"NBAGENT_HOME": str(base / "home"), "NBAGENT_E2E_FAKE_KEY": "sk-e2e-typing"}
+    with JupyterLab(root, base, env) as server:
+        yield server
+
+
+def _folder(lab: JupyterLab, name: str) -> Path:
+    """This test's own folder under the shared server's root."""
+    folder = lab.root / name
+    folder.mkdir()
+    return folder
 
 
 def _code(source: str) -> dict:
@@ -107,23 +128,20 @@ def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
     return {"notebook": notebook, "record": record}
 
 
-def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Path) -> None:
-    root, work = tmp_path / "root", tmp_path / "work"
-    root.mkdir()
+def test_approve_writes_a_marked_saved_cell_and_deny_writes_nothing(tmp_path: Path, lab: JupyterLab) -> None:
+    root, work = _folder(lab, "approve"), tmp_path / "work"
     work.mkdir()
     paths = _write_fixture(root, work)
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    env_extra = {"NBAGENT_HOME": str(work / "home")}
-    with JupyterLab(root, work, env_extra) as lab:
-        env = dict(os.environ)
-        env.update(
-            NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="e2e.ipynb",
-            NBAGENT_E2E_NOTEBOOK_FILE=str(paths["notebook"]), NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS),
-            NBAGENT_E2E_EXPECT_SOURCE=EXPECT_SOURCE, NBAGENT_E2E_DENIED_SOURCE=DENIED_SOURCE,
-            NBAGENT_E2E_MCP_TOOL=MCP_TOOL, NBAGENT_E2E_TURN1_TEXT=TURN1_TEXT, NBAGENT_E2E_TURN2_TEXT=TURN2_TEXT,
-            CHROMIUM=CHROMIUM,
-        )
-        result = run_script("e2e.mjs", env, lab, timeout=360)
+    env = dict(os.environ)
+    env.update(
+        NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="approve/e2e.ipynb",
+        NBAGENT_E2E_NOTEBOOK_FILE=str(paths["notebook"]), NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS),
+        NBAGENT_E2E_EXPECT_SOURCE=EXPECT_SOURCE, NBAGENT_E2E_DENIED_SOURCE=DENIED_SOURCE,
+        NBAGENT_E2E_MCP_TOOL=MCP_TOOL, NBAGENT_E2E_TURN1_TEXT=TURN1_TEXT, NBAGENT_E2E_TURN2_TEXT=TURN2_TEXT,
+        CHROMIUM=CHROMIUM,
+    )
+    result = run_script("e2e.mjs", env, lab, timeout=360)
     # Server-side evidence: the approved MCP call ran exactly once.
     record = [json.loads(line) for line in paths["record"].read_text().splitlines()]
     assert [r["tool"] for r in record] == ["write_note"]
@@ -149,25 +167,21 @@ _new = await _bridge.insert_cell(InsertCellParams(source="inserted_in_notebook7 
 print("BRIDGE", _hello.app, _nb.path, len(_nb.cells), _new.index)"""
 
 
-def test_the_extension_serves_the_bridge_in_notebook_7(tmp_path: Path) -> None:
-    root, work = tmp_path / "root", tmp_path / "work"
-    root.mkdir()
-    work.mkdir()
-    notebook = root / "nb7.ipynb"
+def test_the_extension_serves_the_bridge_in_notebook_7(lab: JupyterLab) -> None:
+    notebook = _folder(lab, "nb7") / "nb7.ipynb"
     notebook.write_text(json.dumps({
         "cells": [_code(NB7_CELL)],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))
-    with JupyterLab(root, work, {"NBAGENT_HOME": str(work / "home")}) as lab:
-        env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="nb7.ipynb",
-                   NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS.parent / "notebook7"), CHROMIUM=CHROMIUM)
-        proc = subprocess.run(["node", "notebook7.mjs"], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=240)
-        lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        result = lines[-1] if lines else {}
-        assert proc.returncode == 0 and result.get("ok"), f"{result.get('error') or proc.stderr}\n{lab.log_tail()}"
+    env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="nb7/nb7.ipynb",
+               NBAGENT_E2E_ARTIFACTS=str(ARTIFACTS.parent / "notebook7"), CHROMIUM=CHROMIUM)
+    proc = subprocess.run(["node", "notebook7.mjs"], cwd=UI_TESTS, env=env, capture_output=True, text=True, timeout=240)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    result = lines[-1] if lines else {}
+    assert proc.returncode == 0 and result.get("ok"), f"{result.get('error') or proc.stderr}\n{lab.log_tail()}"
     # Shift+Enter ran the cell and added an empty one below; the insert appended after both.
-    assert result["line"] == "BRIDGE Jupyter Notebook nb7.ipynb 2 2"
+    assert result["line"] == "BRIDGE Jupyter Notebook nb7/nb7.ipynb 2 2"
     assert result["dirty"] is True  # the write was not saved under the user's hands
     saved = json.loads(notebook.read_text())
     inserted = [c for c in saved["cells"] if "".join(c["source"]) == "inserted_in_notebook7 = True"]
@@ -184,7 +198,7 @@ TYPING_TURNS = [
      "form": {"title": "Baseline run", "owner_email": "you@example.com", "runs": 12, "learning_rate": 0.125,
               "public": True, "optimizer": "sgd", "tags": ["nlp", "rl"], "start": "2025-03-04"},
      "done": "Typing turn done in the waiting cell."},
-    {"cell": 2, "mode": "background", "source": "%%agent", "reason": "not in the background either, thanks",
+    {"cell": 3, "mode": "background", "source": "%%agent", "reason": "not in the background either, thanks",
      "arguments": '{"name": "typed-bg", "text": "typed while the kernel was idle"}',
      "form": {"title": "Second run", "owner_email": "ada@example.org", "runs": 7, "learning_rate": 0.5,
               "public": True, "optimizer": "adamw", "tags": ["vision", "nlp"], "start": "2026-12-01"},
@@ -203,7 +217,7 @@ def _typing_steps(t: dict) -> list[dict]:
     ]
 
 
-def _typing_fixture(root: Path, work: Path, openai_server: object, turn: dict) -> dict[str, Path]:
+def _typing_fixture(root: Path, work: Path, openai_server: object) -> dict[str, Path]:
     record = work / "record.jsonl"
     (root / "nbagent.toml").write_text(
         'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
@@ -215,7 +229,8 @@ def _typing_fixture(root: Path, work: Path, openai_server: object, turn: dict) -
         '[mcp_servers.demo.tools.log_experiment]\napproval_mode = "approve"\n'
     )
     wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.tools()))"
-    cells = [_code("%load_ext nbagent"), _code(wire), _code(f"{turn['source']}\nWrite a note, then log an experiment ({turn['mode']}).")]
+    cells = [_code("%load_ext nbagent"), _code(wire)]
+    cells += [_code(f"{t['source']}\nWrite a note, then log an experiment ({t['mode']}).") for t in TYPING_TURNS]
     notebook = root / "typing.ipynb"
     notebook.write_text(json.dumps({
         "cells": cells,
@@ -236,34 +251,39 @@ def _told(requests: list[dict]) -> list[str]:
     return list(seen.values())
 
 
-@pytest.mark.parametrize("mode", ["wait", "background"])
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("ui", ["lab", "notebook7"])
-def test_what_a_person_types_key_by_key_reaches_the_server_and_the_model(tmp_path: Path, openai_server, ui: str, mode: str) -> None:
-    root, work = tmp_path / "root", tmp_path / "work"
-    root.mkdir()
+def test_what_a_person_types_key_by_key_reaches_the_server_and_the_model(
+    tmp_path: Path, openai_server, lab: JupyterLab, ui: str
+) -> None:
+    """Both kinds of cell, one after the other in one notebook: a ``--wait`` cell, then a
+    background one."""
+    root, work = _folder(lab, f"typing-{ui}"), tmp_path / "work"
     work.mkdir()
-    t = next(turn for turn in TYPING_TURNS if turn["mode"] == mode)
-    paths = _typing_fixture(root, work, openai_server, t)
-    openai_server.script(_typing_steps(t))
-    artifacts = ARTIFACTS.parent / f"typing-{ui}-{mode}"
+    paths = _typing_fixture(root, work, openai_server)
+    openai_server.script([step for t in TYPING_TURNS for step in _typing_steps(t)])
+    artifacts = ARTIFACTS.parent / f"typing-{ui}"
     shutil.rmtree(artifacts, ignore_errors=True)
-    with JupyterLab(root, work, {"NBAGENT_HOME": str(work / "home"), "NBAGENT_E2E_FAKE_KEY": "sk-e2e-typing"}) as lab:
-        env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="typing.ipynb",
-                   NBAGENT_E2E_UI=ui, NBAGENT_E2E_PLAN=json.dumps({"turns": [t]}),
-                   NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
-        result = run_script("typing.mjs", env, lab, timeout=600)
-    (seen,) = result["turns"]
-    assert seen["reasonShown"] == t["reason"] and json.loads(seen["argumentsShown"]) == json.loads(t["arguments"])
-    # The kernel indicator says idle once the cell ended (a --wait cell: once its turn ended).
-    assert seen["statusAfter"] == "idle"
-    # What the MCP server ran: exactly the typed arguments and the typed form, nothing denied.
+    env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK=f"typing-{ui}/typing.ipynb",
+               NBAGENT_E2E_UI=ui, NBAGENT_E2E_PLAN=json.dumps({"turns": TYPING_TURNS}),
+               NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
+    result = run_script("typing.mjs", env, lab, timeout=840)
     ran = [json.loads(line) for line in paths["record"].read_text().splitlines()]
-    assert [(r["tool"], r["arguments"], r.get("content")) for r in ran] == [
-        ("write_note", json.loads(t["arguments"]), None), ("log_experiment", {"name": mode}, t["form"]),
-    ]
-    # What the model was told: the whole reason, the typed write, the typed answers.
-    denied, written, logged = _told(openai_server.requests)
-    assert t["reason"] in denied, denied
-    assert f"wrote {json.loads(t['arguments'])['name']}.md" in written, written
-    assert json.dumps(t["form"]["owner_email"]) in logged and json.dumps(t["form"]["title"]) in logged, logged
-    assert len(list(artifacts.glob("*.png"))) >= 7
+    told = _told(openai_server.requests)
+    assert len(result["turns"]) == len(TYPING_TURNS) and len(ran) == 2 * len(TYPING_TURNS) and len(told) == 3 * len(TYPING_TURNS)
+    for n, (t, seen) in enumerate(zip(TYPING_TURNS, result["turns"], strict=True)):
+        mode = t["mode"]
+        assert seen["mode"] == mode
+        assert seen["reasonShown"] == t["reason"] and json.loads(seen["argumentsShown"]) == json.loads(t["arguments"])
+        # The kernel indicator says idle once the cell ended (a --wait cell: once its turn ended).
+        assert seen["statusAfter"] == "idle"
+        # What the MCP server ran: exactly the typed arguments and the typed form, nothing denied.
+        assert [(r["tool"], r["arguments"], r.get("content")) for r in ran[2 * n : 2 * n + 2]] == [
+            ("write_note", json.loads(t["arguments"]), None), ("log_experiment", {"name": mode}, t["form"]),
+        ]
+        # What the model was told: the whole reason, the typed write, the typed answers.
+        denied, written, logged = told[3 * n : 3 * n + 3]
+        assert t["reason"] in denied, denied
+        assert f"wrote {json.loads(t['arguments'])['name']}.md" in written, written
+        assert json.dumps(t["form"]["owner_email"]) in logged and json.dumps(t["form"]["title"]) in logged, logged
+        assert len(list(artifacts.glob(f"*-{ui}-{mode}-*.png"))) >= 7

@@ -3,7 +3,6 @@ progress, logs and changing tool lists, on both protocol generations."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 
@@ -20,6 +19,8 @@ from nbagent.protocol import (
     WarningEvent,
 )
 from nbagent.protocol.elicitation import ElicitOutcome
+
+from tests.waiting import until
 
 from .conftest import Harness, alive, call_info
 
@@ -111,8 +112,7 @@ async def test_crash_mid_call_then_restart(harness: Harness) -> None:
     result = await manager.call_tool(_spec(manager, "die"), {"code": 7}, call_info())
     assert result.is_error
     assert "'die'" in _text(result) and "'crash'" in _text(result)
-    await asyncio.sleep(0.2)
-    status = manager.status()["crash"]
+    status = await until(lambda: manager.status()["crash"].state == "failed" and manager.status()["crash"], "the crash to be reported", 10)
     assert status.state == "failed" and "exit code 7" in (status.error or "")
     assert "dying with code 7" in (status.stderr_tail or "")
     assert not alive(pid)
@@ -153,11 +153,7 @@ async def test_list_changed_reaches_next_list_tools(harness: Harness, protocol: 
     assert all(s.raw_name != "extra" for s in manager.list_tools())
     result = await manager.call_tool(_spec(manager, "grow"), {}, call_info())
     assert not result.is_error
-    for _ in range(100):
-        if harness.of(McpToolsChanged):
-            break
-        await asyncio.sleep(0.05)
-    assert harness.of(McpToolsChanged), "no tools/list_changed arrived"
+    await until(lambda: harness.of(McpToolsChanged), "tools/list_changed", 5)
     extra = _spec(manager, "extra")
     assert extra.name == "mcp__feat__extra"
     assert "extra 3" in _text(await manager.call_tool(extra, {"n": 3}, call_info("c2")))
@@ -273,11 +269,8 @@ async def test_auto_downgrades_for_push_elicitation(harness: Harness) -> None:
     assert manager.status()["push"].protocol_version == "2026-07-28"
     first = await manager.call_tool(_spec(manager, "ask_name"), {}, call_info())
     assert first.is_error and "legacy" in _text(first)
-    for _ in range(100):
-        if manager.status()["push"].state == "ready" and manager.status()["push"].protocol_version == "2025-11-25":
-            break
-        await asyncio.sleep(0.05)
-    assert manager.status()["push"].protocol_version == "2025-11-25"
+    await until(lambda: manager.status()["push"].state == "ready" and manager.status()["push"].protocol_version == "2025-11-25",
+                "the reconnect on the legacy protocol", 30)
     second = await manager.call_tool(_spec(manager, "ask_name"), {}, call_info("c2"))
     assert "accept:Zed" in _text(second)
 
@@ -309,12 +302,8 @@ async def test_call_refused_when_tool_changed_since_the_model_saw_it(harness: Ha
     manager = await harness.start({"feat": harness.cfg("features.py", protocol=protocol)})
     old = _spec(manager, "archive")
     assert not (await manager.call_tool(_spec(manager, "reword"), {}, call_info("c1"))).is_error
-    for _ in range(100):
-        if _spec(manager, "archive").definition_hash != old.definition_hash:
-            break
-        await asyncio.sleep(0.05)
-    new = _spec(manager, "archive")
-    assert new.definition_hash != old.definition_hash, "the changed tool never reached the catalogue"
+    new = await until(lambda: (spec := _spec(manager, "archive")).definition_hash != old.definition_hash and spec,
+                      "the changed tool in the catalogue", 5)
     stale = await manager.call_tool(old, {"key": "k"}, call_info("c2"))
     assert stale.is_error and "changed" in _text(stale)
     assert [r["tool"] for r in harness.records()] == ["reword"]

@@ -8,17 +8,9 @@ import time
 
 from nbagent.mcp.manager import McpConnectionManager
 
+from tests.waiting import until
+
 from .conftest import Harness, alive, call_info
-
-
-async def _gone(pid: int, within: float = 2.0) -> bool:
-    """SIGKILL is delivered asynchronously: allow the kernel a moment under load."""
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 def _spec(manager, raw: str):
@@ -35,16 +27,13 @@ async def test_no_child_alive_after_aclose(harness: Harness) -> None:
     manager = McpConnectionManager(servers, harness.events.append, harness.answers, harness.tmp / "logs")
     harness.managers.append(manager)
     start = asyncio.ensure_future(manager.start())
-    for _ in range(600):  # wait until the three quick servers are ready, "starting" still sleeping
-        if sum(1 for s in manager.status().values() if s.state == "ready") == 3:
-            break
-        await asyncio.sleep(0.05)
-    assert sum(1 for s in manager.status().values() if s.state == "ready") == 3
+    await until(lambda: sum(1 for s in manager.status().values() if s.state == "ready") == 3,
+                'the three quick servers to be ready, "starting" still sleeping', 30)
     grandchild = int(
         next(b.text for b in (await manager.call_tool(_spec(manager, "spawn_child"), {}, call_info())).content)
     )
     in_flight = asyncio.ensure_future(manager.call_tool(_spec(manager, "sleepy"), {"seconds": 60}, call_info("c2")))
-    await asyncio.sleep(0.3)
+    await until(lambda: any(r["tool"] == "sleepy" for r in harness.records()), "the call to be running in the server", 10)
     pids = manager.pids()
     assert len(pids) == 4 and all(alive(p) for p in pids) and alive(grandchild)
     t0 = time.monotonic()
@@ -52,7 +41,7 @@ async def test_no_child_alive_after_aclose(harness: Harness) -> None:
     elapsed = time.monotonic() - t0
     assert elapsed < 10, elapsed
     assert [p for p in pids if alive(p)] == []
-    assert await _gone(grandchild)
+    await until(lambda: not alive(grandchild), "the grandchild to be gone (SIGKILL is asynchronous)", 2.0)
     result = await asyncio.wait_for(in_flight, 5)
     assert result.is_error  # the in-flight call ended as a failed result, not an exception
     await asyncio.wait_for(start, 5)

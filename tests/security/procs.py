@@ -1,14 +1,13 @@
-"""Helpers for the process tests: the leaving-behind server, its config, and bounded waits."""
+"""Helpers for the process tests: the leaving-behind server, its config, and what outlived it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +16,6 @@ from tests.mcp.conftest import SERVERS, alive, records
 SPAWNER = SERVERS / "spawner.py"
 LEFT_BEHIND = ("server", "child", "setsid", "daemon", "daemon_clean_env")
 """What ``spawn_all`` reports: the server and the four processes it tries to leave behind."""
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
-    return value
-
-
-async def until(condition: Callable[[], Any], timeout: float, what: str) -> None:
-    """:func:`wait_for` for a test whose event loop must keep running meanwhile."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def survivors(pids: dict[str, int], within: float = 10.0) -> dict[str, int]:

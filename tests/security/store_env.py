@@ -7,8 +7,7 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +39,6 @@ def disk_bytes(home: Path) -> bytes:
     """Everything nbagent keeps of its threads: rollouts, the index and its WAL/journal."""
     files = sorted(home.glob("threads/**/*.jsonl")) + sorted(home.glob("state.sqlite*"))
     return b"".join(p.read_bytes() for p in files if p.is_file())
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    """A bounded wait on a condition (never a sleep as evidence)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def fill(directory: Path) -> None:

@@ -4,6 +4,7 @@ SIGHUP in the middle of a turn, nor when it is killed outright."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,16 +13,16 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 
 from nbagent.mcp.manager import McpConnectionManager
 from tests.mcp.conftest import Answers, call_info, records, server_cfg
 from tests.security.procs import (
-    kill_leftovers, replay, spawned, survivors, tool_call, until, wait_for, write_project,
+    kill_leftovers, replay, spawned, survivors, tool_call, write_project,
 )  # fmt: skip
+from tests.waiting import until, wait_for
 
 
 async def _spawn_all(manager: McpConnectionManager) -> None:
@@ -68,7 +69,7 @@ async def test_a_crashed_server_takes_its_descendants_with_it(tmp_path: Path) ->
         os.kill(pids["server"], signal.SIGKILL)  # the server dies; the session goes on
         left = {name: pid for name, pid in pids.items() if name != "launched"}
         assert survivors(left) == {}
-        await until(lambda: manager.status()["procs"].state == "failed", 10, "the crash to be reported")
+        await until(lambda: manager.status()["procs"].state == "failed", "the crash to be reported", 10)
     finally:
         await manager.aclose()
         kill_leftovers(pids.values())
@@ -94,8 +95,8 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
 def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
     """Wait until the server left its processes behind and sleeps in a tool call."""
     try:
-        wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None, 60,
-                 "the turn to reach the sleeping tool call")
+        wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None,
+                 "the turn to reach the sleeping tool call", 60)
     except AssertionError:
         proc.kill()
         raise
@@ -104,23 +105,45 @@ def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
 
 
 def _script(tmp_path: Path) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     return replay(tmp_path / "script.json", tool_call("spawn_all"), tool_call("sleepy", seconds=600), {"text": "done"})
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_run_sent_a_signal_mid_turn_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
-    proc, record = _cli(tmp_path, "run", "-m", _script(tmp_path), "--policy", "full-auto", "--json", "go")
-    pids = _mid_turn(proc, record)
+SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Each test sends each of these to its own process; the processes run side by side (one start-up
+time for both, on a machine with a core to spare)."""
+
+
+@contextlib.contextmanager
+def _each_signal(tmp_path: Path, start: Callable[[Path], tuple[subprocess.Popen[str], Path]]) -> Iterator[
+    list[tuple[signal.Signals, subprocess.Popen[str], dict[str, int]]]
+]:
+    """Start one process per signal, wait until each is mid-turn, then give them all to be
+    signalled; every process and what it spawned is killed at the end, whatever failed."""
+    started = [(sig, *start(tmp_path / sig.name)) for sig in SIGNALS]
+    pids: dict[signal.Signals, dict[str, int]] = {}
     try:
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-        assert survivors(pids) == {}
-        assert proc.returncode == 128 + sig, err
-        kinds = [json.loads(line)["type"] for line in out.splitlines() if line.startswith("{")]
-        assert kinds[-1] == "shutdown_complete"  # the same orderly end as a normal exit
+        for sig, proc, record in started:
+            pids[sig] = _mid_turn(proc, record)
+        yield [(sig, proc, pids[sig]) for sig, proc, _ in started]
     finally:
-        proc.kill()
-        kill_leftovers(pids.values())
+        for sig, proc, _ in started:
+            proc.kill()
+            kill_leftovers(pids.get(sig, {}).values())
+
+
+def test_run_sent_a_signal_mid_turn_leaves_no_server_process(tmp_path: Path) -> None:
+    def start(folder: Path) -> tuple[subprocess.Popen[str], Path]:
+        return _cli(folder, "run", "-m", _script(folder), "--policy", "full-auto", "--json", "go")
+
+    with _each_signal(tmp_path, start) as running:
+        for sig, proc, pids in running:
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+            assert survivors(pids) == {}, sig.name
+            assert proc.returncode == 128 + sig, (sig.name, err)
+            kinds = [json.loads(line)["type"] for line in out.splitlines() if line.startswith("{")]
+            assert kinds[-1] == "shutdown_complete", sig.name  # the same orderly end as a normal exit
 
 
 def test_run_killed_outright_leaves_no_server_process(tmp_path: Path) -> None:
@@ -141,22 +164,21 @@ def _rpc(proc: subprocess.Popen[str], message: dict[str, object]) -> None:
     proc.stdin.flush()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_mcp_server_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
-    proc, record = _cli(tmp_path, "mcp-server", "--model", _script(tmp_path), "--policy", "full-auto")
-    _rpc(proc, {"id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    _rpc(proc, {"method": "notifications/initialized"})
-    _rpc(proc, {"id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}})
-    pids = _mid_turn(proc, record)
-    try:
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-        assert survivors(pids) == {}
-        assert proc.returncode == 128 + sig, err  # an orderly exit, not death by the signal
-    finally:
-        proc.kill()
-        kill_leftovers(pids.values())
+def test_mcp_server_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path) -> None:
+    def start(folder: Path) -> tuple[subprocess.Popen[str], Path]:
+        proc, record = _cli(folder, "mcp-server", "--model", _script(folder), "--policy", "full-auto")
+        _rpc(proc, {"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        _rpc(proc, {"method": "notifications/initialized"})
+        _rpc(proc, {"id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}})
+        return proc, record
+
+    with _each_signal(tmp_path, start) as running:
+        for sig, proc, pids in running:
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
+            assert survivors(pids) == {}, sig.name
+            assert proc.returncode == 128 + sig, (sig.name, err)  # an orderly exit, not death by the signal
 
 
 def _post(url: str, token: str, body: dict[str, object], session: str | None = None) -> tuple[str | None, bytes]:
@@ -169,28 +191,35 @@ def _post(url: str, token: str, body: dict[str, object], session: str | None = N
         return resp.headers.get("Mcp-Session-Id"), resp.read()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path, sig: signal.Signals) -> None:
+def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_path: Path) -> None:
     token = "t-" + os.urandom(8).hex()
-    proc, record = _cli(tmp_path, "mcp-server", "--http", "127.0.0.1:0", "--token", token,
-                        "--model", _script(tmp_path), "--policy", "full-auto")
-    assert proc.stderr is not None
-    url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), 60, "the server to listen")[1]
-    session, _ = _post(url, token, {"id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-    _post(url, token, {"method": "notifications/initialized"}, session)
-    call = threading.Thread(target=lambda: suppress_errors(_post, url, token, {
-        "id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}}, session),
-        daemon=True)
-    call.start()
-    pids = _mid_turn(proc, record)
+    started = [(folder, _cli(folder, "mcp-server", "--http", "127.0.0.1:0", "--token", token,
+                             "--model", _script(folder), "--policy", "full-auto"))
+               for folder in (tmp_path / sig.name for sig in SIGNALS)]
+
+    def start(folder: Path) -> tuple[subprocess.Popen[str], Path]:
+        """The servers were started side by side above; here each is told to begin its call."""
+        proc, record = next(cli for where, cli in started if where == folder)
+        assert proc.stderr is not None
+        url = wait_for(lambda: re.search(r"listening on (\S+)", proc.stderr.readline() or "-"), "the server to listen", 60)[1]
+        session, _ = _post(url, token, {"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        _post(url, token, {"method": "notifications/initialized"}, session)
+        call = threading.Thread(target=lambda: suppress_errors(_post, url, token, {
+            "id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "go"}}}, session),
+            daemon=True)
+        call.start()
+        return proc, record
+
     try:
-        proc.send_signal(sig)
-        proc.communicate(timeout=60)
-        assert survivors(pids) == {}
+        with _each_signal(tmp_path, start) as running:
+            for sig, proc, pids in running:
+                proc.send_signal(sig)
+                proc.communicate(timeout=60)
+                assert survivors(pids) == {}, sig.name
     finally:
-        proc.kill()
-        kill_leftovers(pids.values())
+        for _, (proc, _) in started:
+            proc.kill()
 
 
 def suppress_errors(fn: Callable[..., object], *args: object) -> None:

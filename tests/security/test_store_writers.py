@@ -11,7 +11,8 @@ from pathlib import Path
 
 from nbagent.protocol import TurnRecord
 from nbagent.store import ThreadStore, read_rollout
-from tests.security.store_env import SERVERS, nbagent, spawn, wait_for
+from tests.security.store_env import SERVERS, nbagent, spawn
+from tests.waiting import wait_for
 
 REPLAY = "replay:" + str(Path(__file__).resolve().parents[1] / "fixtures" / "replay_hello.json")
 

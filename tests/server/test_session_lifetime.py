@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import psutil
@@ -16,6 +15,7 @@ import pytest
 from nbagent.mcp.stdio import LAUNCHER
 from nbagent.store import ThreadStore
 from tests.server.conftest import RECORDER, HttpServer, ServerEnv, connect, start_http_server
+from tests.waiting import until, wait_for
 
 
 def recorders(server: HttpServer) -> list[psutil.Process]:
@@ -31,13 +31,6 @@ def recorders(server: HttpServer) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return found
-
-
-def wait_for(condition, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def serve(senv: ServerEnv, *extra: str) -> HttpServer:
@@ -121,10 +114,7 @@ async def test_cap_refuses_when_every_session_is_busy(senv: ServerEnv, servers: 
                                                                              http=server) as other:
         async with anyio.create_task_group() as tg:
             tg.start_soon(busy.call_tool, "agent", {"prompt": "be slow"})
-            for _ in range(600):
-                if any(r["tool"] == "slow_start" for r in senv.records()):
-                    break
-                await anyio.sleep(0.05)
+            await until(lambda: any(r["tool"] == "slow_start" for r in senv.records()), "the first call to be running")
             refused = await other.call_tool("agent", {"prompt": "one more"})
             tg.cancel_scope.cancel()
     text = refused.content[0].text  # type: ignore[union-attr]

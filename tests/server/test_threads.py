@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 import nbagent
 from nbagent.store import ThreadStore
 from tests.server.conftest import MODES, HttpServer, Seen, ServerEnv, connect
+from tests.waiting import until
 
 TRANSPORTS = ["stdio", "http"]
 
@@ -78,22 +78,14 @@ async def test_cancel_interrupts_turn(transport: str, mode: str, senv: ServerEnv
         with anyio.move_on_after(60):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(lambda: client.call_tool("agent", args, progress_callback=seen.on_progress))
-                for _ in range(400):
-                    if any(r["tool"] == "slow_start" for r in senv.records()):
-                        break
-                    await anyio.sleep(0.05)
-                assert any(r["tool"] == "slow_start" for r in senv.records()), seen.progress
+                await until(lambda: any(r["tool"] == "slow_start" for r in senv.records()), f"the slow call ({seen.progress})")
                 tg.cancel_scope.cancel()
         # The server recorded the abort in the thread's rollout.
-        for _ in range(200):
+        def aborted() -> bool:
             threads = ThreadStore(senv.home).list_threads()
-            if threads:
-                loaded = ThreadStore(senv.home).load(threads[0].id)
-                if any(t.status == "aborted" for t in loaded.turns):
-                    break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the turn was not aborted")
+            return bool(threads) and any(t.status == "aborted" for t in ThreadStore(senv.home).load(threads[0].id).turns)
+
+        await until(aborted, "the turn to be recorded as aborted", 10)
         # The connection stays usable after a cancelled call.
         await client.list_tools()
     assert not any(r["tool"] == "slow_end" for r in senv.records())

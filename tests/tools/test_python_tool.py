@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+import threading
 
 from nbagent.core.approval import ask_reason
 from nbagent.protocol import CallInfo
@@ -50,7 +51,8 @@ async def test_syntax_errors_and_system_exit_are_results_not_crashes() -> None:
 
 
 async def test_top_level_await_runs_on_the_loop_and_other_tasks_output_is_not_captured() -> None:
-    ns: dict = {}
+    inside, released = asyncio.Event(), asyncio.Event()
+    ns: dict = {"inside": inside, "released": released}
     real_stdout = sys.stdout
     seen: list[str] = []
 
@@ -65,11 +67,12 @@ async def test_top_level_await_runs_on_the_loop_and_other_tasks_output_is_not_ca
     sys.stdout = Sink()  # type: ignore[assignment]
     try:
         async def other_cell() -> None:
-            await asyncio.sleep(0.02)
+            await inside.wait()  # the code is awaiting, its capture in place
             print("from another cell")
+            released.set()
 
         other = asyncio.ensure_future(other_cell())
-        run = await run_python("import asyncio\nprint('before')\nawait asyncio.sleep(0.1)\nprint('after')\n'done'", ns)
+        run = await run_python("print('before')\ninside.set()\nawait released.wait()\nprint('after')\n'done'", ns)
         await other
     finally:
         sys.stdout = real_stdout
@@ -78,20 +81,11 @@ async def test_top_level_await_runs_on_the_loop_and_other_tasks_output_is_not_ca
 
 
 async def test_in_thread_mode_captures_too_and_leaves_the_loop_free() -> None:
-    ns: dict = {}
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0.01)
-
-    task = asyncio.ensure_future(ticker())
-    run = await run_python("import time\nprint('t')\ntime.sleep(0.2)\n5", ns, in_thread=True)
-    task.cancel()
-    assert run.stdout == "t\n" and run.result == "5"
-    assert ticks >= 5  # the loop kept running while the code slept
+    # The code asks the loop to answer and blocks until it has: only a free loop can.
+    ns: dict = {"loop": asyncio.get_running_loop(), "answered": threading.Event()}
+    code = "print('t')\nloop.call_soon_threadsafe(answered.set)\nanswered.wait(30)"
+    run = await run_python(code, ns, in_thread=True)
+    assert run.stdout == "t\n" and run.result == "True"  # the loop ran while the code blocked
 
 
 def test_run_python_asks_under_on_request() -> None:
