@@ -105,6 +105,7 @@ class Outcome:
 class PendingApproval:
     request: ApprovalRequested
     spec: ToolSpec
+    turn_id: str
     future: asyncio.Future[ApprovalDecision] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 

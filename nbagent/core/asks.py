@@ -101,7 +101,7 @@ class ApprovalDesk:
             message = f"This call needs approval ({reason}) and {why}: it was declined without running."
             message += f" {changed}" if changed else ""
             return self._resolve(spec, call_id, turn_id, Outcome("deny", "policy", arguments, message))
-        pending = PendingApproval(request=request, spec=spec)
+        pending = PendingApproval(request=request, spec=spec, turn_id=turn_id)
         self.pending[call_id] = pending  # before the event, so a subscriber may answer at once
         self._bus.emit(request, turn_id=turn_id)
         try:
@@ -136,7 +136,7 @@ class ApprovalDesk:
             if problems:
                 self._bus.emit(
                     WarningEvent(message=f"edited arguments for {op.call_id} rejected: " + "; ".join(problems)),
-                    turn_id=pending.request.turn_id,
+                    turn_id=pending.turn_id,
                 )
                 return False
         pending.future.set_result(op)
@@ -179,7 +179,7 @@ class ElicitationDesk:
     def __init__(self, bus: EventBus, record: Record) -> None:
         self._bus = bus
         self._record = record
-        self.pending: dict[str, tuple[ElicitationRequested, asyncio.Future[tuple[ElicitOutcome, str]]]] = {}
+        self.pending: dict[str, tuple[ElicitationRequested, str | None, asyncio.Future[tuple[ElicitOutcome, str]]]] = {}
 
     async def ask(
         self, request: ElicitationRequested, *, turn_id: str | None, policy: Policy, interactive: bool, timeout: float
@@ -190,31 +190,31 @@ class ElicitationDesk:
             shown = describe_for_display(repr(request.url or ""))[:200]
             message = f"MCP server {request.server!r} asked to open {shown}, which is not an https/http link: declined"
             self._bus.emit(WarningEvent(message=message), turn_id=turn_id)
-            return self._resolve(request, ElicitOutcome(action="decline"), "policy")
+            return self._resolve(request, turn_id, ElicitOutcome(action="decline"), "policy")
         if policy == "never" or not interactive:
             self._bus.emit(request, turn_id=turn_id)
-            return self._resolve(request, ElicitOutcome(action="decline"), "policy")
+            return self._resolve(request, turn_id, ElicitOutcome(action="decline"), "policy")
         future: asyncio.Future[tuple[ElicitOutcome, str]] = asyncio.get_running_loop().create_future()
-        self.pending[request.request_id] = (request, future)
+        self.pending[request.request_id] = (request, turn_id, future)
         self._bus.emit(request, turn_id=turn_id)
         try:
             async with asyncio.timeout(timeout):
                 outcome, by = await asyncio.shield(future)
         except TimeoutError:
-            return self._resolve(request, ElicitOutcome(action="cancel"), "timeout")
+            return self._resolve(request, turn_id, ElicitOutcome(action="cancel"), "timeout")
         except asyncio.CancelledError:
-            self._resolve(request, ElicitOutcome(action="cancel"), "interrupt")
+            self._resolve(request, turn_id, ElicitOutcome(action="cancel"), "interrupt")
             raise
         finally:
             self.pending.pop(request.request_id, None)
-        return self._resolve(request, outcome, by)
+        return self._resolve(request, turn_id, outcome, by)
 
     def answer(self, op: ElicitationResponse) -> bool:
         entry = self.pending.get(op.request_id)
-        if entry is None or entry[1].done():
+        if entry is None or entry[2].done():
             self._bus.emit(WarningEvent(message=f"no pending elicitation with request id {op.request_id!r}"))
             return False
-        request, future = entry
+        request, turn_id, future = entry
         content = op.content
         if op.action == "accept" and request.mode == "form":
             schema = request.requested_schema or {"type": "object", "properties": {}}
@@ -223,7 +223,7 @@ class ElicitationDesk:
             if problems:
                 self._bus.emit(
                     WarningEvent(message=f"answer to {request.server}'s question refused: " + "; ".join(problems)),
-                    turn_id=request.turn_id,
+                    turn_id=turn_id,
                 )
                 return False
         future.set_result((ElicitOutcome(action=op.action, content=content if op.action == "accept" else None), "user"))
@@ -231,14 +231,16 @@ class ElicitationDesk:
 
     def cancel_all(self) -> None:
         """Answer every pending question with ``cancel`` (interrupt, shutdown)."""
-        for _, future in self.pending.values():
+        for *_, future in self.pending.values():
             if not future.done():
                 future.set_result((ElicitOutcome(action="cancel"), "interrupt"))
 
-    def _resolve(self, request: ElicitationRequested, outcome: ElicitOutcome, by: str) -> ElicitOutcome:
+    def _resolve(
+        self, request: ElicitationRequested, turn_id: str | None, outcome: ElicitOutcome, by: str
+    ) -> ElicitOutcome:
         self._record(
             ElicitationRecord(
-                turn_id=request.turn_id,
+                turn_id=turn_id,
                 request_id=request.request_id,
                 server=request.server,
                 action=outcome.action,
@@ -253,6 +255,6 @@ class ElicitationDesk:
                 by=by,  # type: ignore[arg-type]
                 content=outcome.content,
             ),
-            turn_id=request.turn_id,
+            turn_id=turn_id,
         )
         return outcome

@@ -45,6 +45,7 @@ from nbagent.protocol import (
     Entry,
     ErrorEvent,
     Event,
+    EventMsg,
     FunctionCall,
     FunctionCallOutput,
     Interrupt,
@@ -60,6 +61,7 @@ from nbagent.protocol import (
     ThreadMeta,
     ToolSpec,
     TurnAborted,
+    TurnFailed,
     TurnRecord,
     UserTurn,
     WarningEvent,
@@ -231,10 +233,10 @@ class Session:
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         return self.bus.subscribe(callback)
 
-    def emit(self, event: Event, *, turn_id: str | None = None) -> Event:
+    def emit(self, msg: EventMsg, *, turn_id: str | None = None) -> Event:
         """Only what a turn produces carries its id; session-level events (MCP status, logs)
         emitted while a turn runs do not."""
-        return self.bus.emit(event, turn_id=turn_id)
+        return self.bus.emit(msg, turn_id=turn_id)
 
     def start(self, op: UserTurn) -> asyncio.Future[RunResult]:
         """Submit a turn whose id the caller already knows; the future resolves at its end."""
@@ -314,7 +316,7 @@ class Session:
         return {call_id: pending.request for call_id, pending in self.approvals.pending.items()}
 
     def pending_elicitations(self) -> dict[str, ElicitationRequested]:
-        return {rid: request for rid, (request, _) in self.elicitations.pending.items()}
+        return {rid: request for rid, (request, *_) in self.elicitations.pending.items()}
 
     def register_tool(
         self,
@@ -510,7 +512,7 @@ class Session:
                 client = self.model_client(name)
             except (ConfigError, ModelError) as exc:
                 code = exc.code if isinstance(exc, ModelError) else "config"
-                self.emit(ErrorEvent(message=str(exc), code=code), turn_id=op.turn_id)
+                self.emit(TurnFailed(message=str(exc), code=code), turn_id=op.turn_id)
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
                 self.interrupt_reason = None
@@ -525,7 +527,7 @@ class Session:
                     outcome = TurnOutcome(op.turn_id, "aborted", error=self.interrupt_reason)
                 except RolloutWriteError as exc:  # a full disk: the turn stops, the session and its caller go on
                     message = f"the turn stopped: {exc}"
-                    self.emit(ErrorEvent(message=message, code="storage"), turn_id=op.turn_id)
+                    self.emit(TurnFailed(message=message, code="storage"), turn_id=op.turn_id)
                     outcome = TurnOutcome(op.turn_id, "failed", error=message, error_code="storage")
                 finally:
                     self._current = None

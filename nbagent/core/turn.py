@@ -33,7 +33,6 @@ from nbagent.protocol import (
     AgentMessageDelta,
     AssistantMessage,
     Entry,
-    ErrorEvent,
     FunctionCall,
     Policy,
     Reasoning,
@@ -44,6 +43,7 @@ from nbagent.protocol import (
     ToolSpec,
     TurnAborted,
     TurnCompleted,
+    TurnFailed,
     TurnRecord,
     TurnStarted,
     UserMessage,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from nbagent.core.session import Session
 
 TurnStatus = Literal["completed", "aborted", "failed"]
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 @dataclass
@@ -155,12 +156,8 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
                 )
             )
         elif isinstance(part, Usage):
-            usage = turn.usage
-            usage.input_tokens += part.input_tokens
-            usage.output_tokens += part.output_tokens
-            usage.cached_input_tokens += part.cached_input_tokens
-            usage.reasoning_tokens += part.reasoning_tokens
-            usage.total_tokens = usage.input_tokens + usage.output_tokens
+            sums = {k: getattr(turn.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
+            turn.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
         elif isinstance(part, Completed) and part.text and not text_parts:
             text_parts.append(part.text)
     if reasoning is not None:
@@ -248,13 +245,13 @@ async def run_turn(session: Session, op: UserTurn, model: ModelClient, model_nam
     except ModelError as exc:
         _close_open_calls(turn, str(exc))
         session.write_line(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
-        session.emit(ErrorEvent(message=str(exc), code=exc.code), turn_id=tid)
+        session.emit(TurnFailed(message=str(exc), code=exc.code), turn_id=tid)
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
         message = f"internal error: {type(exc).__name__}: {exc}"
         session.write_line(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
-        session.emit(ErrorEvent(message=message, code="internal"), turn_id=tid)
+        session.emit(TurnFailed(message=message, code="internal"), turn_id=tid)
         return TurnOutcome(tid, "failed", last_text, message, "internal")
     if turn.usage.total_tokens:
         session.emit(turn.usage, turn_id=tid)

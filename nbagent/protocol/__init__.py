@@ -2,6 +2,7 @@
 
 from nbagent.protocol._base import ProtocolModel, new_id, now
 from nbagent.protocol.events import (
+    TERMINAL_TYPES,
     AgentMessage,
     AgentMessageDelta,
     ApprovalRequested,
@@ -10,7 +11,8 @@ from nbagent.protocol.events import (
     ElicitationResolved,
     ErrorEvent,
     Event,
-    EventAdapter,
+    EventMsg,
+    EventMsgAdapter,
     McpLog,
     McpStartupComplete,
     McpStartupUpdate,
@@ -25,6 +27,7 @@ from nbagent.protocol.events import (
     ToolCallEnd,
     TurnAborted,
     TurnCompleted,
+    TurnFailed,
     TurnStarted,
     WarningEvent,
 )
@@ -66,6 +69,7 @@ from nbagent.protocol.tools import (
 )
 
 __all__ = [
+    "TERMINAL_TYPES",
     "AgentMessage",
     "AgentMessageDelta",
     "ApprovalDecision",
@@ -84,7 +88,8 @@ __all__ = [
     "Entry",
     "ErrorEvent",
     "Event",
-    "EventAdapter",
+    "EventMsg",
+    "EventMsgAdapter",
     "FunctionCall",
     "FunctionCallOutput",
     "ImageBlock",
@@ -122,6 +127,7 @@ __all__ = [
     "ToolSpec",
     "TurnAborted",
     "TurnCompleted",
+    "TurnFailed",
     "TurnRecord",
     "TurnStarted",
     "UserMessage",

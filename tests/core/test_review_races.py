@@ -37,8 +37,8 @@ async def test_abort_in_a_parallel_batch_stops_the_other_calls_and_gives_each_on
         session.register_tool(slow_read, read_only=True)
         session.register_tool(checked_read, read_only=True, approval_mode="prompt")
         session.subscribe(
-            lambda e: e.type == "approval_requested"
-            and session.submit(ApprovalDecision(call_id=e.call_id, decision="abort"))
+            lambda e: e.msg.type == "approval_requested"
+            and session.submit(ApprovalDecision(call_id=e.msg.call_id, decision="abort"))
         )
         result = await asyncio.wait_for(session.run("read both"), 5)
         assert result.status == "aborted"
@@ -105,10 +105,10 @@ async def test_an_interrupted_call_gets_its_tool_call_end_before_the_turn_aborts
         session.interrupt("stop pressed")
         result = await asyncio.wait_for(turn, 5)
     assert result.status == "aborted"
-    kinds = [e.type for e in seen]
-    begins = [e for e in seen if e.type == "tool_call_begin"]
-    ends = [e for e in seen if e.type == "tool_call_end"]
+    kinds = [e.msg.type for e in seen]
+    begins = [e for e in seen if e.msg.type == "tool_call_begin"]
+    ends = [e for e in seen if e.msg.type == "tool_call_end"]
     assert len(begins) == 1  # the second call never started
-    assert [(e.call_id, e.status, e.is_error) for e in ends] == [(begins[0].call_id, "aborted", True)]
-    assert "stop pressed" in ends[0].output
+    assert [(e.msg.call_id, e.msg.status, e.msg.is_error) for e in ends] == [(begins[0].msg.call_id, "aborted", True)]
+    assert "stop pressed" in ends[0].msg.output
     assert kinds.index("tool_call_end") < kinds.index("turn_aborted")
