@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter, model_serializer, model_validator
+from pydantic import ConfigDict, Field, model_serializer, model_validator
 
 from nbagent.protocol._base import ProtocolModel, now
 from nbagent.protocol.ops import Decision, Entry, Policy
@@ -257,7 +257,6 @@ EventMsg = Annotated[
     | ShutdownComplete,
     Field(discriminator="type"),
 ]
-EventMsgAdapter: TypeAdapter[EventMsg] = TypeAdapter(EventMsg)
 
 _ENVELOPE = ("seq", "thread_id", "turn_id", "at")
 
