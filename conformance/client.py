@@ -73,12 +73,13 @@ async def run(url: str) -> int:
                        interactive=True, entry="cli") as session:
 
         def answer(event: Event) -> None:
-            if event.type == "elicitation_requested":
-                session.submit(ElicitationResponse(request_id=event.request_id, action="accept", content={}))  # type: ignore[union-attr]
-            elif event.type == "tool_call_end":
-                print(f"{event.tool}: {event.status}: {event.output[:200]}", file=sys.stderr)  # type: ignore[union-attr]
-            elif event.type in ("warning", "error"):
-                print(f"{event.type}: {event.message}", file=sys.stderr)  # type: ignore[union-attr]
+            msg = event.msg
+            if msg.type == "elicitation_requested":
+                session.submit(ElicitationResponse(request_id=msg.request_id, action="accept", content={}))
+            elif msg.type == "tool_call_end":
+                print(f"{msg.tool}: {msg.status}: {msg.output[:200]}", file=sys.stderr)
+            elif msg.type in ("warning", "error", "turn_failed"):
+                print(f"{msg.type}: {msg.message}", file=sys.stderr)  # type: ignore[union-attr]
 
         session.subscribe(answer)
         result = await session.run("Call each tool of the conformance server once.")

@@ -15,7 +15,7 @@ from nbagent import signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
-from nbagent.protocol import Event, EventAdapter
+from nbagent.protocol import Event, EventMsg
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
@@ -27,15 +27,16 @@ POLICY_HELP = (
 TABLE_WIDTH = 100
 
 
-def _print_event(event: Event, out: TextIO) -> None:
+def _print_event(envelope: Event, out: TextIO) -> None:
     """One human-readable line (or fragment, for streamed text) per event worth showing."""
+    event = envelope.msg
     kind = event.type
     if kind == "agent_message_delta":
         out.write(event.delta)  # type: ignore[union-attr]
     elif kind == "agent_message":
         out.write("\n")
     elif kind == "session_configured":
-        out.write(f"[model: {event.model_label} | policy: {event.policy} | thread: {event.thread_id}]\n")  # type: ignore[union-attr]
+        out.write(f"[model: {event.model_label} | policy: {event.policy} | thread: {envelope.thread_id}]\n")  # type: ignore[union-attr]
     elif kind == "tool_call_begin":
         where = f" ({event.server}/{event.raw_tool})" if event.server else ""  # type: ignore[union-attr]
         out.write(f"-> {event.tool}{where} {json.dumps(event.arguments)}\n")  # type: ignore[union-attr]
@@ -54,8 +55,8 @@ def _print_event(event: Event, out: TextIO) -> None:
     elif kind == "mcp_startup_update" and event.status in ("ready", "failed"):  # type: ignore[union-attr]
         detail = f"{event.tools} tools" if event.status == "ready" else event.error  # type: ignore[union-attr]
         out.write(f"[mcp {event.server}: {event.status}: {detail}]\n")  # type: ignore[union-attr]
-    elif kind in ("error", "warning"):
-        out.write(f"{kind}: {event.message}\n")  # type: ignore[union-attr]
+    elif kind in ("error", "warning", "turn_failed"):
+        out.write(f"{'warning' if kind == 'warning' else 'error'}: {event.message}\n")  # type: ignore[union-attr]
     elif kind == "turn_aborted":
         out.write(f"[turn aborted: {event.reason}]\n")  # type: ignore[union-attr]
     elif kind == "token_usage":
@@ -73,13 +74,14 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
 
     def show(event: Event) -> None:
         if as_json:
-            out.write(EventAdapter.dump_json(event).decode() + "\n")
+            out.write(event.model_dump_json() + "\n")
             out.flush()
             return
-        if event.type == "error":  # the same problem found at start and again by the turn
-            if event.message in shown_errors:  # type: ignore[union-attr]
+        msg = event.msg
+        if msg.type in ("error", "turn_failed"):  # the same problem found at start and again by the turn
+            if msg.message in shown_errors:
                 return
-            shown_errors.add(event.message)  # type: ignore[union-attr]
+            shown_errors.add(msg.message)
         _print_event(event, VisibleWriter(out))  # server and model text: controls shown, not obeyed
 
     config = load_config(args.cwd)
@@ -133,7 +135,7 @@ def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     log_dir = _home(config) / "logs"
     log_dir.mkdir(exist_ok=True)
 
-    def on_event(event: Event) -> None:
+    def on_event(event: EventMsg) -> None:
         if isinstance(event, WarningEvent):
             warnings.append(event.message)
 

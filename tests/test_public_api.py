@@ -79,6 +79,8 @@ OPS = {
 }
 USER_TURN_FIELDS = ["entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
 
+ENVELOPE_FIELDS = ["seq", "thread_id", "turn_id", "at", "msg"]
+
 EVENTS = {
     "AgentMessage": "agent_message",
     "AgentMessageDelta": "agent_message_delta",
@@ -101,6 +103,7 @@ EVENTS = {
     "ToolCallEnd": "tool_call_end",
     "TurnAborted": "turn_aborted",
     "TurnCompleted": "turn_completed",
+    "TurnFailed": "turn_failed",
     "TurnStarted": "turn_started",
     "WarningEvent": "warning",
 }
@@ -168,9 +171,11 @@ async def test_a_session_sets_only_the_pinned_public_attributes(tmp_path: Path, 
 
 
 def test_the_op_and_event_types_are_pinned() -> None:
-    changes = diff("Op", OPS, members(protocol.Op)) + diff("Event", EVENTS, members(protocol.Event))
+    changes = diff("Op", OPS, members(protocol.Op)) + diff("Event", EVENTS, members(protocol.EventMsg))
     assert not changes, "the protocol's types changed (update tests/test_public_api.py):\n" + "\n".join(changes)
-    missing = [n for n in [*OPS, *EVENTS] if n not in protocol.__all__]
+    envelope = list(protocol.Event.model_fields)
+    assert envelope == ENVELOPE_FIELDS, f"the event envelope's fields are now {envelope} (pinned {ENVELOPE_FIELDS})"
+    missing = [n for n in [*OPS, *EVENTS, "Event", "EventMsg"] if n not in protocol.__all__]
     assert not missing, f"nbagent.protocol no longer exports {missing}"
     user_turn = sorted(protocol.UserTurn.model_fields)
     assert user_turn == USER_TURN_FIELDS, f"UserTurn's fields are now {user_turn} (pinned {USER_TURN_FIELDS})"

@@ -1,5 +1,6 @@
-"""The event bus: stamps ``seq``/``thread_id``/``turn_id`` and fans each event out, in order,
-to synchronous subscribers and to any number of async iterators."""
+"""The event bus: wraps each payload in its envelope (``seq``/``thread_id``/``turn_id``/``at``)
+and fans the envelope out, in order, to synchronous subscribers and to any number of async
+iterators. The bus never changes a payload: a subscriber sees exactly what its producer made."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from nbagent.protocol import Event
+from nbagent.protocol import Event, EventMsg
 
 logger = logging.getLogger(__name__)
 
@@ -28,19 +29,15 @@ class EventBus:
     def seq(self) -> int:
         return self._seq
 
-    def emit(self, event: Event, *, turn_id: str | None = None) -> Event:
-        """Stamp and deliver one event. A failing subscriber is logged, never propagated."""
+    def emit(self, msg: EventMsg, *, turn_id: str | None = None) -> Event:
+        """Wrap ``msg`` and deliver it. A failing subscriber is logged, never propagated."""
         self._seq += 1
-        event.seq = self._seq
-        if not event.thread_id:
-            event.thread_id = self.thread_id
-        if event.turn_id is None and turn_id is not None:
-            event.turn_id = turn_id
+        event = Event(seq=self._seq, thread_id=self.thread_id, turn_id=turn_id, msg=msg)
         for subscriber in tuple(self._subscribers):
             try:
                 subscriber(event)
             except Exception:  # boundary: a broken renderer must not break the turn
-                logger.exception("event subscriber %r failed on %s", subscriber, event.type)
+                logger.exception("event subscriber %r failed on %s", subscriber, msg.type)
         for queue in self._queues:
             queue.put_nowait(event)
         return event

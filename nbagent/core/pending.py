@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from nbagent.core.bus import EventBus
-from nbagent.protocol import AnsweredBy, Event, Item, Policy, WarningEvent
+from nbagent.protocol import AnsweredBy, EventMsg, Item, Policy, WarningEvent
 
 Record = Callable[[Item], None]
 """Where a desk writes the item that records a resolution (the thread's history and rollout)."""
 
-RequestT = TypeVar("RequestT", bound=Event)
+RequestT = TypeVar("RequestT", bound=EventMsg)
 AnswerT = TypeVar("AnswerT")
 
 
@@ -77,7 +77,7 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
         """What the resolution says when no one could be asked (``why``: who is missing)."""
 
     @abstractmethod
-    def records(self, request: RequestT, resolution: Resolution[AnswerT], turn_id: str | None) -> tuple[Item, Event]:
+    def records(self, request: RequestT, resolution: Resolution[AnswerT], turn_id: str | None) -> tuple[Item, EventMsg]:
         """The item that records a resolution and the event that announces it."""
 
     def requests(self) -> dict[str, RequestT]:

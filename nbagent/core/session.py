@@ -58,6 +58,7 @@ from nbagent.protocol import (
     ShutdownComplete,
     ToolSpec,
     TurnAborted,
+    TurnFailed,
     TurnRecord,
     UserTurn,
     WarningEvent,
@@ -449,7 +450,7 @@ class Session:
                 client = self.model_client(name)
             except (ConfigError, ModelError) as exc:
                 code = exc.code if isinstance(exc, ModelError) else "config"
-                self._bus.emit(ErrorEvent(message=str(exc), code=code), turn_id=op.turn_id)
+                self._bus.emit(TurnFailed(message=str(exc), code=code), turn_id=op.turn_id)
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
                 self._interrupt_reason = None
@@ -465,7 +466,7 @@ class Session:
                     outcome = TurnOutcome(op.turn_id, "aborted", error=self._interrupt_reason)
                 except RolloutWriteError as exc:  # a full disk: the turn stops, the session and its caller go on
                     message = f"the turn stopped: {exc}"
-                    self._bus.emit(ErrorEvent(message=message, code="storage"), turn_id=op.turn_id)
+                    self._bus.emit(TurnFailed(message=message, code="storage"), turn_id=op.turn_id)
                     outcome = TurnOutcome(op.turn_id, "failed", error=message, error_code="storage")
                 finally:
                     self._current = None

@@ -39,8 +39,8 @@ from nbagent.protocol import (
     AgentMessageDelta,
     AssistantMessage,
     Entry,
-    ErrorEvent,
     Event,
+    EventMsg,
     FunctionCall,
     Item,
     Policy,
@@ -52,6 +52,7 @@ from nbagent.protocol import (
     ToolSpec,
     TurnAborted,
     TurnCompleted,
+    TurnFailed,
     TurnRecord,
     TurnStarted,
     UserMessage,
@@ -60,6 +61,7 @@ from nbagent.protocol import (
 )
 
 TurnStatus = Literal["completed", "aborted", "failed"]
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class TurnContext:
         """One W3C trace per turn; each call is a span of it."""
         return trace_id_for_turn(self.turn_id)
 
-    def emit(self, event: Event) -> Event:
+    def emit(self, event: EventMsg) -> Event:
         """Announce an event of this turn (it carries the turn's id)."""
         return self.bus.emit(event, turn_id=self.turn_id)
 
@@ -202,12 +204,8 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
                 )
             )
         elif isinstance(part, Usage):
-            usage = turn.usage
-            usage.input_tokens += part.input_tokens
-            usage.output_tokens += part.output_tokens
-            usage.cached_input_tokens += part.cached_input_tokens
-            usage.reasoning_tokens += part.reasoning_tokens
-            usage.total_tokens = usage.input_tokens + usage.output_tokens
+            sums = {k: getattr(turn.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
+            turn.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
         elif isinstance(part, Completed) and part.text and not text_parts:
             text_parts.append(part.text)
     if reasoning is not None:
@@ -292,13 +290,13 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     except ModelError as exc:
         _close_open_calls(turn, str(exc))
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
-        turn.emit(ErrorEvent(message=str(exc), code=exc.code))
+        turn.emit(TurnFailed(message=str(exc), code=exc.code))
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
         message = f"internal error: {type(exc).__name__}: {exc}"
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
-        turn.emit(ErrorEvent(message=message, code="internal"))
+        turn.emit(TurnFailed(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")
     if turn.usage.total_tokens:
         turn.emit(turn.usage)

@@ -44,12 +44,13 @@ print("front end:", nb.frontend())
 if nb.headless():
     # Nobody can click in CI or `nbagent demo`: answer through the Python API instead,
     # with exactly the ops the buttons send.
-    def answer(event):
-        if event.type == "approval_requested":
-            session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))
-        elif event.type == "elicitation_requested":
+    def answer(event):              # an Event: seq, thread_id, turn_id, at around msg
+        msg = event.msg
+        if msg.type == "approval_requested":
+            session.submit(ApprovalDecision(call_id=msg.call_id, decision="approve"))
+        elif msg.type == "elicitation_requested":
             session.submit(ElicitationResponse(
-                request_id=event.request_id, action="accept",
+                request_id=msg.request_id, action="accept",
                 content={"title": "Baseline", "owner_email": "you@example.com", "runs": 3,
                          "optimizer": "adam", "tags": ["nlp"]},
             ))

@@ -33,13 +33,13 @@ from nbagent.config import McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
-from nbagent.protocol import ElicitationRequested, Event, McpLog, McpStartupUpdate, WarningEvent, new_id
+from nbagent.protocol import ElicitationRequested, EventMsg, McpLog, McpStartupUpdate, WarningEvent, new_id
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.protocol.tools import ProgressFn
 
 log = logging.getLogger(__name__)
 
-EventFn = Callable[[Event], None]
+EventFn = Callable[[EventMsg], None]
 ElicitFn = Callable[[ElicitationRequested], Awaitable[ElicitOutcome]]
 State = Literal["starting", "ready", "failed", "stopped"]
 
@@ -218,7 +218,7 @@ class McpConnection:
     def stderr_tail(self) -> str | None:
         return self._stderr.tail() if self.cfg.transport == "stdio" else None
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: EventMsg) -> None:
         deliver(self._on_event, event, log)  # a broken subscriber must not break the connection
 
     # ----- lifecycle ---------------------------------------------------------------------

@@ -17,16 +17,14 @@ from nbagent.deliver import deliver
 from nbagent.notebook.frontend_kind import Frontend, detect
 from nbagent.notebook.views import View
 from nbagent.protocol import (
+    TERMINAL_TYPES,
     ElicitationRequested,
-    ErrorEvent,
     Event,
     McpStartupComplete,
     McpStartupUpdate,
     Op,
     SessionConfigured,
     ToolCallBegin,
-    TurnAborted,
-    TurnCompleted,
 )
 from nbagent.protocol.ops import OUTSIDE_ENTRY
 
@@ -166,20 +164,21 @@ class KernelAgent:
         return future
 
     def _on_event(self, event: Event) -> None:
-        if isinstance(event, SessionConfigured):
-            self.configured = event
-        if isinstance(event, (McpStartupUpdate, McpStartupComplete)):
+        msg = event.msg
+        if isinstance(msg, SessionConfigured):
+            self.configured = msg
+        if isinstance(msg, (McpStartupUpdate, McpStartupComplete)):
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
         turn_id = event.turn_id
-        if turn_id is None and isinstance(event, ElicitationRequested) and self.session is not None:
+        if turn_id is None and isinstance(msg, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
         view = self.views.get(turn_id) if turn_id else None
-        if view is None and event.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
+        if view is None and msg.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view
         if view is not None:
             deliver(view.handle, event, _log)
-        if turn_id and isinstance(event, (TurnCompleted, TurnAborted, ErrorEvent)):
+        if turn_id and msg.type in TERMINAL_TYPES:
             self.views.pop(turn_id, None)
             future = self.endings.pop(turn_id, None)
             if future is not None and not future.done():
@@ -193,10 +192,10 @@ class KernelAgent:
         if turn_id is None:
             return True
         if turn_id in self._outside_turns:
-            if event.type == "tool_call_end":
+            if event.msg.type == "tool_call_end":
                 self._outside_turns.discard(turn_id)
             return True
-        if isinstance(event, ToolCallBegin) and event.entry == OUTSIDE_ENTRY:
+        if isinstance(event.msg, ToolCallBegin) and event.msg.entry == OUTSIDE_ENTRY:
             self._outside_turns.add(turn_id)
             return True
         return False

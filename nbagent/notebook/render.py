@@ -28,7 +28,6 @@ from nbagent.protocol import (
     ApprovalResolved,
     ElicitationRequested,
     ElicitationResolved,
-    ErrorEvent,
     Event,
     Interrupt,
     McpStartupUpdate,
@@ -40,6 +39,7 @@ from nbagent.protocol import (
     ToolCallEnd,
     TurnAborted,
     TurnCompleted,
+    TurnFailed,
     TurnStarted,
     WarningEvent,
 )
@@ -115,9 +115,9 @@ class TurnView:
         if event.turn_id and self.cell_id and event.turn_id not in self._anchored:
             self._anchored.add(event.turn_id)  # every turn shown here (one per outside call under serve)
             get_bridge().anchor_turn(event.turn_id, self.cell_id)
-        method = getattr(self, f"_on_{event.type}", None)
+        method = getattr(self, f"_on_{event.msg.type}", None)
         if method is not None:
-            method(event)
+            method(event.msg)
 
     def _on_turn_started(self, event: TurnStarted) -> None:
         self.status.value = f"<span style='color:{COLORS['info']}'>running…</span>"
@@ -218,7 +218,7 @@ class TurnView:
     def _on_warning(self, event: WarningEvent) -> None:
         self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))
 
-    def _on_error(self, event: ErrorEvent) -> None:
+    def _on_turn_failed(self, event: TurnFailed) -> None:
         # The message is shown once, here; the status line only says that the turn failed.
         self._add(W.HTML(f"<div style='color:{COLORS['error']}'><b>error ({esc(event.code)})</b>{pre(event.message)}</div>"))
         self.finish("failed")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.options import CELL_USAGE, CellOptions, UsageError, interpolate, parse_cell_line
 from nbagent.notebook.views import Header, TurnDisplay, show_turn
-from nbagent.protocol import ErrorEvent, Event, TurnAborted, UserTurn
+from nbagent.protocol import Event, TurnAborted, TurnFailed, UserTurn
 
 
 @dataclass
@@ -114,7 +114,8 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         session = await agent.ready()
         await _switch_thread(agent, turn.options)
     except Exception as exc:
-        event: Event = ErrorEvent(message=agent.error or f"{type(exc).__name__}: {exc}", code="config", turn_id=turn.op.turn_id)
+        failed = TurnFailed(message=agent.error or f"{type(exc).__name__}: {exc}", code="config")
+        event = Event(turn_id=turn.op.turn_id, msg=failed)
         turn.view.handle(event)
         return event
     if agent.configured is not None:
@@ -154,7 +155,7 @@ async def run_cell(agent: KernelAgent, line: str, body: str) -> None:
                 pass
     if interrupted:
         if not task.done():
-            turn.view.handle(TurnAborted(reason="interrupted", turn_id=turn.op.turn_id))
+            turn.view.handle(Event(turn_id=turn.op.turn_id, msg=TurnAborted(reason="interrupted")))
         print("[nbagent] turn interrupted; the thread is intact", file=sys.stderr)
 
 

@@ -27,12 +27,13 @@ class StartupView:
         self._render()
 
     def handle(self, event: Event) -> None:
-        if isinstance(event, McpStartupUpdate):
-            self.updates[event.server] = event
-            if event.server not in self.servers:
-                self.servers.append(event.server)
+        msg = event.msg
+        if isinstance(msg, McpStartupUpdate):
+            self.updates[msg.server] = msg
+            if msg.server not in self.servers:
+                self.servers.append(msg.server)
             self._render()
-        elif isinstance(event, McpStartupComplete):
+        elif isinstance(msg, McpStartupComplete):
             self.complete = True
             self._render()
 

@@ -93,8 +93,9 @@ class TextTurn:
             self._open_text = False
         self._write(text + "\n")
 
-    def handle(self, event: Event) -> None:
+    def handle(self, envelope: Event) -> None:
         self._print_header()
+        event = envelope.msg
         t = event.type
         if t == "agent_message_delta":
             if self._stream_deltas:
@@ -138,7 +139,7 @@ class TextTurn:
             self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
         elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
             self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
-        elif t == "error":
+        elif t == "turn_failed":
             self._line(f"error ({event.code}): {event.message}")  # type: ignore[union-attr]
             self.done = True
         elif t == "turn_completed":

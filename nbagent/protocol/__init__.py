@@ -2,6 +2,7 @@
 
 from nbagent.protocol._base import ProtocolModel, new_id, now
 from nbagent.protocol.events import (
+    TERMINAL_TYPES,
     AgentMessage,
     AgentMessageDelta,
     ApprovalRequested,
@@ -10,7 +11,7 @@ from nbagent.protocol.events import (
     ElicitationResolved,
     ErrorEvent,
     Event,
-    EventAdapter,
+    EventMsg,
     McpLog,
     McpStartupComplete,
     McpStartupUpdate,
@@ -25,6 +26,7 @@ from nbagent.protocol.events import (
     ToolCallEnd,
     TurnAborted,
     TurnCompleted,
+    TurnFailed,
     TurnStarted,
     WarningEvent,
 )
@@ -69,6 +71,7 @@ from nbagent.protocol.tools import (
 
 __all__ = [
     "DECISIONS_THAT_RUN",
+    "TERMINAL_TYPES",
     "AgentMessage",
     "AgentMessageDelta",
     "AnsweredBy",
@@ -88,7 +91,7 @@ __all__ = [
     "Entry",
     "ErrorEvent",
     "Event",
-    "EventAdapter",
+    "EventMsg",
     "FunctionCall",
     "FunctionCallOutput",
     "ImageBlock",
@@ -126,6 +129,7 @@ __all__ = [
     "ToolSpec",
     "TurnAborted",
     "TurnCompleted",
+    "TurnFailed",
     "TurnRecord",
     "TurnStarted",
     "UserMessage",

@@ -1,30 +1,28 @@
 """Events: everything a session does, on one stream (the event half of the queue pair).
 
-The session stamps ``seq``, ``thread_id`` and ``turn_id`` when it emits; producers below the
-core (MCP client, model clients) build events without them.
+An emitted ``Event`` is an envelope (``seq``, ``thread_id``, ``turn_id``, ``at``) around one
+``EventMsg`` payload. Producers anywhere (core, MCP client) build only the payload; the bus
+alone builds the envelope, so a payload never changes after it is made (both are frozen).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, model_serializer, model_validator
 
 from nbagent.protocol._base import ProtocolModel, now
 from nbagent.protocol.ops import Decision, Entry, Policy
 from nbagent.protocol.tools import ContentBlock, ToolAnnotations
 
 
-class _Event(ProtocolModel):
-    seq: int = 0
-    """Monotonically increasing per session."""
-    thread_id: str = ""
-    turn_id: str | None = None
-    """Set on every event that belongs to a turn."""
-    at: float = Field(default_factory=now)
+class _Msg(ProtocolModel):
+    """One event's payload: what happened, never where or when (that is the envelope's)."""
+
+    model_config = ConfigDict(frozen=True)
 
 
-class SessionConfigured(_Event):
+class SessionConfigured(_Msg):
     type: Literal["session_configured"] = "session_configured"
     model: str
     model_label: str
@@ -36,7 +34,7 @@ class SessionConfigured(_Event):
     resumed_items: int = 0
 
 
-class TurnStarted(_Event):
+class TurnStarted(_Msg):
     type: Literal["turn_started"] = "turn_started"
     prompt: str
     entry: Entry
@@ -44,31 +42,31 @@ class TurnStarted(_Event):
     policy: Policy
 
 
-class AgentMessageDelta(_Event):
+class AgentMessageDelta(_Msg):
     type: Literal["agent_message_delta"] = "agent_message_delta"
     item_id: str
     delta: str
 
 
-class AgentMessage(_Event):
+class AgentMessage(_Msg):
     type: Literal["agent_message"] = "agent_message"
     item_id: str
     text: str
 
 
-class ReasoningDelta(_Event):
+class ReasoningDelta(_Msg):
     type: Literal["reasoning_delta"] = "reasoning_delta"
     item_id: str
     delta: str
 
 
-class Reasoning(_Event):
+class Reasoning(_Msg):
     type: Literal["reasoning"] = "reasoning"
     item_id: str
     text: str
 
 
-class ToolCallBegin(_Event):
+class ToolCallBegin(_Msg):
     type: Literal["tool_call_begin"] = "tool_call_begin"
     call_id: str
     tool: str
@@ -83,7 +81,7 @@ class ToolCallBegin(_Event):
     """Which front end's turn made the call (``notebook_server`` for an outside agent)."""
 
 
-class ToolCallEnd(_Event):
+class ToolCallEnd(_Msg):
     type: Literal["tool_call_end"] = "tool_call_end"
     call_id: str
     tool: str
@@ -96,7 +94,7 @@ class ToolCallEnd(_Event):
     structured: Any | None = None
 
 
-class ApprovalRequested(_Event):
+class ApprovalRequested(_Msg):
     type: Literal["approval_requested"] = "approval_requested"
     call_id: str
     tool: str
@@ -114,7 +112,7 @@ class ApprovalRequested(_Event):
     """Set when a remembered approval was dropped because the tool's definition changed."""
 
 
-class ApprovalResolved(_Event):
+class ApprovalResolved(_Msg):
     type: Literal["approval_resolved"] = "approval_resolved"
     call_id: str
     decision: Decision
@@ -123,7 +121,7 @@ class ApprovalResolved(_Event):
     arguments: dict[str, Any] | None = None
 
 
-class ElicitationRequested(_Event):
+class ElicitationRequested(_Msg):
     type: Literal["elicitation_requested"] = "elicitation_requested"
     request_id: str
     server: str
@@ -135,7 +133,7 @@ class ElicitationRequested(_Event):
     """The tool call during which the server asked, when known."""
 
 
-class ElicitationResolved(_Event):
+class ElicitationResolved(_Msg):
     type: Literal["elicitation_resolved"] = "elicitation_resolved"
     request_id: str
     action: Literal["accept", "decline", "cancel"]
@@ -145,7 +143,7 @@ class ElicitationResolved(_Event):
     """Why no one was asked, when no one could answer."""
 
 
-class McpStartupUpdate(_Event):
+class McpStartupUpdate(_Msg):
     type: Literal["mcp_startup_update"] = "mcp_startup_update"
     server: str
     status: Literal["starting", "ready", "failed", "cancelled", "stopped"]
@@ -155,19 +153,19 @@ class McpStartupUpdate(_Event):
     protocol_version: str | None = None
 
 
-class McpStartupComplete(_Event):
+class McpStartupComplete(_Msg):
     type: Literal["mcp_startup_complete"] = "mcp_startup_complete"
     ready: list[str] = Field(default_factory=list)
     failed: list[str] = Field(default_factory=list)
 
 
-class McpToolsChanged(_Event):
+class McpToolsChanged(_Msg):
     type: Literal["mcp_tools_changed"] = "mcp_tools_changed"
     server: str
     tools: int
 
 
-class McpLog(_Event):
+class McpLog(_Msg):
     type: Literal["mcp_log"] = "mcp_log"
     server: str
     level: str
@@ -175,7 +173,7 @@ class McpLog(_Event):
     data: Any = None
 
 
-class Progress(_Event):
+class Progress(_Msg):
     type: Literal["progress"] = "progress"
     call_id: str
     progress: float
@@ -183,7 +181,7 @@ class Progress(_Event):
     message: str | None = None
 
 
-class TokenUsage(_Event):
+class TokenUsage(_Msg):
     type: Literal["token_usage"] = "token_usage"
     input_tokens: int = 0
     output_tokens: int = 0
@@ -192,34 +190,49 @@ class TokenUsage(_Event):
     total_tokens: int = 0
 
 
-class TurnCompleted(_Event):
+class TurnCompleted(_Msg):
     type: Literal["turn_completed"] = "turn_completed"
     last_message: str = ""
 
 
-class TurnAborted(_Event):
+class TurnAborted(_Msg):
     type: Literal["turn_aborted"] = "turn_aborted"
     reason: str
 
 
-class ErrorEvent(_Event):
-    type: Literal["error"] = "error"
+class TurnFailed(_Msg):
+    """The end of a turn that could not finish (a model error, a bad config, a full disk, an
+    internal fault); the message says why."""
+
+    type: Literal["turn_failed"] = "turn_failed"
     message: str
     code: str = "error"
     """Stable kind: ``auth``, ``bad_base_url``, ``unknown_model``, ``context_length``,
-    ``rate_limit``, ``server``, ``replay_exhausted``, ``config``, ``mcp``, ``internal``..."""
+    ``rate_limit``, ``server``, ``replay_exhausted``, ``config``, ``storage``, ``internal``..."""
 
 
-class WarningEvent(_Event):
+TERMINAL_TYPES = frozenset({"turn_completed", "turn_aborted", "turn_failed"})
+"""Every turn ends with exactly one event of these types, and nothing of it follows."""
+
+
+class ErrorEvent(_Msg):
+    """A problem that ends no turn (a model that cannot be made when the thread opens)."""
+
+    type: Literal["error"] = "error"
+    message: str
+    code: str = "error"
+
+
+class WarningEvent(_Msg):
     type: Literal["warning"] = "warning"
     message: str
 
 
-class ShutdownComplete(_Event):
+class ShutdownComplete(_Msg):
     type: Literal["shutdown_complete"] = "shutdown_complete"
 
 
-Event = Annotated[
+EventMsg = Annotated[
     SessionConfigured
     | TurnStarted
     | AgentMessageDelta
@@ -240,9 +253,45 @@ Event = Annotated[
     | TokenUsage
     | TurnCompleted
     | TurnAborted
+    | TurnFailed
     | ErrorEvent
     | WarningEvent
     | ShutdownComplete,
     Field(discriminator="type"),
 ]
-EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+_ENVELOPE = ("seq", "thread_id", "turn_id", "at")
+
+
+class Event(ProtocolModel):
+    """One emitted event: where and when (``seq``, ``thread_id``, ``turn_id``, ``at``) around
+    what (``msg``). Built by the bus only; a front end that shows an ending it made itself (a
+    session that never opened) builds one with ``seq`` 0.
+
+    On the wire (``nbagent run --json``) the envelope is flat, ``{"seq", "thread_id",
+    "turn_id", "at", "type", ...payload}``, the shape events had before they had an envelope."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int = 0
+    """Monotonically increasing per session; 0 for an event no bus emitted."""
+    thread_id: str = ""
+    turn_id: str | None = None
+    """Set on every event that belongs to a turn."""
+    at: float = Field(default_factory=now)
+    msg: EventMsg
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unflatten(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "msg" not in data:
+            envelope = {k: data[k] for k in _ENVELOPE if k in data}
+            return {**envelope, "msg": {k: v for k, v in data.items() if k not in _ENVELOPE}}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        msg = data.pop("msg")
+        return {**data, **msg}
+

@@ -27,10 +27,10 @@ def _clip(text: str, limit: int = MAX_MESSAGE) -> str:
 
 def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | None]:
     """``(progress message, log level, log data)`` for one event; ``None`` parts are not sent."""
-    e: Any = event
-    kind = event.type
+    e: Any = event.msg
+    kind = e.type
     if kind == "turn_started":
-        return "turn started", "info", {"event": kind, "turn_id": e.turn_id, "model": e.model}
+        return "turn started", "info", {"event": kind, "turn_id": event.turn_id, "model": e.model}
     if kind == "tool_call_begin":
         where = f" ({e.server}/{e.raw_tool})" if e.server else ""
         return f"calling {e.tool}{where}", "info", {"event": kind, "call_id": e.call_id, "tool": e.tool,
@@ -59,7 +59,7 @@ def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | Non
             "event": kind, "server": e.server, "status": e.status, "error": e.error}
     if kind == "warning":
         return None, "warning", {"event": kind, "message": e.message}
-    if kind == "error":
+    if kind in ("error", "turn_failed"):
         return None, "error", {"event": kind, "code": e.code, "message": e.message}
     if kind == "turn_aborted":
         return f"turn aborted: {e.reason}", "warning", {"event": kind, "reason": e.reason}
@@ -94,14 +94,15 @@ class Forwarder:
             await self._send(_clip(text.strip() or text))
 
     async def __call__(self, event: Event) -> None:
-        if event.type == "agent_message_delta":
+        msg = event.msg
+        if msg.type == "agent_message_delta":
             if not self._pending:
                 self._since = time.monotonic()
-            self._pending += event.delta  # type: ignore[union-attr]
+            self._pending += msg.delta
             if time.monotonic() - self._since >= COALESCE_SECONDS or len(self._pending) >= MAX_MESSAGE:
                 await self.flush()
             return
-        if event.type == "reasoning_delta":
+        if msg.type == "reasoning_delta":
             return
         await self.flush()
         message, level, data = describe(event)

@@ -87,10 +87,11 @@ class TurnRun:
         return self.task.done() and self.queue.empty()
 
     def _ask_for(self, event: Event) -> Ask | None:
-        if isinstance(event, ApprovalRequested) and event.call_id in self.session.pending_approvals():
-            ask = Ask("approval", event.call_id, event)
-        elif isinstance(event, ElicitationRequested) and event.request_id in self.session.pending_elicitations():
-            ask = Ask("elicitation", event.request_id, event)
+        msg = event.msg
+        if isinstance(msg, ApprovalRequested) and msg.call_id in self.session.pending_approvals():
+            ask = Ask("approval", msg.call_id, msg)
+        elif isinstance(msg, ElicitationRequested) and msg.request_id in self.session.pending_elicitations():
+            ask = Ask("elicitation", msg.request_id, msg)
         else:
             return None
         return None if ask.wire_key in self.answered else ask

@@ -102,9 +102,9 @@ async def test_no_call_executes_without_a_recorded_decision(home: Path, script, 
                 session.approvals.memory.remember(spec)
 
         def front_end(event: Event) -> None:
-            if event.type == "approval_requested":
-                asked.add(event.call_id)
-                session.submit(ApprovalDecision(call_id=event.call_id, decision=answer))  # type: ignore[arg-type]
+            if event.msg.type == "approval_requested":
+                asked.add(event.msg.call_id)
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision=answer))  # type: ignore[arg-type]
 
         session.subscribe(front_end)
         result = await session.run("call everything", policy=policy)  # type: ignore[arg-type]

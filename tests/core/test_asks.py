@@ -11,7 +11,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import ToolConfig
-from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event, Op
+from nbagent.protocol import ApprovalDecision, ElicitationResponse, EventMsg, Op
 from tests.mcp.conftest import records, server_cfg
 
 DELETE = "mcp__feat__delete_note"
@@ -24,7 +24,7 @@ def call(tool: str, **arguments) -> dict:
     return {"tool_calls": [{"name": tool, "arguments": arguments}]}
 
 
-def answer_for(event: Event, choice: str) -> Op:
+def answer_for(event: EventMsg, choice: str) -> Op:
     """A front end's answer to either kind of ask: ``yes`` or ``no``."""
     if event.type == "approval_requested":
         if choice == "yes":
@@ -63,8 +63,8 @@ def executed(kind: str, record: Path) -> list[str]:
     return [r.get("key") or r.get("action") for r in records(record)]
 
 
-async def run_with(session: Session, front_end: Callable[[Event], None], prompt: str = "go"):
-    session.subscribe(front_end)
+async def run_with(session: Session, front_end: Callable[[EventMsg], None], prompt: str = "go"):
+    session.subscribe(lambda event: front_end(event.msg))  # these front ends read the payload
     return await asyncio.wait_for(session.run(prompt), 30)
 
 
@@ -117,7 +117,7 @@ async def test_an_interrupt_while_asking_ends_the_ask_as_interrupted(
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_unanswered_ask_times_out(home: Path, script, tmp_path: Path, kind: str) -> None:
     servers, model, requested, field, record = setup(kind, script, tmp_path)
-    seen: list[Event] = []
+    seen: list[EventMsg] = []
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
         session.config.approval_timeout_sec = session.config.elicitation_timeout_sec = 0.3
         result = await run_with(session, lambda e: e.type == requested and seen.append(e))
@@ -138,7 +138,7 @@ async def test_an_ask_no_one_can_answer_is_declined_without_a_live_request(
     policy, interactive = ("never", True) if who == "policy never" else (policy_for(kind), False)
     if kind == "elicitation" and policy == "never":
         servers["ask"].default_tools_approval_mode = "approve"  # the call runs; its question cannot be asked
-    seen: list[Event] = []
+    seen: list[EventMsg] = []
     async with Session(model=model, policy=policy, mcp_servers=servers, interactive=interactive) as session:
         result = await run_with(session, seen.append)
     assert [e for e in seen if e.type == requested] == []
@@ -156,11 +156,11 @@ async def test_asks_pending_at_once_are_answered_each_by_its_own_id(home: Path, 
     servers = {"feat": server_cfg("features.py", record, trusted=True, tools={"read_note": prompt})}
     both = {"tool_calls": [{"name": READ, "arguments": {"key": "a"}}, {"name": READ, "arguments": {"key": "b"}}]}
     model = script(both, {"text": "done"})
-    asked: list[Event] = []
+    asked: list[EventMsg] = []
     pending_when_both: list[set[str]] = []
     async with Session(model=model, mcp_servers=servers, interactive=True) as session:
 
-        def front_end(event: Event) -> None:
+        def front_end(event: EventMsg) -> None:
             if event.type != "approval_requested":
                 return
             asked.append(event)
@@ -187,7 +187,7 @@ async def test_an_answer_for_an_unknown_or_finished_ask_is_refused_with_a_warnin
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
         desk = session.approvals if kind == "approval" else session.elicitations
 
-        def front_end(event: Event) -> None:
+        def front_end(event: EventMsg) -> None:
             if event.type == "warning":
                 warnings.append(event.message)
             if event.type == requested:

@@ -10,7 +10,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import Config, ModelProviderConfig
-from nbagent.protocol import Event, FunctionCallOutput
+from nbagent.protocol import EventMsg, FunctionCallOutput
 
 SECRET = "sk-test-secret-key-0123456789"
 
@@ -42,10 +42,10 @@ def wire_api(request: pytest.FixtureRequest) -> str:
 async def test_three_step_tool_loop_over_http(openai_server, home: Path, wire_api: str) -> None:
     step = lambda a, b: {"tool_calls": [{"name": "add", "arguments": {"a": a, "b": b}}]}  # noqa: E731
     openai_server.script([step(1, 2), step(3, 4), step(5, 6), {"text": "All added.", "usage": {"input_tokens": 9, "output_tokens": 3}}])
-    usage: list[Event] = []
+    usage: list[EventMsg] = []
     async with Session(config=config_for(openai_server, wire_api, home)) as session:
         session.register_tool(lambda a, b: a + b, name="add")
-        session.subscribe(lambda e: e.type == "token_usage" and usage.append(e))
+        session.subscribe(lambda e: e.msg.type == "token_usage" and usage.append(e.msg))
         result = await session.run("add three times")
     assert result.text == "All added."
     assert len(openai_server.requests) == 4
@@ -98,9 +98,9 @@ async def test_an_error_mid_stream_is_retried_or_reported_never_duplicated(opena
 
 async def test_an_auth_error_is_a_clear_error_and_the_session_survives(openai_server, home: Path, wire_api: str) -> None:
     openai_server.script([{"status": 401}, {"text": "after fixing the key"}])
-    errors: list[Event] = []
+    errors: list[EventMsg] = []
     async with Session(config=config_for(openai_server, wire_api, home)) as session:
-        session.subscribe(lambda e: e.type == "error" and errors.append(e))
+        session.subscribe(lambda e: e.msg.type == "turn_failed" and errors.append(e.msg))
         failed = await session.run("hello")
         later = await session.run("again")
     assert failed.status == "failed" and failed.error_code == "auth"

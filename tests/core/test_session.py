@@ -14,7 +14,7 @@ from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRecord,
     Event,
-    EventAdapter,
+    EventMsg,
     FunctionCall,
     FunctionCallOutput,
     Interrupt,
@@ -42,17 +42,17 @@ async def test_a_text_turn_returns_the_text_and_events_carry_ids_in_order(home: 
         result = await session.run("say hello")
     assert result.ok and result.text == "Hello from the script."
     assert [type(i).__name__ for i in result.items] == ["UserMessage", "AssistantMessage"]
-    kinds = [e.type for e in seen]
+    kinds = [e.msg.type for e in seen]
     assert "turn_started" in kinds and kinds[-2:] == ["turn_completed", "shutdown_complete"]
     seen = seen[kinds.index("turn_started") :]
-    assert "".join(e.delta for e in seen if e.type == "agent_message_delta") == "Hello from the script."
+    assert "".join(e.msg.delta for e in seen if e.msg.type == "agent_message_delta") == "Hello from the script."
     seqs = [e.seq for e in seen]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    turn_events = [e for e in seen if e.type != "shutdown_complete"]
+    turn_events = [e for e in seen if e.msg.type != "shutdown_complete"]
     assert {e.thread_id for e in seen} == {result.thread_id}
     assert {e.turn_id for e in turn_events} == {result.turn_id}
     for event in seen:
-        assert EventAdapter.validate_json(EventAdapter.dump_json(event)) == event
+        assert Event.model_validate_json(event.model_dump_json()) == event
 
 
 async def test_a_three_step_tool_loop_backfills_outputs_until_the_model_answers(home: Path, script) -> None:
@@ -148,8 +148,8 @@ async def test_without_a_front_end_a_call_needing_approval_is_declined_and_recor
 
 async def _answer_approvals(session: Session, events: AsyncIterator[Event], **fields) -> None:
     async for event in events:
-        if event.type == "approval_requested":
-            session.submit(ApprovalDecision(call_id=event.call_id, **fields))
+        if event.msg.type == "approval_requested":
+            session.submit(ApprovalDecision(call_id=event.msg.call_id, **fields))
             return
 
 
@@ -185,10 +185,10 @@ async def test_edited_arguments_are_what_runs_and_what_is_recorded(home: Path, s
 
         async def answer(events: AsyncIterator[Event]) -> None:
             async for event in events:
-                if event.type == "approval_requested":
-                    bad = ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": 5})
+                if event.msg.type == "approval_requested":
+                    bad = ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={"text": 5})
                     assert session.approvals.answer(bad) is False  # refused: schema says string
-                    session.submit(ApprovalDecision(call_id=event.call_id, decision="approve", arguments={"text": "mine"}))
+                    session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={"text": "mine"}))
                     return
 
         task = asyncio.ensure_future(answer(session.events()))  # subscribed now, before the turn
@@ -207,9 +207,9 @@ async def test_approve_for_session_is_remembered_for_the_next_call(home: Path, s
         session.register_tool(lambda text: done.append(text), name="write")
 
         def on_event(event: Event) -> None:
-            if event.type == "approval_requested":
-                asked.append(event.call_id)
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve_session"))
+            if event.msg.type == "approval_requested":
+                asked.append(event.msg.call_id)
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve_session"))
 
         session.subscribe(on_event)
         await asyncio.wait_for(session.run("first"), 10)
@@ -223,7 +223,7 @@ async def test_abort_at_an_approval_aborts_the_turn_and_keeps_the_thread_valid(h
     async with Session(model=model, interactive=True) as session:
         session.register_tool(lambda text: None, name="write")
         session.subscribe(
-            lambda e: e.type == "approval_requested" and session.submit(ApprovalDecision(call_id=e.call_id, decision="abort"))
+            lambda e: e.msg.type == "approval_requested" and session.submit(ApprovalDecision(call_id=e.msg.call_id, decision="abort"))
         )
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
@@ -237,7 +237,7 @@ async def test_interrupt_while_waiting_for_approval_denies_it_and_the_thread_sta
     model = script({"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}, {"text": "fresh"})
     async with Session(model=model, interactive=True) as session:
         session.register_tool(lambda text: ran.append(text), name="write")
-        session.subscribe(lambda e: e.type == "approval_requested" and session.submit(Interrupt()))
+        session.subscribe(lambda e: e.msg.type == "approval_requested" and session.submit(Interrupt()))
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
         record = next(i for i in session.thread.items if isinstance(i, ApprovalRecord))
@@ -256,7 +256,7 @@ async def test_several_consumers_each_get_every_event(home: Path, script) -> Non
             seqs = []
             async for event in stream:
                 seqs.append(event.seq)
-                if event.type == "turn_completed":
+                if event.msg.type == "turn_completed":
                     return seqs
             return seqs
 
@@ -280,11 +280,11 @@ async def test_a_thread_resumes_in_a_new_session_with_the_same_history(home: Pat
     assert isinstance(result.items[0], UserMessage)
 
 
-async def test_a_script_that_runs_out_is_an_error_event_and_the_session_survives(home: Path, script) -> None:
+async def test_a_script_that_runs_out_fails_the_turn_and_the_session_survives(home: Path, script) -> None:
     model = script({"text": "only one"})
-    errors: list[Event] = []
+    errors: list[EventMsg] = []
     async with Session(model=model) as session:
-        session.subscribe(lambda e: e.type == "error" and errors.append(e))
+        session.subscribe(lambda e: e.msg.type == "turn_failed" and errors.append(e.msg))
         assert (await session.run("one")).ok
         second = await session.run("two")
         assert second.status == "failed" and second.error_code == "replay_exhausted"
@@ -329,16 +329,16 @@ async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home
         session.register_tool(write)
         session.subscribe(seen.append)
         session.subscribe(
-            lambda e: e.type == "approval_requested"
-            and session.submit(ApprovalDecision(call_id=e.call_id, decision="deny", message="no"))
+            lambda e: e.msg.type == "approval_requested"
+            and session.submit(ApprovalDecision(call_id=e.msg.call_id, decision="deny", message="no"))
         )
         denied = await session.call_tool("write", {"text": "a"})
         allowed = await session.call_tool("write", {"text": "b"}, policy="full-auto")
         model_history = [i for i in session.thread.items if i.type in ("function_call", "function_call_output")]
     assert ran == ["b"] and denied.status == "denied" and allowed.output == "written"
-    kinds = [e.type for e in seen]
+    kinds = [e.msg.type for e in seen]
     assert kinds.count("tool_call_begin") == 2 and kinds.count("approval_requested") == 1
-    assert {e.entry for e in seen if e.type == "tool_call_begin"} == {"notebook_server"}
+    assert {e.msg.entry for e in seen if e.msg.type == "tool_call_begin"} == {"notebook_server"}
     assert model_history == []
     rollout = (home / "threads" / f"{session.thread.id}.jsonl").read_text()
     turns = [json.loads(line) for line in rollout.splitlines() if '"type":"turn"' in line]
@@ -352,9 +352,9 @@ async def test_the_duration_of_a_call_excludes_the_wait_for_approval(home: Path,
 
         async def answer_late(events: AsyncIterator[Event]) -> None:
             async for event in events:
-                if event.type == "approval_requested":
+                if event.msg.type == "approval_requested":
                     await asyncio.sleep(1.5)  # a human deciding
-                    session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))
+                    session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve"))
                     return
 
         task = asyncio.ensure_future(answer_late(session.events()))
@@ -404,7 +404,7 @@ async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, scrip
     async with Session(model=model, policy="full-auto") as session:
         session.register_tool(block)
         aborted: list[str] = []
-        session.subscribe(lambda e: e.type == "turn_aborted" and aborted.append(e.reason))
+        session.subscribe(lambda e: e.msg.type == "turn_aborted" and aborted.append(e.msg.reason))
         first = asyncio.ensure_future(session.run("first"))
         await asyncio.wait_for(started.wait(), 5)
         second = asyncio.ensure_future(session.run("second, then never mind"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nbagent import Session
-from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event
+from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event, EventMsg
 from tests.mcp.conftest import records, server_cfg
 from tests.waiting import until
 
@@ -41,9 +41,9 @@ async def test_real_server_executes_only_what_was_decided(home: Path, script, tm
     async with Session(model=model, policy=policy, mcp_servers=servers, interactive=True) as session:
 
         def deny_all(event: Event) -> None:
-            if event.type == "approval_requested":
-                asked.append(event.raw_tool)
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="deny"))
+            if event.msg.type == "approval_requested":
+                asked.append(event.msg.raw_tool)
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="deny"))
 
         session.subscribe(deny_all)
         await asyncio.wait_for(session.run("read and delete"), 30)
@@ -74,9 +74,9 @@ async def test_always_is_written_to_the_project_config_and_the_next_session_does
         async with Session(model=model, interactive=True) as session:
 
             def always(event: Event) -> None:
-                if event.type == "approval_requested":
-                    asked.append(event.call_id)
-                    session.submit(ApprovalDecision(call_id=event.call_id, decision="always"))
+                if event.msg.type == "approval_requested":
+                    asked.append(event.msg.call_id)
+                    session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="always"))
 
             session.subscribe(always)
             await asyncio.wait_for(session.run("delete"), 30)
@@ -97,14 +97,14 @@ async def test_an_elicitation_answer_is_validated_and_reaches_the_server_exactly
     async with Session(model=model, policy="full-auto", mcp_servers=servers, interactive=True) as session:
 
         def answer(event: Event) -> None:
-            if event.type == "warning":
-                warnings.append(event.message)
-            if event.type == "elicitation_requested":
-                bad = ElicitationResponse(request_id=event.request_id, action="accept", content={"date": "2026-12-24", "seats": 50})
+            if event.msg.type == "warning":
+                warnings.append(event.msg.message)
+            if event.msg.type == "elicitation_requested":
+                bad = ElicitationResponse(request_id=event.msg.request_id, action="accept", content={"date": "2026-12-24", "seats": 50})
                 session.submit(bad)
-                assert event.request_id in session.pending_elicitations()
+                assert event.msg.request_id in session.pending_elicitations()
                 good = {"date": "2026-12-24", "seats": 4, "confirm": True}
-                session.submit(ElicitationResponse(request_id=event.request_id, action="accept", content=good))
+                session.submit(ElicitationResponse(request_id=event.msg.request_id, action="accept", content=good))
 
         session.subscribe(answer)
         result = await asyncio.wait_for(session.run("book"), 30)
@@ -201,13 +201,13 @@ async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
         call(FEATURES + "archive", key="c"),
         {"text": "second turn done"},
     )
-    asked: list[Event] = []
+    asked: list[EventMsg] = []
     async with Session(model=model, mcp_servers=servers, interactive=True) as session:
 
         def front_end(event: Event) -> None:
-            if event.type == "approval_requested":
-                asked.append(event)
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve_session"))
+            if event.msg.type == "approval_requested":
+                asked.append(event.msg)
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve_session"))
 
         session.subscribe(front_end)
         await asyncio.wait_for(session.run("archive twice"), 30)

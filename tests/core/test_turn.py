@@ -160,8 +160,8 @@ async def test_abort_in_a_parallel_batch_cancels_the_other_calls_and_gives_each_
 
         answers: list[asyncio.Task] = []
         session.subscribe(
-            lambda e: e.type == "approval_requested"
-            and answers.append(asyncio.ensure_future(abort_once_both_run(e.call_id)))
+            lambda e: e.msg.type == "approval_requested"
+            and answers.append(asyncio.ensure_future(abort_once_both_run(e.msg.call_id)))
         )
         result = await asyncio.wait_for(session.run("read both"), 5)
         await asyncio.gather(*answers)
@@ -198,9 +198,9 @@ async def test_an_interrupted_call_gets_its_tool_call_end_before_the_turn_aborts
         result = await asyncio.wait_for(turn, 5)
         assert_thread_valid(session.thread.items)
     assert result.status == "aborted"
-    kinds = [e.type for e in seen]
-    begins = [e for e in seen if e.type == "tool_call_begin"]
-    ends = [e for e in seen if e.type == "tool_call_end"]
+    kinds = [e.msg.type for e in seen]
+    begins = [e.msg for e in seen if e.msg.type == "tool_call_begin"]
+    ends = [e.msg for e in seen if e.msg.type == "tool_call_end"]
     assert len(begins) == 1  # the second call never started
     assert [(e.call_id, e.status, e.is_error) for e in ends] == [(begins[0].call_id, "aborted", True)]
     assert "stop pressed" in ends[0].output

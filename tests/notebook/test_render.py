@@ -11,7 +11,7 @@ from nbagent.notebook.render import TurnView
 from nbagent.notebook.text_render import TextTurn
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
-    AgentMessage, AgentMessageDelta, ApprovalRequested, ApprovalResolved, ImageBlock, Interrupt, Progress,
+    AgentMessage, AgentMessageDelta, ApprovalRequested, ApprovalResolved, Event, ImageBlock, Interrupt, Progress,
     TextBlock, TokenUsage, ToolCallBegin, ToolCallEnd, TurnAborted, TurnCompleted,
 )
 
@@ -23,13 +23,13 @@ def view(sent: list) -> TurnView:
 async def test_deltas_are_coalesced_and_the_final_text_wins():
     v = view([])
     for i in range(2000):
-        v.handle(AgentMessageDelta(item_id="m", delta=f"w{i} "))
+        v.handle(Event(msg=AgentMessageDelta(item_id="m", delta=f"w{i} ")))
         if i % 100 == 0:
             await asyncio.sleep(0.01)
     stream = v.streams["m"]
     assert stream.updates <= 2 + 20 * 0.3  # ~0.2 s of streaming at <= 20 updates/s
-    v.handle(AgentMessage(item_id="m", text="**final**"))
-    v.handle(TurnCompleted())
+    v.handle(Event(msg=AgentMessage(item_id="m", text="**final**")))
+    v.handle(Event(msg=TurnCompleted()))
     assert stream.widget.outputs[0]["data"]["text/markdown"] == "**final**"
     assert v.done and v.stop_button.layout.display == "none"
 
@@ -43,19 +43,19 @@ def test_scripted_model_is_labelled_and_full_auto_is_loud():
 
 def test_tool_card_lifecycle_progress_images_and_errors():
     v = view([])
-    v.handle(ToolCallBegin(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note", title="Write a note", arguments={"name": "a"}))
+    v.handle(Event(msg=ToolCallBegin(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note", title="Write a note", arguments={"name": "a"})))
     card = v.cards["c1"]
     assert "demo" in card.header.value and "write_note" in card.header.value and "Write a note" in card.header.value
     assert "&quot;name&quot;" in card.arguments.value
-    v.handle(Progress(call_id="c1", progress=1, total=4, message="step"))
+    v.handle(Event(msg=Progress(call_id="c1", progress=1, total=4, message="step")))
     card._progress_coalescer.flush()
     assert card.progress.value == 1 and card.progress.max == 4 and "step" in card.progress_label.value
-    v.handle(ToolCallEnd(call_id="c1", tool="mcp__demo__write_note", output="ok", duration_ms=1500,
-                         content=[TextBlock(text="ok"), ImageBlock(data="AAAA", mime_type="image/png"), ImageBlock(data="x", mime_type="text/html")]))
+    v.handle(Event(msg=ToolCallEnd(call_id="c1", tool="mcp__demo__write_note", output="ok", duration_ms=1500,
+                         content=[TextBlock(text="ok"), ImageBlock(data="AAAA", mime_type="image/png"), ImageBlock(data="x", mime_type="text/html")])))
     assert card.status == "completed" and "1.50 s" in card.header.value
     assert 'src="data:image/png;base64,AAAA"' in card.result.value and "text/html not shown" in card.result.value
-    v.handle(ToolCallBegin(call_id="c2", tool="t", arguments=None, raw_arguments="{bad"))
-    v.handle(ToolCallEnd(call_id="c2", tool="t", output="boom", is_error=True, status="failed"))
+    v.handle(Event(msg=ToolCallBegin(call_id="c2", tool="t", arguments=None, raw_arguments="{bad")))
+    v.handle(Event(msg=ToolCallEnd(call_id="c2", tool="t", output="boom", is_error=True, status="failed")))
     assert v.cards["c2"].status == "failed" and "error" in v.cards["c2"].result.value and "{bad" in v.cards["c2"].arguments.value
 
 
@@ -63,16 +63,16 @@ def test_approval_in_the_view_and_stop_button():
     sent: list = []
     stopped: list = []
     v = TurnView(sent.append, stop=lambda: stopped.append(1), model_label="m", scripted=False, thread="t", policy="untrusted")
-    v.handle(ToolCallBegin(call_id="c1", tool="t", arguments={}))
-    v.handle(ApprovalRequested(call_id="c1", tool="t", arguments={}))
+    v.handle(Event(msg=ToolCallBegin(call_id="c1", tool="t", arguments={})))
+    v.handle(Event(msg=ApprovalRequested(call_id="c1", tool="t", arguments={})))
     assert v.cards["c1"].status == "awaiting"
-    v.handle(ApprovalResolved(call_id="c1", decision="deny", by="timeout"))
+    v.handle(Event(msg=ApprovalResolved(call_id="c1", decision="deny", by="timeout")))
     assert v.cards["c1"].status == "denied" and "timed out" in v.approvals["c1"].record.value
     v.stop_button.click()
     assert stopped == [1]
-    v.handle(TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7))
+    v.handle(Event(msg=TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7)))
     assert "7 total" in v.footer.value
-    v.handle(TurnAborted(reason="stopped"))
+    v.handle(Event(msg=TurnAborted(reason="stopped")))
     v.stop_button.click()
     assert stopped == [1]
     default = view(sent)
@@ -88,7 +88,7 @@ def test_text_renderer_prints_the_turn_and_how_to_answer():
               ToolCallBegin(call_id="c1", tool="mcp__d__w", server="d", raw_tool="w", arguments={"a": 1}),
               ApprovalRequested(call_id="c1", tool="mcp__d__w", server="d", raw_tool="w", arguments={"a": 1}),
               ToolCallEnd(call_id="c1", tool="mcp__d__w", output="done"), TurnCompleted()]:
-        t.handle(e)
+        t.handle(Event(msg=e))
     text = "".join(out)
     assert "scripted model (replay: x)" in text and "Hello there\n" in text
     assert "%agent approve c1" in text and "✔ mcp__d__w completed" in text and "[turn completed]" in text

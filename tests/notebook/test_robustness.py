@@ -16,7 +16,7 @@ from nbagent.notebook.render import TurnView
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
-    ApprovalDecision, ApprovalRequested, ElicitationRequested, ToolCallBegin, ToolCallEnd, TurnStarted,
+    ApprovalDecision, ApprovalRequested, ElicitationRequested, Event, ToolCallBegin, ToolCallEnd, TurnStarted,
 )
 
 BROKEN = {"type": "object", "properties": {"x": {"type": "frobnicate"}}}
@@ -67,16 +67,15 @@ def test_calls_from_outside_agents_render_in_the_serving_cell():
     begin = ToolCallBegin(call_id="c1", tool="t", arguments={}, entry="notebook_server")
     approval = ApprovalRequested(call_id="c1", tool="t", arguments={})
     end = ToolCallEnd(call_id="c1", tool="t", output="ok", duration_ms=1.0)
-    for event in (begin, approval, end):
-        event.turn_id = "call_turn_1"  # an outside call is a one-call turn of its own
+    # an outside call is a one-call turn of its own
+    sent = [Event(seq=n, turn_id="call_turn_1", msg=msg) for n, msg in enumerate((begin, approval, end), 1)]
+    for event in sent:
         agent._on_event(event)
-    assert outside.events == [begin, approval, end]
+    assert outside.events == sent
     # a turn run from Python code (no view) is not an outside agent's call
-    other = ToolCallBegin(call_id="c2", tool="t", arguments={}, entry="python")
-    other.turn_id = "turn_py"
-    agent._on_event(other)
-    agent._on_event(TurnStarted(prompt="p", entry="python", model="m", policy="never"))
-    assert outside.events == [begin, approval, end]
+    agent._on_event(Event(turn_id="turn_py", msg=ToolCallBegin(call_id="c2", tool="t", arguments={}, entry="python")))
+    agent._on_event(Event(msg=TurnStarted(prompt="p", entry="python", model="m", policy="never")))
+    assert outside.events == sent
 
 
 def answers(*replies: Any):

@@ -11,8 +11,8 @@ import pytest
 from nbagent.notebook.buttons import DECISION_CLASS
 from nbagent.notebook.render import TurnView
 from nbagent.protocol import (
-    ApprovalDecision, ApprovalRequested, ApprovalResolved, ElicitationRequested, ElicitationResolved, ErrorEvent,
-    TextBlock, ToolAnnotations, ToolCallBegin, ToolCallEnd,
+    ApprovalDecision, ApprovalRequested, ApprovalResolved, ElicitationRequested, ElicitationResolved, Event,
+    TextBlock, ToolAnnotations, ToolCallBegin, ToolCallEnd, TurnFailed,
 )
 
 ARGS = {"name": "hello", "text": "# Hello"}
@@ -23,11 +23,11 @@ def view(sent: list) -> TurnView:
 
 
 def begin(v: TurnView) -> None:
-    v.handle(ToolCallBegin(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",
-                           title="Write a note", arguments=ARGS))
-    v.handle(ApprovalRequested(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",
-                               title="Write a note", arguments=ARGS, annotations=ToolAnnotations(destructive_hint=True),
-                               reason="destructive tool"))
+    v.handle(Event(msg=ToolCallBegin(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",
+                                     title="Write a note", arguments=ARGS)))
+    v.handle(Event(msg=ApprovalRequested(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",
+                                         title="Write a note", arguments=ARGS,
+                                         annotations=ToolAnnotations(destructive_hint=True), reason="destructive tool")))
 
 
 def texts(widget: W.Widget) -> list[str]:
@@ -65,7 +65,7 @@ def test_after_the_decision_the_card_shows_it_as_one_line(decision, line, status
     panel, card = v.approvals["c1"], v.cards["c1"]
     panel.reason.value = "not today"
     panel.buttons[decision].click()
-    v.handle(ApprovalResolved(call_id="c1", decision=decision, by="user", message=sent[0].message))
+    v.handle(Event(msg=ApprovalResolved(call_id="c1", decision=decision, by="user", message=sent[0].message)))
     assert [s for s in texts(panel.widget)] == [panel.record.value]
     assert line in panel.record.value and "Write a note" not in panel.record.value
     assert card.status == status and card.arguments.layout.display == ""
@@ -78,7 +78,7 @@ def test_edited_arguments_show_in_the_card_as_what_runs():
     begin(v)
     v.approvals["c1"].arguments.value = json.dumps({"name": "other", "text": "x"})
     v.approvals["c1"].buttons["approve"].click()
-    v.handle(ApprovalResolved(call_id="c1", decision="approve", by="user", arguments=sent[0].arguments))
+    v.handle(Event(msg=ApprovalResolved(call_id="c1", decision="approve", by="user", arguments=sent[0].arguments)))
     assert "edited by you" in v.cards["c1"].arguments.value and "other" in v.cards["c1"].arguments.value
 
 
@@ -98,24 +98,24 @@ def test_always_looks_like_its_siblings_and_every_click_gives_the_focus_back():
 def test_the_servers_question_sits_in_the_card_and_a_decline_says_you_declined():
     sent: list = []
     v = view(sent)
-    v.handle(ToolCallBegin(call_id="c2", tool="mcp__demo__log_experiment", server="demo", raw_tool="log_experiment", arguments={}))
-    v.handle(ElicitationRequested(request_id="e1", server="demo", message="Details?", call_id="c2",
-                                  requested_schema={"type": "object", "properties": {"title": {"type": "string"}}}))
+    v.handle(Event(msg=ToolCallBegin(call_id="c2", tool="mcp__demo__log_experiment", server="demo", raw_tool="log_experiment", arguments={})))
+    v.handle(Event(msg=ElicitationRequested(request_id="e1", server="demo", message="Details?", call_id="c2",
+                                            requested_schema={"type": "object", "properties": {"title": {"type": "string"}}})))
     form = v.forms["e1"]
     assert v.body.children == (v.cards["c2"].widget,) and form.widget in v.cards["c2"].asks.children
     assert all(DECISION_CLASS in b._dom_classes for b in form.buttons.values())
     form.buttons["decline"].click()
-    v.handle(ElicitationResolved(request_id="e1", action="decline", by="user"))
+    v.handle(Event(msg=ElicitationResolved(request_id="e1", action="decline", by="user")))
     server_said = "Error executing tool log_experiment: Resolver for parameter 'details' could not resolve: elicitation was decline"
-    v.handle(ToolCallEnd(call_id="c2", tool="mcp__demo__log_experiment", output=server_said, is_error=True,
-                         status="failed", content=[TextBlock(text=server_said)]))
+    v.handle(Event(msg=ToolCallEnd(call_id="c2", tool="mcp__demo__log_experiment", output=server_said, is_error=True,
+                                   status="failed", content=[TextBlock(text=server_said)])))
     assert "you declined the server&#x27;s question</b>, so it did not run" in v.cards["c2"].result.value
 
 
-def test_an_error_is_shown_once_and_the_status_wraps():
+def test_a_failed_turn_is_shown_once_and_the_status_wraps():
     v = view([])
     message = "no model configured. Set one of: OPENAI_API_KEY plus a model; " + "a local server's base_url; " * 8
-    v.handle(ErrorEvent(message=message, code="config"))
+    v.handle(Event(msg=TurnFailed(message=message, code="config")))
     shown = "".join(texts(v.widget))
     assert shown.count("no model configured") == 1
     assert "failed" in v.status.value and "white-space:nowrap" not in v.status.value.split("</span>", 1)[1]

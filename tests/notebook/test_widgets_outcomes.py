@@ -44,11 +44,11 @@ class Clicker:
 
     def on_event(self, event: Event) -> None:
         self.view.handle(event)
-        if event.type == "approval_requested":
-            self.session.submit(ApprovalDecision(call_id=event.call_id, decision=self.approval))  # type: ignore[arg-type]
-        elif event.type == "elicitation_requested":
+        if event.msg.type == "approval_requested":
+            self.session.submit(ApprovalDecision(call_id=event.msg.call_id, decision=self.approval))  # type: ignore[arg-type]
+        elif event.msg.type == "elicitation_requested":
             content = DETAILS if self.answer == "accept" else None
-            self.session.submit(ElicitationResponse(request_id=event.request_id, action=self.answer, content=content))  # type: ignore[arg-type]
+            self.session.submit(ElicitationResponse(request_id=event.msg.request_id, action=self.answer, content=content))  # type: ignore[arg-type]
 
 
 async def walkthrough(tmp_path: Path, approval: str, answer: str) -> tuple[list[str], Clicker]:

@@ -50,13 +50,13 @@ class FrontEnd:
         session.subscribe(self)
 
     def __call__(self, event: Event) -> None:
-        if event.type != "approval_requested":
+        if event.msg.type != "approval_requested":
             return
-        self.asked.append(event)
+        self.asked.append(event.msg)
         decision = self.decisions.pop(0)
         if self.detach and not self.decisions:
             self.session.interactive = False
-        self.session.submit(ApprovalDecision(call_id=event.call_id, decision=decision))
+        self.session.submit(ApprovalDecision(call_id=event.msg.call_id, decision=decision))
 
 
 def project(record: Path, *, version: int = 1, notify: bool = True, tools: str = "") -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nbagent.notebook.render import TurnView
-from nbagent.protocol import ApprovalRequested, ToolCallBegin
+from nbagent.protocol import ApprovalRequested, Event, ToolCallBegin
 
 HOSTILE = [
     ("read\u202eetirw", "<U+202E>"),  # right-to-left override: "readwrite" shown reversed
@@ -21,8 +21,8 @@ HOSTILE = [
 @pytest.mark.parametrize(("name", "shown"), HOSTILE)
 def test_the_cards_names_show_hidden_characters(name: str, shown: str) -> None:
     view = TurnView(lambda op: None, model_label="m", scripted=False, thread="t", policy="on-request")
-    view.handle(ToolCallBegin(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name, arguments={}))
-    view.handle(ApprovalRequested(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name))
+    view.handle(Event(msg=ToolCallBegin(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name, arguments={})))
+    view.handle(Event(msg=ApprovalRequested(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name)))
     header = view.cards["c9"].header.value
     hidden = next(ch for ch in name if not (ch.isprintable() and ch.isascii()) or ch == "\x1b")
     assert hidden not in header

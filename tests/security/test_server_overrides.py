@@ -176,10 +176,10 @@ async def test_notebook_server_calls_cannot_widen(tmp_path: Path, monkeypatch: p
         session.register_tool(wipe, destructive=True)
 
         def deny(event: Event) -> None:
-            if event.type == "approval_requested":
-                asked.append(event.tool)  # type: ignore[union-attr]
+            if event.msg.type == "approval_requested":
+                asked.append(event.msg.tool)  # type: ignore[union-attr]
                 from nbagent.protocol import ApprovalDecision
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="deny"))  # type: ignore[union-attr]
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="deny"))  # type: ignore[union-attr]
 
         session.subscribe(deny)
         handle = await start_notebook_server(session)

@@ -83,8 +83,8 @@ async def test_settings_in_a_server_env_stay_in_history_and_secrets_do_not(
                        interactive=True) as session:
 
         def approve(event: Event) -> None:
-            if event.type == "approval_requested":
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve_session",  # type: ignore[union-attr]
+            if event.msg.type == "approval_requested":
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve_session",  # type: ignore[union-attr]
                                                 message="user approves production"))
 
         session.subscribe(approve)
@@ -222,8 +222,8 @@ async def test_the_notebook_servers_token_never_reaches_history(tmp_path: Path, 
         session.register_tool(lambda text: f"posted {text}", name="post", destructive=True)
 
         def approve(event: Event) -> None:
-            if event.type == "approval_requested":
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))  # type: ignore[union-attr]
+            if event.msg.type == "approval_requested":
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve"))  # type: ignore[union-attr]
 
         session.subscribe(approve)
         handle = await start_notebook_server(session)

@@ -27,24 +27,24 @@ SCENARIO = {scenario!r}
 
 
 def answer(session, event, seen):
-    if event.type == "approval_requested":
+    if event.msg.type == "approval_requested":
         edited = {{"q": BACKTRACKS}}
         if SCENARIO == "panel":
             from nbagent.notebook.approval import ApprovalPanel
 
-            panel = ApprovalPanel(event, session.submit)
+            panel = ApprovalPanel(event.msg, session.submit)
             panel.arguments.value = json.dumps(edited)
             return panel.decide("approve")
-        return session.approvals.answer(ApprovalDecision(call_id=event.call_id, decision="approve", arguments=edited))
-    if event.type == "elicitation_requested":
+        return session.approvals.answer(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments=edited))
+    if event.msg.type == "elicitation_requested":
         if SCENARIO == "form":
             from nbagent.notebook.elicitation import ElicitationForm
 
-            form = ElicitationForm(event, session.submit)
+            form = ElicitationForm(event.msg, session.submit)
             form.inputs["code"].value = BACKTRACKS
             return form.respond("accept")
         return session.elicitations.answer(
-            ElicitationResponse(request_id=event.request_id, action="accept", content={{"code": BACKTRACKS}})
+            ElicitationResponse(request_id=event.msg.request_id, action="accept", content={{"code": BACKTRACKS}})
         )
     return None
 
@@ -74,8 +74,8 @@ async def main():
                 seen["before"], seen["accepted"] = ticks, accepted
             if accepted is False:  # refused: end the turn so the test reports it
                 session.interrupt("the answer was refused")
-            elif accepted is None and event.type == "approval_requested":
-                session.submit(ApprovalDecision(call_id=event.call_id, decision="approve"))
+            elif accepted is None and event.msg.type == "approval_requested":
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve"))
 
         session.subscribe(front_end)
         result = await asyncio.wait_for(session.run("go"), 60)

@@ -66,8 +66,8 @@ async def test_the_approval_panel_shows_bidi_and_escapes_in_title_raw_name_and_a
     panels: list[ApprovalPanel] = []
 
     def front_end(session: Session, event: Event) -> None:
-        if event.type == "approval_requested":
-            panel = ApprovalPanel(event, session.submit)
+        if event.msg.type == "approval_requested":
+            panel = ApprovalPanel(event.msg, session.submit)
             panels.append(panel)
             assert panel.decide("approve")  # the shown arguments, unedited
 
@@ -133,8 +133,8 @@ def test_nbagent_run_and_tools_print_escape_sequences_inert(tmp_path: Path) -> N
 async def test_a_javascript_url_question_is_declined_with_a_message_and_never_shown(home: Path, tmp_path: Path) -> None:
     _, events, record = await _run_against_hostile(tmp_path, "ask_js_url", {}, policy="full-auto")
     assert [(r["tool"], r["action"]) for r in records(record)] == [("ask_js_url", "decline")]
-    assert not [e for e in events if e.type == "elicitation_requested"]  # no front end ever shows it
-    warnings = [e.message for e in events if e.type == "warning"]
+    assert not [e for e in events if e.msg.type == "elicitation_requested"]  # no front end ever shows it
+    warnings = [e.msg.message for e in events if e.msg.type == "warning"]
     assert any("javascript:alert(document.cookie)" in w and "not an https/http link" in w for w in warnings), warnings
 
 

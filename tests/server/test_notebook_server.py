@@ -47,8 +47,8 @@ async def test_session_tools_served_through_approvals(nb_home: Path) -> None:
 
         def on_event(event: Event) -> None:
             events.append(event)
-            if event.type == "approval_requested":
-                session.submit(ApprovalDecision(call_id=event.call_id, decision=next(decisions)))  # type: ignore[union-attr]
+            if event.msg.type == "approval_requested":
+                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision=next(decisions)))  # type: ignore[union-attr]
 
         session.subscribe(on_event)
         handle = await start_notebook_server(session)
@@ -69,7 +69,7 @@ async def test_session_tools_served_through_approvals(nb_home: Path) -> None:
         finally:
             await handle.stop()
     assert ran == ["peek 2", "wipe 1"]
-    kinds = [e.type for e in events]
+    kinds = [e.msg.type for e in events]
     assert kinds.count("tool_call_begin") == 3 and kinds.count("tool_call_end") == 3
     assert kinds.count("approval_requested") == 2
 
