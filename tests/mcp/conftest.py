@@ -86,6 +86,8 @@ class Harness:
     events: list[Any] = field(default_factory=list)
     answers: Answers = field(default_factory=Answers)
     managers: list[McpConnectionManager] = field(default_factory=list)
+    arrived: dict[int, float] = field(default_factory=dict)
+    """id(event) -> wall-clock time it reached the harness (payloads carry no time of their own)."""
 
     @property
     def record(self) -> Path:
@@ -95,10 +97,18 @@ class Harness:
         return server_cfg(script, self.record, **kw)
 
     async def start(self, servers: dict[str, McpServerConfig]) -> McpConnectionManager:
-        manager = McpConnectionManager(servers, self.events.append, self.answers, self.tmp / "logs")
+        manager = McpConnectionManager(servers, self._on_event, self.answers, self.tmp / "logs")
         self.managers.append(manager)
         await manager.start()
         return manager
+
+    def _on_event(self, event: Any) -> None:
+        self.arrived[id(event)] = time.time()
+        self.events.append(event)
+
+    def when(self, event: Any) -> float:
+        """When ``event`` was emitted, as the session's bus would stamp it."""
+        return self.arrived[id(event)]
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]

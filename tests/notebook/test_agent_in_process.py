@@ -48,7 +48,7 @@ async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp
     try:
         turn = prepare(agent, f"-m replay:{other}", "say something")
         assert turn is not None and turn.wait and turn.op.policy == "never"
-        assert (await drive(agent, turn)).type == "turn_completed"
+        assert (await drive(agent, turn)).msg.type == "turn_completed"
         header, note, *said = turn.view.lines  # type: ignore[attr-defined]
         assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
         assert "no notebook UI detected" in note and "from the other script" in said
