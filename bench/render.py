@@ -32,10 +32,10 @@ async def _bench(render, n, burst=10, pause=0.002):
     t0, c0 = time.perf_counter(), time.process_time()
     for i in range(0, n, burst):
         for word in words[i:i + burst]:
-            view.handle(Event(msg=AgentMessageDelta(item_id="m", delta=word)))
+            view.handle(Event.wrap(AgentMessageDelta(item_id="m", delta=word)))
         await asyncio.sleep(pause)
-    view.handle(Event(msg=AgentMessage(item_id="m", text="".join(words))))
-    view.handle(Event(msg=TurnCompleted()))
+    view.handle(Event.wrap(AgentMessage(item_id="m", text="".join(words))))
+    view.handle(Event.wrap(TurnCompleted()))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     await asyncio.sleep(0.5)  # let IOPub drain before the next run
     updates = view.streams["m"].updates if render else 0

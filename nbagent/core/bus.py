@@ -32,7 +32,7 @@ class EventBus:
     def emit(self, msg: EventMsg, *, turn_id: str | None = None) -> Event:
         """Wrap ``msg`` and deliver it. A failing subscriber is logged, never propagated."""
         self._seq += 1
-        event = Event(seq=self._seq, thread_id=self.thread_id, turn_id=turn_id, msg=msg)
+        event = Event.wrap(msg, seq=self._seq, thread_id=self.thread_id, turn_id=turn_id)
         for subscriber in tuple(self._subscribers):
             try:
                 subscriber(event)

@@ -281,6 +281,12 @@ class Event(ProtocolModel):
     at: float = Field(default_factory=now)
     msg: EventMsg
 
+    @classmethod
+    def wrap(cls, msg: EventMsg, *, seq: int = 0, thread_id: str = "", turn_id: str | None = None) -> Event:
+        """The envelope of an already valid payload, without validating it again: the bus
+        emits several events per tool call, and validation would be most of their cost."""
+        return cls.model_construct(seq=seq, thread_id=thread_id, turn_id=turn_id, at=now(), msg=msg)
+
     @model_validator(mode="before")
     @classmethod
     def _unflatten(cls, data: Any) -> Any:
