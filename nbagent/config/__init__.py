@@ -69,6 +69,10 @@ class McpServerConfig(_Strict):
     env_http_headers: dict[str, str] = Field(default_factory=dict)
     """Header name -> environment variable holding its value."""
     bearer_token_env_var: str | None = None
+    scopes: list[str] | None = None
+    """OAuth scopes to request when logging in to this HTTP server (Codex's ``scopes``)."""
+    oauth_resource: str | None = None
+    """The ``resource`` (RFC 8707) to ask tokens for, when it differs from ``url``."""
     transport: Literal["stdio", "http", "sse"] | None = None
     """Inferred from ``command`` / ``url`` when absent."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
@@ -148,6 +152,11 @@ class Config(_Strict):
     elicitation_timeout_sec: float = Field(default=600.0, gt=0)
     max_tool_rounds: int = Field(default=50, ge=1)
     parallel_tool_calls: bool = True
+    mcp_oauth_credentials_store: Literal["auto", "file", "keyring"] = "auto"
+    """Where OAuth tokens of MCP servers are kept: ``keyring`` (the OS keyring), ``file`` (0600
+    files under the home) or ``auto`` (the keyring when available, else files), as in Codex."""
+    mcp_oauth_callback_port: int | None = Field(default=None, ge=1, le=65535)
+    """Fixed 127.0.0.1 port for the OAuth login callback; ``None`` takes an ephemeral one."""
     home: str | None = None
     """Where threads live; ``$NBAGENT_HOME`` or ``~/.nbagent`` when unset."""
 
