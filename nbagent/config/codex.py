@@ -90,9 +90,8 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
     if "environment_id" in data:
         value = data.pop("environment_id")
         notes.append(f"key 'environment_id' ({value!r}) is ignored: nbagent starts every server on this machine")
-    if "auth" in data:
-        if data.pop("auth") == "chatgpt":
-            notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
+    if data.pop("auth", None) == "chatgpt":  # "oauth" is what nbagent does
+        notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
     for key, instead in IGNORED.items():
         if key in data:
             del data[key]

@@ -3,7 +3,6 @@ means what it means in Codex, and a key nbagent cannot honour is a warning namin
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import tomllib
 from pathlib import Path
@@ -12,8 +11,6 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import ConfigError, McpServerConfig, load_config
-from nbagent.protocol import ApprovalDecision, Event
-from tests.mcp.conftest import records, server_cfg
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_config.toml"
 CODEX_KEYS = {
@@ -149,33 +146,4 @@ async def test_the_session_announces_each_ignored_key_as_a_warning_event(codex_h
     async with session:
         pass
     assert all(any(w == s for s in seen) for w in config.warnings) and config.warnings
-
-
-async def test_writes_asks_only_for_tools_that_do_not_say_they_are_read_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Codex's ``writes``: an untrusted server's ``readOnlyHint`` is taken at its word, nothing more."""
-    monkeypatch.delenv("NBAGENT_MODEL", raising=False)
-    record = tmp_path / "record.jsonl"
-    script = tmp_path / "script.json"
-    script.write_text(
-        '{"responses": [{"tool_calls": [{"name": "mcp__feat__read_note", "arguments": {"key": "r"}},'
-        ' {"name": "mcp__feat__delete_note", "arguments": {"key": "d"}}]}, {"text": "ok"}]}'
-    )
-    servers = {"feat": server_cfg("features.py", record, default_tools_approval_mode="writes")}
-    asked: list[str] = []
-    async with Session(
-        model=f"replay:{script}", policy="on-request", cwd=tmp_path, home=tmp_path / "home",
-        mcp_servers=servers, interactive=True,
-    ) as session:  # fmt: skip
-
-        def deny(event: Event) -> None:
-            if event.msg.type == "approval_requested":
-                asked.append(event.msg.raw_tool)
-                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="deny"))
-
-        session.subscribe(deny)
-        await asyncio.wait_for(session.run("read and delete"), 60)
-    assert asked == ["delete_note"]
-    assert [r["tool"] for r in records(record)] == ["read_note"]
 

@@ -83,9 +83,10 @@ def test_config_ignored_key_warnings_carry_no_secret_value(tmp_path: Path) -> No
     assert len(warnings) == 4 and not any(SECRET in w for w in warnings), warnings
 
 
-async def test_writes_mode_still_asks_for_a_tool_without_annotations(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("policy", ["on-request", "never"])
+async def test_writes_mode_still_asks_for_a_tool_without_annotations(tmp_path: Path, monkeypatch, policy: str) -> None:
     """``writes`` takes a server's ``readOnlyHint: true`` at its word; a tool that says nothing
-    (or says it writes) is asked about as before, and a denial runs nothing."""
+    or says it writes is asked about as before (declined under ``never``), and a denial runs nothing."""
     monkeypatch.delenv("NBAGENT_MODEL", raising=False)
     record = tmp_path / "record.jsonl"
     script = tmp_path / "script.json"
@@ -94,7 +95,7 @@ async def test_writes_mode_still_asks_for_a_tool_without_annotations(tmp_path: P
     script.write_text(json.dumps({"responses": [{"tool_calls": calls}, {"text": "ok"}]}))
     servers = {"feat": server_cfg("features.py", record, default_tools_approval_mode="writes")}
     asked: list[str] = []
-    async with Session(model=f"replay:{script}", policy="never", cwd=tmp_path, home=tmp_path / "home",
+    async with Session(model=f"replay:{script}", policy=policy, cwd=tmp_path, home=tmp_path / "home",
                        mcp_servers=servers, interactive=True) as session:  # fmt: skip
 
         def deny(event: Event) -> None:
@@ -105,3 +106,4 @@ async def test_writes_mode_still_asks_for_a_tool_without_annotations(tmp_path: P
         session.subscribe(deny)
         await asyncio.wait_for(session.run("go"), 60)
     assert [r["tool"] for r in records(record)] == ["read_note"]
+    assert sorted(asked) == (["delete_note", "env_keys"] if policy == "on-request" else [])
