@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nbagent.config.oauth import OAuthSettings
 from nbagent.protocol import ApprovalMode, Policy
 
 SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -73,6 +74,7 @@ class McpServerConfig(_Strict):
     """OAuth scopes to request when logging in to this HTTP server (Codex's ``scopes``)."""
     oauth_resource: str | None = None
     """The ``resource`` (RFC 8707) to ask tokens for, when it differs from ``url``."""
+    oauth: OAuthSettings | None = None
     transport: Literal["stdio", "http", "sse"] | None = None
     """Inferred from ``command`` / ``url`` when absent."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
