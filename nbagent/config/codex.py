@@ -24,8 +24,12 @@ DEFAULTS: dict[str, Any] = {"supports_parallel_tool_calls": False, "omit_tools_f
 """Values that mean what nbagent does anyway: dropped without a word."""
 SILENT = ("name",)
 """Keys Codex itself accepts and ignores (a legacy display name)."""
-OAUTH_KEYS = ("client_id", "callback_url", "callback_port")
-"""Codex's ``[mcp_servers.NAME.oauth]`` keys."""
+OAUTH_KEYS = {
+    "client_id": "no client is registered by hand here",
+    "callback_url": "the login callback is always on 127.0.0.1, at the port nbagent listens on",
+    "callback_port": "the login callback's port is the top-level mcp_oauth_callback_port",
+}
+"""Codex's ``[mcp_servers.NAME.oauth]`` keys -> what nbagent does when its own table lacks one."""
 STDIO_ONLY = ("args", "env", "env_vars", "cwd")
 HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
 
@@ -139,10 +143,10 @@ def _oauth(table: dict[str, Any], keys: frozenset[str] | None, notes: list[str])
         notes.append("key 'oauth' is ignored: this nbagent takes no OAuth client settings")
         return None
     kept = dict(table)
-    for key in OAUTH_KEYS:
+    for key, instead in OAUTH_KEYS.items():
         if key in kept and key not in keys:
             del kept[key]
-            notes.append(f"key 'oauth.{key}' is ignored: nbagent's OAuth login does not use it")
+            notes.append(f"key 'oauth.{key}' is ignored: {instead}")
     return kept
 
 

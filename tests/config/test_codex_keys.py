@@ -82,6 +82,8 @@ def test_each_key_nbagent_cannot_honour_is_one_warning_naming_file_server_and_ke
     if "oauth" in McpServerConfig.model_fields:  # the OAuth client settings are nbagent's: client_id is honoured
         assert config.mcp_servers["linear"].oauth.client_id == "codex-cli"  # type: ignore[attr-defined]
         assert not any("'oauth.client_id'" in w for w in warnings)
+        for key in ("callback_url", "callback_port"):  # the callback is always nbagent's own, on 127.0.0.1
+            assert sum(f"MCP server 'linear': key 'oauth.{key}' is ignored" in w for w in warnings) == 1
     else:
         assert sum("MCP server 'linear': key 'oauth' is ignored" in w for w in warnings) == 1
     honoured = CODEX_KEYS - {"supports_parallel_tool_calls", "omit_tools_from", "http_headers_helper", "auth",
