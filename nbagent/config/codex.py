@@ -25,11 +25,11 @@ DEFAULTS: dict[str, Any] = {"supports_parallel_tool_calls": False, "omit_tools_f
 SILENT = ("name",)
 """Keys Codex itself accepts and ignores (a legacy display name)."""
 OAUTH_KEYS = {
-    "client_id": "no client is registered by hand here",
     "callback_url": "the login callback is always on 127.0.0.1, at the port nbagent listens on",
     "callback_port": "the login callback's port is the top-level mcp_oauth_callback_port",
 }
-"""Codex's ``[mcp_servers.NAME.oauth]`` keys -> what nbagent does when its own table lacks one."""
+"""Codex's ``[mcp_servers.NAME.oauth]`` keys nbagent's own table (``OAuthSettings``) lacks ->
+what nbagent does instead."""
 STDIO_ONLY = ("args", "env", "env_vars", "cwd")
 HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
 
@@ -52,7 +52,6 @@ class _IgnoredTool(BaseModel):
 
 class _IgnoredOAuth(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
-    client_id: str | None = None
     callback_url: str | None = None
     callback_port: int | None = Field(default=None, ge=1, le=65535)
 
@@ -73,10 +72,10 @@ class _EnvVar(BaseModel):
     source: Literal["local", "remote"] | None = None
 
 
-def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[dict[str, Any], list[str]]:
+def translate(data: dict[str, Any], oauth_keys: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
     """``(data nbagent's model reads, warnings)`` for one server table.
 
-    ``oauth_keys``: the keys nbagent's ``oauth`` table has, or ``None`` when it has none.
+    ``oauth_keys``: the keys nbagent's own ``oauth`` table has.
     Raises ``ValueError`` for what Codex refuses too (``bearer_token``) or a value of the wrong type.
     """
     data, notes = dict(data), []
@@ -106,8 +105,6 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
         data["tools"] = {name: _tool(name, table, notes) for name, table in data["tools"].items()}
     if isinstance(data.get("oauth"), dict):
         data["oauth"] = _oauth(data["oauth"], oauth_keys, notes)
-        if data["oauth"] is None:
-            del data["oauth"]
     return data, notes
 
 
@@ -137,11 +134,8 @@ def _tool(name: str, table: Any, notes: list[str]) -> Any:
     return table
 
 
-def _oauth(table: dict[str, Any], keys: frozenset[str] | None, notes: list[str]) -> dict[str, Any] | None:
-    _check(_IgnoredOAuth, {key: value for key, value in table.items() if key not in (keys or ())}, "oauth.")
-    if keys is None:
-        notes.append("key 'oauth' is ignored: this nbagent takes no OAuth client settings")
-        return None
+def _oauth(table: dict[str, Any], keys: frozenset[str], notes: list[str]) -> dict[str, Any]:
+    _check(_IgnoredOAuth, table, "oauth.")
     kept = dict(table)
     for key, instead in OAUTH_KEYS.items():
         if key in kept and key not in keys:

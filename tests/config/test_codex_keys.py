@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nbagent import Session
-from nbagent.config import ConfigError, McpServerConfig, load_config
+from nbagent.config import ConfigError, load_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_config.toml"
 CODEX_KEYS = {
@@ -79,13 +79,10 @@ def test_each_key_nbagent_cannot_honour_is_one_warning_naming_file_server_and_ke
     for server, keys in expected.items():
         for key in keys:
             assert sum(f"MCP server {server}: key {key}" in w for w in warnings) == 1, (server, key, warnings)
-    if "oauth" in McpServerConfig.model_fields:  # the OAuth client settings are nbagent's: client_id is honoured
-        assert config.mcp_servers["linear"].oauth.client_id == "codex-cli"  # type: ignore[attr-defined]
-        assert not any("'oauth.client_id'" in w for w in warnings)
-        for key in ("callback_url", "callback_port"):  # the callback is always nbagent's own, on 127.0.0.1
-            assert sum(f"MCP server 'linear': key 'oauth.{key}' is ignored" in w for w in warnings) == 1
-    else:
-        assert sum("MCP server 'linear': key 'oauth' is ignored" in w for w in warnings) == 1
+    assert config.mcp_servers["linear"].oauth.client_id == "codex-cli"  # type: ignore[union-attr]
+    assert not any("'oauth.client_id'" in w for w in warnings)
+    for key in ("callback_url", "callback_port"):  # the callback is always nbagent's own, on 127.0.0.1
+        assert sum(f"MCP server 'linear': key 'oauth.{key}' is ignored" in w for w in warnings) == 1
     honoured = CODEX_KEYS - {"supports_parallel_tool_calls", "omit_tools_from", "http_headers_helper", "auth",
                              "environment_id", "oauth", "env_vars", "tools"}  # fmt: skip
     for key in honoured:  # what nbagent honours is never called ignored
