@@ -3,6 +3,7 @@ means what it means in Codex, and a key nbagent cannot honour is a warning namin
 
 from __future__ import annotations
 
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
+from tests.cli.proc import nbagent
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_config.toml"
 CODEX_KEYS = {
@@ -146,3 +148,18 @@ async def test_the_session_announces_each_ignored_key_as_a_warning_event(codex_h
         pass
     assert all(any(w == s for s in seen) for w in config.warnings) and config.warnings
 
+
+
+def test_nbagent_tools_lists_each_ignored_key_as_a_warning(codex_home: Path, tmp_path: Path) -> None:
+    """The real CLI on the Codex file: it loads, lists the servers and names each ignored key."""
+    work = tmp_path / "work"
+    work.mkdir()
+    text = (codex_home / "config.toml").read_text()
+    text = text.replace("enabled = true", "enabled = false").replace("required = true", "required = false")
+    (codex_home / "config.toml").write_text(text)  # nothing to start: the listing is of the config alone
+    done = nbagent("tools", "--json", home=codex_home, cwd=work, timeout=120)
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    assert sorted(s["name"] for s in listing["servers"]) == ["docs", "linear"]
+    assert listing["warnings"] == load(codex_home, work).warnings
+    assert any("key 'http_headers_helper' is ignored" in w for w in listing["warnings"])
