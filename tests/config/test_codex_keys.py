@@ -163,3 +163,15 @@ def test_nbagent_tools_lists_each_ignored_key_as_a_warning(codex_home: Path, tmp
     assert sorted(s["name"] for s in listing["servers"]) == ["docs", "linear"]
     assert listing["warnings"] == load(codex_home, work).warnings
     assert any("key 'http_headers_helper' is ignored" in w for w in listing["warnings"])
+
+
+def test_always_written_into_a_codex_file_keeps_its_keys_and_comments(codex_home: Path) -> None:
+    from nbagent.config import record_always_approval
+
+    before = load(codex_home)
+    record_always_approval(before, "docs", "fetch", cwd=codex_home.parent / "work")
+    text = (codex_home / "config.toml").read_text()
+    assert "# legacy display name, ignored by Codex too" in text and "http_headers_helper" in text
+    after = load(codex_home)
+    assert after.mcp_servers["docs"].approval_mode_for("fetch") == "approve"
+    assert after.warnings == before.warnings
