@@ -18,6 +18,14 @@ from tests.mcp.conftest import records, server_cfg
 SECRET = "sk-live-0123456789abcdef"
 
 
+def user_file(tmp_path: Path, text: str) -> Path:
+    """``$NBAGENT_HOME/config.toml`` with ``text``; returns the home."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(text)
+    return home
+
+
 def mcp_json(tmp_path: Path, servers: dict) -> Path:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -63,21 +71,18 @@ def test_config_missing_variable_error_carries_no_value(tmp_path: Path, value: s
     ],
 )
 def test_config_refused_codex_value_is_not_echoed(tmp_path: Path, table: str) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.toml").write_text(f"[mcp_servers.a]\n{table}\n")
+    home = user_file(tmp_path, f"[mcp_servers.a]\n{table}\n")
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path, environ={"NBAGENT_HOME": str(home)})
     assert SECRET not in str(err.value) and str(err.value).startswith(str(home / "config.toml"))
 
 
 def test_config_ignored_key_warnings_carry_no_secret_value(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.toml").write_text(
+    home = user_file(
+        tmp_path,
         f'[mcp_servers.a]\nurl = "https://x/mcp"\nhttp_headers_helper = "print-token {SECRET}"\n'
         f'env = {{ TOKEN = "{SECRET}" }}\nsupports_parallel_tool_calls = true\n'
-        f'[mcp_servers.a.tools.t]\noutput_token_limit = 10\n'
+        f'[mcp_servers.a.tools.t]\noutput_token_limit = 10\n',
     )
     warnings = load_config(tmp_path, environ={"NBAGENT_HOME": str(home)}).warnings
     assert len(warnings) == 4 and not any(SECRET in w for w in warnings), warnings
