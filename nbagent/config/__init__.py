@@ -138,6 +138,12 @@ class Config(_Strict):
     approval_policy: Policy = "on-request"
     instructions: str | None = None
     """Extra system instructions prepended to every request."""
+    project_doc_max_bytes: int = Field(default=32_768, ge=0)
+    """Cap on the combined ``AGENTS.md`` text the model sees (Codex's key and default)."""
+    project_doc_fallback_filenames: list[str] = Field(default_factory=list)
+    """Names tried after ``AGENTS.md`` in each folder (e.g. ``CLAUDE.md``)."""
+    project_root_markers: list[str] = Field(default_factory=lambda: [".git"])
+    """What marks the project root, where the search for ``AGENTS.md`` starts."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     tool_output_max_bytes: int = Field(default=16_384, ge=256)
     """Cap on what the model sees of one tool result."""
@@ -155,6 +161,14 @@ class Config(_Strict):
     """Internal: which file each MCP server (``mcp_servers.NAME``) came from."""
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     """From the environment only; never written anywhere."""
+
+    @field_validator("project_doc_fallback_filenames", "project_root_markers")
+    @classmethod
+    def _plain_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+                raise ValueError(f"{name!r} must be a plain file name, not a path")
+        return names
 
     @field_validator("mcp_servers")
     @classmethod

@@ -25,6 +25,7 @@ from nbagent.config import (
     load_config,
     record_always_approval,
 )
+from nbagent.config.project_docs import ProjectDocs, find_project_docs
 from nbagent.core.approval import ApprovalDesk, fingerprint
 from nbagent.core.bus import EventBus
 from nbagent.core.elicitation import ElicitationDesk
@@ -363,10 +364,21 @@ class Session:
         """Native tools come before MCP tools in the catalogue."""
         self._router.add(provider, first=True)
 
-    def _instructions(self) -> str:
+    def project_docs(self) -> ProjectDocs:
+        """The ``AGENTS.md`` files that apply here, read now (a turn reads them as it starts, so
+        an edit between cells counts from the next turn)."""
+        c = self.config
+        return find_project_docs(
+            Path(self.cwd), c.home_path, max_bytes=c.project_doc_max_bytes,
+            fallback_names=c.project_doc_fallback_filenames, root_markers=c.project_root_markers,
+        )
+
+    def _instructions(self, docs: ProjectDocs) -> str:
         parts = [BASE_INSTRUCTIONS]
         if self.config.instructions:
             parts.append(self.config.instructions)
+        if docs.docs:
+            parts.append(docs.text())
         cap = self.config.server_instructions_max_bytes
         for server, text in self._mcp.instructions().items():
             if text and cap:
@@ -380,10 +392,17 @@ class Session:
     ) -> TurnContext:
         """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
         ``None`` follows ``self.interactive`` as it changes."""
+        docs: list[ProjectDocs] = []
+
+        def instructions() -> str:
+            if not docs:  # read once per turn, at its first model request
+                docs.append(self.project_docs())
+            return self._instructions(docs[0])
+
         return TurnContext(
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
-            instructions=self._instructions, servers_ready=self.servers.ready,
+            instructions=instructions, servers_ready=self.servers.ready,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )

@@ -133,6 +133,9 @@ def status(agent: KernelAgent) -> None:
         f"frontend: {agent.frontend()}",
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
+    if s.config.instructions:
+        lines.append(f"instructions: nbagent config ({len(s.config.instructions.encode()):,} B)")
+    lines.extend(f"instructions: {line}" for line in s.project_docs().describe())
     statuses = s.servers.status()
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():

@@ -54,3 +54,20 @@ async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp
         assert "no notebook UI detected" in note and "from the other script" in said
     finally:
         await agent.close()
+
+
+async def test_status_names_each_instruction_source_and_its_size(
+    replay: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("Prefer polars.\n")
+    (tmp_path / "nbagent.toml").write_text('instructions = "Be brief."\n')
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay))
+    await agent.ready()
+    try:
+        run_line(agent, "")
+        out = capsys.readouterr().out
+        assert "instructions: nbagent config (9 B)" in out
+        assert f"instructions: {tmp_path / 'AGENTS.md'} (project, 15 B)" in out
+    finally:
+        await agent.close()
