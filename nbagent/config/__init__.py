@@ -129,6 +129,9 @@ class ModelProviderConfig(_Strict):
     http_headers: dict[str, str] = Field(default_factory=dict)
     request_max_retries: int = Field(default=4, ge=0, le=20)
     stream_idle_timeout_sec: float = Field(default=300.0, gt=0)
+    model_context_window: int | None = Field(default=None, gt=0)
+    """Overrides the top-level key for models of this provider (a local server's own limit)."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
 
 
 class Config(_Strict):
@@ -138,6 +141,10 @@ class Config(_Strict):
     approval_policy: Policy = "on-request"
     instructions: str | None = None
     """Extra system instructions prepended to every request."""
+    model_context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts; unset, known OpenAI models use their published window."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    """Compact the model's view before a request would pass this; unset, 90 % of the window."""
     project_doc_max_bytes: int = Field(default=32_768, ge=0)
     """Cap on the combined ``AGENTS.md`` text the model sees (Codex's key and default)."""
     project_doc_fallback_filenames: list[str] = Field(default_factory=list)

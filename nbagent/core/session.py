@@ -28,6 +28,7 @@ from nbagent.config import (
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
 from nbagent.core.approval import ApprovalDesk, fingerprint
 from nbagent.core.bus import EventBus
+from nbagent.core.context import ContextBudget, compact, text_tokens, tools_tokens
 from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.provider import ToolProvider
@@ -43,6 +44,7 @@ from nbagent.protocol import (
     ApprovalDecision,
     ApprovalMode,
     ApprovalRequested,
+    ContextCompacted,
     ElicitationRequested,
     ElicitationResponse,
     Entry,
@@ -364,6 +366,24 @@ class Session:
         """Native tools come before MCP tools in the catalogue."""
         self._router.add(provider, first=True)
 
+    async def compact(self, *, model: str | None = None) -> ContextCompacted | None:
+        """Summarise the thread for the model now (``%agent compact``, ``nbagent compact``); the
+        rollout keeps every item. ``None`` when the thread has nothing to summarise."""
+        if self.running:
+            raise RuntimeError("a turn is running: compact after it ends (or interrupt it)")
+        name = model or self.config.require_model()
+        turn = self._turn(new_id("turn"), self.model_client(name), name, self.policy, "python", False)
+        tools = [spec for spec, _ in self._router.catalogue().values()]
+        extra = text_tokens(turn.instructions()) + tools_tokens(tools)
+        done = await compact(self.thread.items, self.thread.context, turn.budget, model=turn.model, model_name=name,
+                             extra=extra, turn_id=None, reason="asked")
+        if done is None:
+            return None
+        self.thread.record(done.item)
+        event = done.event("asked")
+        self._bus.emit(event)
+        return event
+
     def project_docs(self) -> ProjectDocs:
         """The ``AGENTS.md`` files that apply here, read now (a turn reads them as it starts, so
         an edit between cells counts from the next turn)."""
@@ -403,6 +423,7 @@ class Session:
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
             instructions=instructions, servers_ready=self.servers.ready,
+            budget=ContextBudget.of(self.config, model_name),
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )
