@@ -23,6 +23,7 @@ SESSION = {
     "__init__": "(self, *, model: 'str | None' = None, policy: 'Policy | None' = None, cwd: 'str | Path | None' = None, home: 'str | Path | None' = None, thread: 'str | None' = None, thread_name: 'str | None' = None, config: 'Config | None' = None, mcp_servers: 'dict[str, McpServerConfig] | None' = None, interactive: 'bool' = False, entry: 'Entry' = 'python', notebook_path: 'str | None' = None) -> 'None'",
     "add_provider": "(self, provider: 'ToolProvider') -> 'None'",
     "call_tool": "(self, name: 'str', arguments: 'dict[str, Any]', *, policy: 'Policy | None' = None, entry: 'Entry' = 'notebook_server') -> 'FunctionCallOutput'",
+    "compact": "(self, *, model: 'str | None' = None) -> 'ContextCompacted | None'",
     "current_turn_id": "property",
     "events": "(self) -> 'AsyncIterator[Event]'",
     "interrupt": "(self, reason: 'str' = 'interrupted', *, turn_id: 'str | None' = None) -> 'bool'",
@@ -56,7 +57,7 @@ THREAD = {
     "saved": "(self, limit: 'int' = 50) -> 'list[ThreadSummary]'",
     "write": "(self, line: 'RolloutLine') -> 'None'",
 }
-THREAD_FIELDS = ["call_ids", "id", "items", "name"]
+THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]
 
 SERVERS = {
     "aclose": "(self) -> 'None'",
@@ -100,6 +101,7 @@ EVENTS = {
     "SessionConfigured": "session_configured",
     "ShutdownComplete": "shutdown_complete",
     "TokenUsage": "token_usage",
+    "ContextCompacted": "context_compacted",
     "ToolCallBegin": "tool_call_begin",
     "ToolCallEnd": "tool_call_end",
     "TurnAborted": "turn_aborted",

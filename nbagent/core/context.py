@@ -227,6 +227,15 @@ async def compact(
     return Compaction(item, len(context.view) - len(kept), 0)
 
 
+def describe(event: ContextCompacted) -> str:
+    """One line for a person: what the model sees now, and that nothing left the record."""
+    why = {"limit": "near the context limit", "context_length": "the server said too long", "asked": "asked"}
+    done = [f"{event.shortened} tool outputs now stubs"] if event.shortened else []
+    done += [f"{event.summarized} items summarised"] if event.summarized else []
+    return (f"context compacted ({why[event.reason]}): ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens; "
+            f"{', '.join(done) or 'nothing to shorten'}; the thread's record keeps everything")
+
+
 def _outputs_to_stub(context: ContextView, needed: int) -> tuple[list[str], int]:
     """Call ids of outputs, oldest first, whose stubs save at least ``needed`` tokens (or all
     there are), and the tokens saved."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
@@ -277,6 +278,7 @@ HELP = """%agent commands:
   %agent resources SERVER URI     read one resource
   %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments
   %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
+  %agent compact                  summarise this thread for the model now (the record keeps everything)
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -305,6 +307,9 @@ def run_line(agent: KernelAgent, line: str) -> None:
         elif cmd == "new" and len(rest) <= 1:
             name = rest[0] if rest else None
             _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
+        elif cmd == "compact" and not rest:
+            _later(agent, lambda sess: sess.compact(),
+                   lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")
         elif cmd == "mcp":
             mcp(agent, rest)
         elif cmd in ("resources", "prompts"):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
+from nbagent.core.context import describe as describe_compaction
 from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
@@ -26,6 +27,7 @@ from nbagent.protocol import (
     AgentMessageDelta,
     ApprovalRequested,
     ApprovalResolved,
+    ContextCompacted,
     ElicitationRequested,
     ElicitationResolved,
     Event,
@@ -214,6 +216,9 @@ class TurnView:
         self.footer.value = muted(
             f"tokens: {event.input_tokens} in{cached}, {event.output_tokens} out{reasoning} ({event.total_tokens} total)"
         )
+
+    def _on_context_compacted(self, event: ContextCompacted) -> None:
+        self._add(W.HTML(muted(describe_compaction(event))))
 
     def _on_warning(self, event: WarningEvent) -> None:
         self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))

@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from nbagent.core.context import describe as describe_compaction
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.labels import model_text, policy_text
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
@@ -137,6 +138,8 @@ class TextTurn:
             self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
         elif t == "warning":
             self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
+        elif t == "context_compacted":
+            self._line(describe_compaction(event))  # type: ignore[arg-type]
         elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
             self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
         elif t == "turn_failed":

@@ -10,6 +10,7 @@ import pytest
 from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.commands import run_line
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -69,5 +70,24 @@ async def test_status_names_each_instruction_source_and_its_size(
         out = capsys.readouterr().out
         assert "instructions: nbagent config (9 B)" in out
         assert f"instructions: {tmp_path / 'AGENTS.md'} (project, 15 B)" in out
+    finally:
+        await agent.close()
+
+
+async def test_compact_by_hand_prints_what_the_model_sees_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "replay.json"
+    script.write_text(json.dumps({"responses": [{"text": "one"}], "summaries": ["Said hi."]}))
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=f"replay:{script}"))
+    session = await agent.ready()
+    try:
+        await session.run("hi")
+        run_line(agent, "compact")
+        await until(lambda: any(i.type == "compaction" for i in session.thread.items), "the compaction item")
+        out = await until(lambda: capsys.readouterr().out or None, "the printed line")
+        assert "context compacted (asked)" in out and "2 items summarised" in out
     finally:
         await agent.close()
