@@ -33,6 +33,7 @@ SESSION = {
     "pending_elicitations": "(self) -> 'dict[str, ElicitationRequested]'",
     "policy": "property (settable)",
     "project_docs": "(self) -> 'ProjectDocs'",
+    "set_turn_context": "(self, source: 'Callable[[], Awaitable[str | None]] | None') -> 'None'",
     "register_tool": "(self, fn: 'Callable[..., Any]', *, name: 'str | None' = None, description: 'str | None' = None, read_only: 'bool' = False, destructive: 'bool | None' = None, approval_mode: 'ApprovalMode' = 'auto') -> 'ToolSpec'",
     "run": "(self, prompt: 'str', *, entry: 'Entry | None' = None, model: 'str | None' = None, policy: 'Policy | None' = None, interactive: 'bool | None' = None) -> 'RunResult'",
     "run_sync": "(prompt: 'str', **kwargs: 'Any') -> 'RunResult'",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -144,6 +144,7 @@ class Session:
         self._requested_thread = thread
         self._first_thread_name = thread_name
         self._models: dict[str, ModelClient] = {}
+        self._turn_context: Callable[[], Awaitable[str | None]] | None = None
         self._turns: asyncio.Queue[UserTurn] = asyncio.Queue()
         self._queued: set[str] = set()
         self._skipped: set[str] = set()
@@ -384,6 +385,11 @@ class Session:
         self._bus.emit(event)
         return event
 
+    def set_turn_context(self, source: Callable[[], Awaitable[str | None]] | None) -> None:
+        """What each turn, as it starts, adds to the instructions about the workspace (the
+        notebook's cells and names); ``None`` turns it off. A failing source is a warning."""
+        self._turn_context = source
+
     def project_docs(self) -> ProjectDocs:
         """The ``AGENTS.md`` files that apply here, read now (a turn reads them as it starts, so
         an edit between cells counts from the next turn)."""
@@ -423,7 +429,7 @@ class Session:
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
             instructions=instructions, servers_ready=self.servers.ready,
-            budget=ContextBudget.of(self.config, model_name),
+            budget=ContextBudget.of(self.config, model_name), preamble=self._turn_context,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )

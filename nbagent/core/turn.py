@@ -58,6 +58,7 @@ from nbagent.protocol import (
     TurnStarted,
     UserMessage,
     UserTurn,
+    WarningEvent,
     new_id,
 )
 
@@ -112,6 +113,10 @@ class TurnContext:
     interactive: Callable[[], bool] = lambda: False
     """Whether someone can answer an approval now: read at each ask, since a front end may
     detach while the turn runs (``Session.interactive``)."""
+    preamble: Callable[[], Awaitable[str | None]] | None = None
+    """Read once as the turn starts: what a front end shows the model of its workspace (the
+    notebook's cells and names, ``%agent context on``), added to the instructions."""
+    preamble_text: str = ""
     budget: ContextBudget = field(default_factory=ContextBudget)
     """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
@@ -186,6 +191,8 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
     turn.catalogue = turn.router.catalogue()
     tools = [spec for spec, _ in turn.catalogue.values()]
     instructions = turn.instructions()
+    if turn.preamble_text:
+        instructions = f"{instructions}\n\n{turn.preamble_text}"
     extra = text_tokens(instructions) + tools_tokens(tools)
     limits = [x for x in (turn.budget.limit, turn.thread.context.refused_at) if x]
     if limits and turn.thread.context.estimate(turn.thread.items) + extra > min(limits):
@@ -300,6 +307,15 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
             )
 
 
+async def _read_preamble(turn: TurnContext) -> None:
+    if turn.preamble is None:
+        return
+    try:
+        turn.preamble_text = await turn.preamble() or ""
+    except Exception as exc:  # boundary: what the workspace looks like is a help, never a failure
+        turn.emit(WarningEvent(message=f"the notebook context could not be read: {type(exc).__name__}: {exc}"))
+
+
 async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     """Run the turn ``op`` asked for, in ``turn``; ends with exactly one terminal event."""
     tid, policy, model_name = turn.turn_id, turn.policy, turn.model_name
@@ -310,6 +326,7 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     rounds = turn.settings.max_tool_rounds
     try:
         await turn.servers_ready()
+        await _read_preamble(turn)
         for _ in range(rounds):
             text, calls = await _sample_within_window(turn)
             last_text = text or last_text

@@ -278,6 +278,7 @@ HELP = """%agent commands:
   %agent resources SERVER URI     read one resource
   %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments
   %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
+  %agent context [on|off]         let the model see the cells and the kernel's names (types, shapes; no values)
   %agent compact                  summarise this thread for the model now (the record keeps everything)
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
@@ -307,6 +308,13 @@ def run_line(agent: KernelAgent, line: str) -> None:
         elif cmd == "new" and len(rest) <= 1:
             name = rest[0] if rest else None
             _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
+        elif cmd == "context" and len(rest) <= 1:
+            if rest:
+                if rest[0] not in ("on", "off"):
+                    raise UsageError("context must be on or off")
+                agent.show_context(rest[0] == "on")
+            _out(f"notebook context: {'on' if agent.context_on else 'off'} (the model "
+                 f"{'sees' if agent.context_on else 'does not see'} the cells and the kernel's names at each turn's start)")
         elif cmd == "compact" and not rest:
             _later(agent, lambda sess: sess.compact(),
                    lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")

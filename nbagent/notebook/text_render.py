@@ -41,6 +41,7 @@ class TextTurn:
         scripted: bool,
         thread: str,
         policy: str,
+        context: bool = False,
         note: str | None = None,
         prompt: Ask | None = None,
         unanswered_timeout: float | None = None,
@@ -61,13 +62,14 @@ class TextTurn:
         self.lines: list[str] = []
         self._note = note
         self._header: str | None = None
-        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
+        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy, context=context)
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
         """What the turn runs with. Printed with the first thing the turn shows, so the line
         names the session's real model and thread once it is open (not a placeholder)."""
         if not self.lines:
-            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n"
+            seen = " · notebook context on" if context else ""
+            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}{seen}\n"
 
     def handle_queued(self) -> None:
         """Nothing to print yet: the header prints with the turn's first event, once it runs."""
