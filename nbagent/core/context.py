@@ -110,6 +110,12 @@ class ContextBudget:
         return cls(window, limit)
 
 
+    def reported(self, window: int) -> ContextBudget:
+        """With the window the server reported (the configured limit, if any, stays)."""
+        limit = min(self.limit, window) if self.limit else int(window * AUTO_COMPACT_SHARE)
+        return ContextBudget(window, limit)
+
+
 class ContextView:
     """The model's view of one thread's items, and its size in (estimated) tokens."""
 

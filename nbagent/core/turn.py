@@ -307,6 +307,15 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
             )
 
 
+async def _ask_window(turn: TurnContext) -> None:
+    """A model whose window config does not give may report it (a local server's own limit)."""
+    ask = getattr(turn.model, "context_window", None)
+    if turn.budget.window is None and ask is not None:
+        window = await ask()
+        if window:
+            turn.budget = turn.budget.reported(window)
+
+
 async def _read_preamble(turn: TurnContext) -> None:
     if turn.preamble is None:
         return
@@ -327,6 +336,7 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     try:
         await turn.servers_ready()
         await _read_preamble(turn)
+        await _ask_window(turn)
         for _ in range(rounds):
             text, calls = await _sample_within_window(turn)
             last_text = text or last_text

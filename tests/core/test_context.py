@@ -159,3 +159,18 @@ def test_the_window_comes_from_config_then_the_provider_then_known_models() -> N
     config = Config(model_provider="local", model_context_window=8_000, model_auto_compact_token_limit=5_000,
                     model_providers={"local": ModelProviderConfig(model_context_window=32_000)})
     assert ContextBudget.of(config, "anything") == ContextBudget(32_000, 5_000)
+
+
+async def test_a_local_server_that_reports_its_window_is_kept_inside_it(openai_server, home: Path) -> None:
+    respond, _ = model_rounds(rounds=6, calls=5, final="Done.")
+    openai_server.respond = respond
+    openai_server.context_window = 4_000
+    openai_server.models = [{"id": "test-model", "object": "model", "owned_by": "vllm", "max_model_len": 4_000}]
+    events: list[Event] = []
+    async with Session(config=config_for(openai_server, home)) as session:  # no window in config
+        session.register_tool(lambda n: f"chunk {n}: {CHUNK}", name="read", read_only=True)
+        session.subscribe(events.append)
+        result = await session.run("read some chunks")
+    reasons = [e.msg.reason for e in events if e.msg.type == "context_compacted"]
+    assert result.text == "Done." and reasons and set(reasons) == {"limit"}  # never refused first
+    assert max(tokens(b) for b in openai_server.requests) <= 4_000

@@ -94,6 +94,8 @@ class FakeOpenAIServer:
         self.context_window: int | None = None
         """When set, a body of more than this many tokens (its JSON length / 4) is refused with
         ``context_length_exceeded``, as a real server refuses an over-long request."""
+        self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
+        """What ``GET /v1/models`` lists (a vLLM server adds ``max_model_len``)."""
         self.respond: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
         """Answers a request from its body before the script is consulted (``None``: use the script)."""
         self._lock = threading.Lock()
@@ -126,6 +128,7 @@ class FakeOpenAIServer:
             self.reject_stream_options = False
             self.context_window = None
             self.respond = None
+            self.models = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -176,7 +179,7 @@ class FakeOpenAIServer:
         return JSONResponse(payload, status_code=status, headers=headers)
 
     async def _models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "test"}]})
+        return JSONResponse({"object": "list", "data": self.models})
 
     def _step(self, body: dict[str, Any], key: str) -> dict[str, Any] | Response:
         """The next scripted step, or the error response it (or an empty script) asks for."""
