@@ -14,7 +14,7 @@ from typing import Any
 from nbagent import Session
 from nbagent.config import Config, ModelProviderConfig
 from nbagent.core.context import COMPACT_INSTRUCTIONS, ContextBudget, SUMMARY_PREFIX
-from nbagent.protocol import Event, FunctionCallOutput
+from nbagent.protocol import Event
 
 WINDOW = 6_000
 CHUNK = "lorem ipsum dolor sit amet " * 45  # ~1,200 characters, ~300 tokens
