@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
@@ -134,6 +135,11 @@ def status(agent: KernelAgent) -> None:
         f"frontend: {agent.frontend()}",
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
+    budget = ContextBudget.of(s.config, s.model_name)
+    used = s.thread.context.estimate(s.thread.items)
+    room = f" of {budget.window:,} (compacts past {budget.limit:,})" if budget.window and budget.limit else \
+        " (window unknown: set model_context_window)"
+    lines.append(f"context:  ~{used:,} tokens{room}")
     if s.config.instructions:
         lines.append(f"instructions: nbagent config ({len(s.config.instructions.encode()):,} B)")
     lines.extend(f"instructions: {line}" for line in s.project_docs().describe())

@@ -69,6 +69,7 @@ async def test_status_names_each_instruction_source_and_its_size(
         run_line(agent, "")
         out = capsys.readouterr().out
         assert "instructions: nbagent config (9 B)" in out
+        assert "context:  ~0 tokens (window unknown: set model_context_window)" in out
         assert f"instructions: {tmp_path / 'AGENTS.md'} (project, 15 B)" in out
     finally:
         await agent.close()
