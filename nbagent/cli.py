@@ -15,6 +15,7 @@ from nbagent import signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
+from nbagent.core.context import describe as describe_compaction
 from nbagent.protocol import Event, EventMsg
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
@@ -61,6 +62,8 @@ def _print_event(envelope: Event, out: TextIO) -> None:
         out.write(f"[turn aborted: {event.reason}]\n")  # type: ignore[union-attr]
     elif kind == "token_usage":
         out.write(f"[tokens: {event.input_tokens} in, {event.output_tokens} out]\n")  # type: ignore[union-attr]
+    elif kind == "context_compacted":
+        out.write(f"[{describe_compaction(event)}]\n")  # type: ignore[arg-type]
     out.flush()
 
 
@@ -91,6 +94,18 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     async with session:
         result = await session.run(args.goal)
     return 0 if result.ok else 1
+
+
+async def _compact(args: argparse.Namespace) -> int:
+    """``nbagent compact THREAD``: summarise a saved thread for the model; its record stays whole."""
+    from nbagent.core.session import Session
+
+    config = load_config(args.cwd)
+    _home(config)
+    async with Session(model=args.model, cwd=args.cwd, config=config, thread=args.thread, entry="cli") as session:
+        event = await session.compact()
+    print(describe_compaction(event) if event else f"thread {args.thread} has nothing to compact yet")
+    return 0
 
 
 def _threads(args: argparse.Namespace) -> int:
@@ -268,6 +283,10 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     turn_args(resume)
     resume.add_argument("thread", type=_thread_ref)
     resume.add_argument("goal")
+    compact = sub.add_parser("compact", help="summarise a thread for the model now (the record keeps every item)")
+    compact.add_argument("-m", "--model", help="the model that writes the summary (default: the configured one)")
+    compact.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+    compact.add_argument("thread", type=_thread_ref)
     threads = sub.add_parser("threads", help="list threads")
     threads.add_argument("--json", action="store_true")
     threads.add_argument("--limit", type=int, default=50)
@@ -284,7 +303,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser, {"run": run, "resume": resume, "threads": threads, "index": index, "tools": tools, "demo": demo, **offered}
+    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "index": index, "tools": tools, "demo": demo, **offered}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -313,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
             return signals.run(_turn(args, None))
         if args.command == "resume":
             return signals.run(_turn(args, args.thread))
+        if args.command == "compact":
+            return signals.run(_compact(args))
         if args.command == "threads":
             return _threads(args)
         if args.command == "index":

@@ -23,6 +23,7 @@ SESSION = {
     "__init__": "(self, *, model: 'str | None' = None, policy: 'Policy | None' = None, cwd: 'str | Path | None' = None, home: 'str | Path | None' = None, thread: 'str | None' = None, thread_name: 'str | None' = None, config: 'Config | None' = None, mcp_servers: 'dict[str, McpServerConfig] | None' = None, interactive: 'bool' = False, entry: 'Entry' = 'python', notebook_path: 'str | None' = None) -> 'None'",
     "add_provider": "(self, provider: 'ToolProvider') -> 'None'",
     "call_tool": "(self, name: 'str', arguments: 'dict[str, Any]', *, policy: 'Policy | None' = None, entry: 'Entry' = 'notebook_server') -> 'FunctionCallOutput'",
+    "compact": "(self, *, model: 'str | None' = None) -> 'ContextCompacted | None'",
     "current_turn_id": "property",
     "events": "(self) -> 'AsyncIterator[Event]'",
     "interrupt": "(self, reason: 'str' = 'interrupted', *, turn_id: 'str | None' = None) -> 'bool'",
@@ -31,6 +32,8 @@ SESSION = {
     "pending_approvals": "(self) -> 'dict[str, ApprovalRequested]'",
     "pending_elicitations": "(self) -> 'dict[str, ElicitationRequested]'",
     "policy": "property (settable)",
+    "project_docs": "(self) -> 'ProjectDocs'",
+    "set_turn_context": "(self, source: 'Callable[[], Awaitable[str | None]] | None') -> 'None'",
     "register_tool": "(self, fn: 'Callable[..., Any]', *, name: 'str | None' = None, description: 'str | None' = None, read_only: 'bool' = False, destructive: 'bool | None' = None, approval_mode: 'ApprovalMode' = 'auto') -> 'ToolSpec'",
     "run": "(self, prompt: 'str', *, entry: 'Entry | None' = None, model: 'str | None' = None, policy: 'Policy | None' = None, interactive: 'bool | None' = None) -> 'RunResult'",
     "run_sync": "(prompt: 'str', **kwargs: 'Any') -> 'RunResult'",
@@ -55,7 +58,7 @@ THREAD = {
     "saved": "(self, limit: 'int' = 50) -> 'list[ThreadSummary]'",
     "write": "(self, line: 'RolloutLine') -> 'None'",
 }
-THREAD_FIELDS = ["call_ids", "id", "items", "name"]
+THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]
 
 SERVERS = {
     "aclose": "(self) -> 'None'",
@@ -101,6 +104,7 @@ EVENTS = {
     "SessionConfigured": "session_configured",
     "ShutdownComplete": "shutdown_complete",
     "TokenUsage": "token_usage",
+    "ContextCompacted": "context_compacted",
     "ToolCallBegin": "tool_call_begin",
     "ToolCallEnd": "tool_call_end",
     "TurnAborted": "turn_aborted",

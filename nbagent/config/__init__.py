@@ -184,6 +184,9 @@ class ModelProviderConfig(_Strict):
     http_headers: dict[str, str] = Field(default_factory=dict)
     request_max_retries: int = Field(default=4, ge=0, le=20)
     stream_idle_timeout_sec: float = Field(default=300.0, gt=0)
+    model_context_window: int | None = Field(default=None, gt=0)
+    """Overrides the top-level key for models of this provider (a local server's own limit)."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
 
 
 class Config(_Strict):
@@ -193,6 +196,16 @@ class Config(_Strict):
     approval_policy: Policy = "on-request"
     instructions: str | None = None
     """Extra system instructions prepended to every request."""
+    model_context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts; unset, known OpenAI models use their published window."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    """Compact the model's view before a request would pass this; unset, 90 % of the window."""
+    project_doc_max_bytes: int = Field(default=32_768, ge=0)
+    """Cap on the combined ``AGENTS.md`` text the model sees (Codex's key and default)."""
+    project_doc_fallback_filenames: list[str] = Field(default_factory=list)
+    """Names tried after ``AGENTS.md`` in each folder (e.g. ``CLAUDE.md``)."""
+    project_root_markers: list[str] = Field(default_factory=lambda: [".git"])
+    """What marks the project root, where the search for ``AGENTS.md`` starts."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     tool_output_max_bytes: int = Field(default=16_384, ge=256)
     """Cap on what the model sees of one tool result."""
@@ -217,6 +230,14 @@ class Config(_Strict):
     """From the environment only; never written anywhere."""
     _notes: list[str] = PrivateAttr(default_factory=list)
     """What the files said that is ignored, beyond the server tables' own keys."""
+
+    @field_validator("project_doc_fallback_filenames", "project_root_markers")
+    @classmethod
+    def _plain_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+                raise ValueError(f"{name!r} must be a plain file name, not a path")
+        return names
 
     @field_validator("mcp_servers")
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,8 +25,10 @@ from nbagent.config import (
     load_config,
     record_always_approval,
 )
+from nbagent.config.project_docs import ProjectDocs, find_project_docs
 from nbagent.core.approval import ApprovalDesk, fingerprint
 from nbagent.core.bus import EventBus
+from nbagent.core.context import ContextBudget, compact, text_tokens, tools_tokens
 from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.provider import ToolProvider
@@ -42,6 +44,7 @@ from nbagent.protocol import (
     ApprovalDecision,
     ApprovalMode,
     ApprovalRequested,
+    ContextCompacted,
     ElicitationRequested,
     ElicitationResponse,
     Entry,
@@ -141,6 +144,7 @@ class Session:
         self._requested_thread = thread
         self._first_thread_name = thread_name
         self._models: dict[str, ModelClient] = {}
+        self._turn_context: Callable[[], Awaitable[str | None]] | None = None
         self._turns: asyncio.Queue[UserTurn] = asyncio.Queue()
         self._queued: set[str] = set()
         self._skipped: set[str] = set()
@@ -365,10 +369,44 @@ class Session:
         """Native tools come before MCP tools in the catalogue."""
         self._router.add(provider, first=True)
 
-    def _instructions(self) -> str:
+    async def compact(self, *, model: str | None = None) -> ContextCompacted | None:
+        """Summarise the thread for the model now (``%agent compact``, ``nbagent compact``); the
+        rollout keeps every item. ``None`` when the thread has nothing to summarise."""
+        if self.running:
+            raise RuntimeError("a turn is running: compact after it ends (or interrupt it)")
+        name = model or self.config.require_model()
+        turn = self._turn(new_id("turn"), self.model_client(name), name, self.policy, "python", False)
+        tools = [spec for spec, _ in self._router.catalogue().values()]
+        extra = text_tokens(turn.instructions()) + tools_tokens(tools)
+        done = await compact(self.thread.items, self.thread.context, turn.budget, model=turn.model, model_name=name,
+                             extra=extra, turn_id=None, reason="asked")
+        if done is None:
+            return None
+        self.thread.record(done.item)
+        event = done.event("asked")
+        self._bus.emit(event)
+        return event
+
+    def set_turn_context(self, source: Callable[[], Awaitable[str | None]] | None) -> None:
+        """What each turn, as it starts, adds to the instructions about the workspace (the
+        notebook's cells and names); ``None`` turns it off. A failing source is a warning."""
+        self._turn_context = source
+
+    def project_docs(self) -> ProjectDocs:
+        """The ``AGENTS.md`` files that apply here, read now (a turn reads them as it starts, so
+        an edit between cells counts from the next turn)."""
+        c = self.config
+        return find_project_docs(
+            Path(self.cwd), c.home_path, max_bytes=c.project_doc_max_bytes,
+            fallback_names=c.project_doc_fallback_filenames, root_markers=c.project_root_markers,
+        )
+
+    def _instructions(self, docs: ProjectDocs) -> str:
         parts = [BASE_INSTRUCTIONS]
         if self.config.instructions:
             parts.append(self.config.instructions)
+        if docs.docs:
+            parts.append(docs.text())
         cap = self.config.server_instructions_max_bytes
         for server, text in self._mcp.instructions().items():
             if text and cap:
@@ -382,10 +420,18 @@ class Session:
     ) -> TurnContext:
         """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
         ``None`` follows ``self.interactive`` as it changes."""
+        docs: list[ProjectDocs] = []
+
+        def instructions() -> str:
+            if not docs:  # read once per turn, at its first model request
+                docs.append(self.project_docs())
+            return self._instructions(docs[0])
+
         return TurnContext(
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
-            instructions=self._instructions, servers_ready=self.servers.ready,
+            instructions=instructions, servers_ready=self.servers.ready,
+            budget=ContextBudget.of(self.config, model_name), preamble=self._turn_context,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from nbagent.config import Config
 from nbagent.core.bus import EventBus
+from nbagent.core.context import ContextView
 from nbagent.protocol import (
     FunctionCall,
     Item,
@@ -72,6 +73,8 @@ class ThreadState:
         self.items: list[Item] = []
         self.call_ids: set[str] = set()
         """Every function-call id of the thread."""
+        self.context = ContextView()
+        """What of ``items`` the model sees (it follows ``items`` as they grow or are replaced)."""
 
     # -- the rollout -----------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from nbagent.config import Config
 from nbagent.core.approval import known_safe
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.bus import EventBus
+from nbagent.core.context import ContextBudget, Reason, compact, text_tokens, tools_tokens
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState
@@ -57,6 +58,7 @@ from nbagent.protocol import (
     TurnStarted,
     UserMessage,
     UserTurn,
+    WarningEvent,
     new_id,
 )
 
@@ -111,6 +113,12 @@ class TurnContext:
     interactive: Callable[[], bool] = lambda: False
     """Whether someone can answer an approval now: read at each ask, since a front end may
     detach while the turn runs (``Session.interactive``)."""
+    preamble: Callable[[], Awaitable[str | None]] | None = None
+    """Read once as the turn starts: what a front end shows the model of its workspace (the
+    notebook's cells and names, ``%agent context on``), added to the instructions."""
+    preamble_text: str = ""
+    budget: ContextBudget = field(default_factory=ContextBudget)
+    """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     begun: dict[str, float] = field(default_factory=dict)
@@ -163,17 +171,53 @@ def _unique_call_id(call_id: str, taken: set[str], pending: list[FunctionCall]) 
     return unique
 
 
-async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
-    """One model request, streamed into events; returns the text and the tool calls."""
+async def compact_now(turn: TurnContext, reason: Reason, extra: int) -> bool:
+    """Shorten the model's view (recorded as an item, announced as an event); False when there
+    was nothing left to shorten."""
+    assert turn.model is not None
+    thread = turn.thread
+    done = await compact(thread.items, thread.context, turn.budget, model=turn.model, model_name=turn.model_name,
+                         extra=extra, turn_id=turn.turn_id, reason=reason)
+    if done is None:
+        return False
+    turn.record(done.item)
+    turn.emit(done.event(reason))
+    return True
+
+
+async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
+    """One model request whose view fits the window: compacted first when the estimate passes
+    the limit, and once more (then retried) when the server still says it is too long."""
     turn.catalogue = turn.router.catalogue()
+    tools = [spec for spec, _ in turn.catalogue.values()]
+    instructions = turn.instructions()
+    if turn.preamble_text:
+        instructions = f"{instructions}\n\n{turn.preamble_text}"
+    extra = text_tokens(instructions) + tools_tokens(tools)
+    limits = [x for x in (turn.budget.limit, turn.thread.context.refused_at) if x]
+    if limits and turn.thread.context.estimate(turn.thread.items) + extra > min(limits):
+        await compact_now(turn, "limit", extra)
+    try:
+        return await _sample(turn, instructions, tools, extra)
+    except ModelError as exc:
+        if exc.code != "context_length" or not await compact_now(turn, "context_length", extra):
+            raise
+    return await _sample(turn, instructions, tools, extra)
+
+
+async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], extra: int) -> tuple[str, list[FunctionCall]]:
+    """One model request, streamed into events; returns the text and the tool calls."""
     # Built without re-validating the history: every item was validated when it was made, and
     # validating the whole thread on every round would make a long turn quadratic.
+    view = turn.thread.context.sync(turn.thread.items)
+    sent = len(view)
     request = ModelRequest.model_construct(
         model=turn.model_name,
-        instructions=turn.instructions(),
-        items=turn.thread.items,
-        tools=[spec for spec, _ in turn.catalogue.values()],
+        instructions=instructions,
+        items=list(view),
+        tools=tools,
         parallel_tool_calls=turn.settings.parallel_tool_calls,
+        purpose="turn",
     )
     message_id = new_id("item")
     reasoning_id = new_id("item")
@@ -204,6 +248,7 @@ async def _sample(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
                 )
             )
         elif isinstance(part, Usage):
+            turn.thread.context.observe(part.input_tokens, sent, extra)
             sums = {k: getattr(turn.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
             turn.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
         elif isinstance(part, Completed) and part.text and not text_parts:
@@ -262,6 +307,24 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
             )
 
 
+async def _ask_window(turn: TurnContext) -> None:
+    """A model whose window config does not give may report it (a local server's own limit)."""
+    ask = getattr(turn.model, "context_window", None)
+    if turn.budget.window is None and ask is not None:
+        window = await ask()
+        if window:
+            turn.budget = turn.budget.reported(window)
+
+
+async def _read_preamble(turn: TurnContext) -> None:
+    if turn.preamble is None:
+        return
+    try:
+        turn.preamble_text = await turn.preamble() or ""
+    except Exception as exc:  # boundary: what the workspace looks like is a help, never a failure
+        turn.emit(WarningEvent(message=f"the notebook context could not be read: {type(exc).__name__}: {exc}"))
+
+
 async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     """Run the turn ``op`` asked for, in ``turn``; ends with exactly one terminal event."""
     tid, policy, model_name = turn.turn_id, turn.policy, turn.model_name
@@ -272,8 +335,10 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     rounds = turn.settings.max_tool_rounds
     try:
         await turn.servers_ready()
+        await _read_preamble(turn)
+        await _ask_window(turn)
         for _ in range(rounds):
-            text, calls = await _sample(turn)
+            text, calls = await _sample_within_window(turn)
             last_text = text or last_text
             if not calls:
                 break

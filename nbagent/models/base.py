@@ -20,6 +20,9 @@ class ModelRequest(ProtocolModel):
     items: list[Item] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
     parallel_tool_calls: bool = True
+    purpose: Literal["turn", "compact"] = "turn"
+    """``compact``: a request for a summary of ``items`` (a replay script answers it from its
+    ``summaries``)."""
 
 
 class TextDelta(ProtocolModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from nbagent.models.base import ModelEvent, ModelRequest
 from nbagent.models.retry import ErrorContext, RetryPolicy, stream_with_retry
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+WINDOW_ASK_TIMEOUT = 5.0
 NO_KEY = "not-needed"
 """Placeholder key for local servers: the SDK refuses to start without one."""
 
@@ -68,6 +71,22 @@ class HttpModel:
         self.label = model
         self._client = self.endpoint.client()
         self._ctx = self.endpoint.context(model, self.wire_api, self.path)
+        self._window: int | None = None
+
+    async def context_window(self) -> int | None:
+        """The window the server reports for this model (vLLM's ``max_model_len``, or a
+        ``context_length`` / ``max_context_length`` field), asked once; ``None`` when it says
+        nothing or cannot be asked. OpenAI's own list carries no window: not asked."""
+        if self._window is None and self.endpoint.base_url != OPENAI_BASE_URL:
+            self._window = 0
+            try:
+                page = await asyncio.wait_for(self._client.models.list(), WINDOW_ASK_TIMEOUT)
+                entry = next((m for m in page.data if m.id == self.model), None)
+                extra = (entry.model_extra or {}) if entry is not None else {}
+                self._window = next((v for k in WINDOW_KEYS if isinstance(v := extra.get(k), int) and v > 0), 0)
+            except Exception:  # noqa: BLE001 - a server without /models simply does not say
+                pass
+        return self._window or None
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError

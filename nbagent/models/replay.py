@@ -8,6 +8,10 @@ PATH is JSON ``{"responses": [R1, R2, ...]}``; each request consumes the next R:
      "usage": {"input_tokens": 1, "output_tokens": 2},   # optional
      "error": {"code": "server", "message": "..."}}      # optional: raise this ModelError
 
+A request for a summary (compaction, ``purpose = "compact"``) takes the next string of an
+optional top-level ``"summaries": ["...", ...]`` instead, so a script plays compaction offline;
+without one left, the summary lists the user's requests so far.
+
 Every key is optional. A raw-string ``arguments`` is passed through verbatim, so a script can
 exercise malformed tool-call JSON.
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
@@ -42,7 +47,14 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
+from nbagent.protocol import (
+    DECISIONS_THAT_RUN,
+    ApprovalRecord,
+    ElicitationRecord,
+    FunctionCall,
+    FunctionCallOutput,
+    UserMessage,
+)
 
 PREFIX = "replay:"
 _RESPONSE_KEYS = {"text", "tool_calls", "reasoning", "usage", "error"}
@@ -160,7 +172,7 @@ def choose(path: Path, index: int, response: dict[str, Any], items: list[Any]) -
     )
 
 
-def load_script(path: Path) -> list[dict[str, Any]]:
+def load_script(path: Path) -> Script:
     """Read and check a replay file; every problem names the file and the key."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -176,10 +188,24 @@ def load_script(path: Path) -> list[dict[str, Any]]:
         raise _bad(path, "responses", "is missing: the file must be {\"responses\": [ ... ]}")
     if not isinstance(data["responses"], list):
         raise _bad(path, "responses", "must be a list of responses")
-    extra = sorted(set(data) - {"responses"})
+    extra = sorted(set(data) - {"responses", "summaries"})
     if extra:
-        raise _bad(path, extra[0], "is unknown (only 'responses' is allowed at the top level)")
-    return [_check_response(path, i, r) for i, r in enumerate(data["responses"])]
+        raise _bad(path, extra[0], "is unknown (only 'responses' and 'summaries' are allowed at the top level)")
+    summaries = data.get("summaries", [])
+    if not isinstance(summaries, list) or not all(isinstance(x, str) for x in summaries):
+        raise _bad(path, "summaries", "must be a list of strings")
+    return Script([_check_response(path, i, r) for i, r in enumerate(data["responses"])], summaries)
+
+
+@dataclass
+class Script:
+    responses: list[dict[str, Any]]
+    summaries: list[str]
+
+
+def fallback_summary(items: list[Any]) -> str:
+    asked = [item.text.splitlines()[0][:200] for item in items if isinstance(item, UserMessage) and item.text]
+    return "The user asked, in order: " + "; ".join(asked[:-1] or asked) if asked else "Nothing happened yet."
 
 
 class ReplayModel:
@@ -194,9 +220,10 @@ class ReplayModel:
         self.path = path
         self.label = f"scripted replay: {path.name}"
         self.position = 0
-        self._script: list[dict[str, Any]] | None = None
+        self.summarised = 0
+        self._script: Script | None = None
 
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> Script:
         """Read the file once (first request, or earlier to fail fast)."""
         if self._script is None:
             self._script = load_script(self.path)
@@ -206,7 +233,16 @@ class ReplayModel:
         return self._play(request)
 
     async def _play(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        script = self.load()
+        if request.purpose == "compact":
+            summaries = self.load().summaries
+            if self.summarised < len(summaries):
+                summary = summaries[self.summarised]
+                self.summarised += 1
+            else:
+                summary = fallback_summary(request.items)
+            yield Completed(text=summary)
+            return
+        script = self.load().responses
         if self.position >= len(script):
             raise ModelError(
                 "replay_exhausted",

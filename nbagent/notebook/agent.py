@@ -62,6 +62,8 @@ class KernelAgent:
         """The session's ``NotebookTools`` (``None`` with a custom session factory)."""
         self._outside_turns: set[str] = set()
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
+        self.context_on = False
+        """The model sees the notebook's cells and the kernel's names (``%agent context on``)."""
 
     # -- the session -----------------------------------------------------------------------
 
@@ -85,6 +87,23 @@ class KernelAgent:
         self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
+
+    def show_context(self, on: bool) -> None:
+        """Turn on or off what the model sees of this notebook at each turn's start."""
+        self.context_on = on
+        if self.session is not None:
+            self.session.set_turn_context(self._workspace if on else None)
+
+    async def _workspace(self) -> str:
+        from nbagent.notebook.context import namespace_summary, notebook_summary
+
+        parts = []
+        snapshot = await self.notebook_tools.snapshot() if self.notebook_tools is not None else None
+        if snapshot is not None:
+            parts.append(notebook_summary(snapshot))
+        if self.shell is not None:
+            parts.append(namespace_summary(self.shell.user_ns))
+        return "\n\n".join(parts)
 
     @contextlib.contextmanager
     def awaited(self, wait: bool) -> Iterator[None]:
@@ -111,6 +130,7 @@ class KernelAgent:
                 self._unsubscribe()
             raise
         self.session = session
+        self.show_context(self.context_on)  # turned on before the session opened
         return session
 
     @property

@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nbagent.core.context import ContextBudget
+from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
@@ -133,6 +135,14 @@ def status(agent: KernelAgent) -> None:
         f"frontend: {agent.frontend()}",
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
     ]
+    budget = ContextBudget.of(s.config, s.model_name)
+    used = s.thread.context.estimate(s.thread.items)
+    room = f" of {budget.window:,} (compacts past {budget.limit:,})" if budget.window and budget.limit else \
+        " (window unknown: set model_context_window)"
+    lines.append(f"context:  ~{used:,} tokens{room}")
+    if s.config.instructions:
+        lines.append(f"instructions: nbagent config ({len(s.config.instructions.encode()):,} B)")
+    lines.extend(f"instructions: {line}" for line in s.project_docs().describe())
     statuses = s.servers.status()
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():
@@ -274,6 +284,8 @@ HELP = """%agent commands:
   %agent resources SERVER URI     read one resource
   %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments
   %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
+  %agent context [on|off]         let the model see the cells and the kernel's names (types, shapes; no values)
+  %agent compact                  summarise this thread for the model now (the record keeps everything)
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -302,6 +314,16 @@ def run_line(agent: KernelAgent, line: str) -> None:
         elif cmd == "new" and len(rest) <= 1:
             name = rest[0] if rest else None
             _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
+        elif cmd == "context" and len(rest) <= 1:
+            if rest:
+                if rest[0] not in ("on", "off"):
+                    raise UsageError("context must be on or off")
+                agent.show_context(rest[0] == "on")
+            _out(f"notebook context: {'on' if agent.context_on else 'off'} (the model "
+                 f"{'sees' if agent.context_on else 'does not see'} the cells and the kernel's names at each turn's start)")
+        elif cmd == "compact" and not rest:
+            _later(agent, lambda sess: sess.compact(),
+                   lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")
         elif cmd == "mcp":
             mcp(agent, rest)
         elif cmd in ("resources", "prompts"):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
+from nbagent.core.context import describe as describe_compaction
 from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
@@ -26,6 +27,7 @@ from nbagent.protocol import (
     AgentMessageDelta,
     ApprovalRequested,
     ApprovalResolved,
+    ContextCompacted,
     ElicitationRequested,
     ElicitationResolved,
     Event,
@@ -58,6 +60,7 @@ class TurnView:
         scripted: bool,
         thread: str,
         policy: str,
+        context: bool = False,
         note: str | None = None,
         interval: float = DEFAULT_INTERVAL,
         render_text: bool = True,
@@ -78,7 +81,7 @@ class TurnView:
         inserted below it."""
         self._anchored: set[str] = set()
         self.header = W.HTML()
-        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
+        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy, context=context)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
         self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
@@ -88,11 +91,12 @@ class TurnView:
         top = W.HBox([self.header, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
         self.widget = W.VBox([top, self.body, self.footer])
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
         """Model (a scripted model is labelled so), thread and policy; full-auto is loud."""
         self.header.value = (
             f"{badge(model_text(model_label, scripted), 'info')}{badge('thread ' + thread, 'muted')}"
             f"{badge('policy ' + policy_text(policy), 'error' if policy == 'full-auto' else 'muted')}"
+            + (badge("notebook context on", "muted") if context else "")
             + (f"<div>{muted(self._note)}</div>" if self._note else "")
         )
 
@@ -214,6 +218,9 @@ class TurnView:
         self.footer.value = muted(
             f"tokens: {event.input_tokens} in{cached}, {event.output_tokens} out{reasoning} ({event.total_tokens} total)"
         )
+
+    def _on_context_compacted(self, event: ContextCompacted) -> None:
+        self._add(W.HTML(muted(describe_compaction(event))))
 
     def _on_warning(self, event: WarningEvent) -> None:
         self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))

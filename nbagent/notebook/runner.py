@@ -58,7 +58,7 @@ def header(agent: KernelAgent, op: UserTurn, thread: str) -> Header:
     session, configured = agent.session, agent.configured
     label, scripted = model_label(agent, op.model)
     policy = op.policy or (session.policy if session else (configured.policy if configured else "on-request"))
-    return Header(model_label=label, scripted=scripted, thread=thread, policy=policy)
+    return Header(model_label=label, scripted=scripted, thread=thread, policy=policy, context=agent.context_on)
 
 
 def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:

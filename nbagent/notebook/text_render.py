@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from nbagent.core.context import describe as describe_compaction
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.labels import model_text, policy_text
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
@@ -40,6 +41,7 @@ class TextTurn:
         scripted: bool,
         thread: str,
         policy: str,
+        context: bool = False,
         note: str | None = None,
         prompt: Ask | None = None,
         unanswered_timeout: float | None = None,
@@ -60,13 +62,14 @@ class TextTurn:
         self.lines: list[str] = []
         self._note = note
         self._header: str | None = None
-        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy)
+        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy, context=context)
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
         """What the turn runs with. Printed with the first thing the turn shows, so the line
         names the session's real model and thread once it is open (not a placeholder)."""
         if not self.lines:
-            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}\n"
+            seen = " · notebook context on" if context else ""
+            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}{seen}\n"
 
     def handle_queued(self) -> None:
         """Nothing to print yet: the header prints with the turn's first event, once it runs."""
@@ -137,6 +140,8 @@ class TextTurn:
             self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
         elif t == "warning":
             self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
+        elif t == "context_compacted":
+            self._line(describe_compaction(event))  # type: ignore[arg-type]
         elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
             self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
         elif t == "turn_failed":

@@ -8,7 +8,7 @@ so loading the extension does not pay for ipywidgets.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
 from nbagent.protocol import Event
 
@@ -32,6 +32,8 @@ class Header(TypedDict):
     scripted: bool
     thread: str
     policy: str
+    context: NotRequired[bool]
+    """The model sees a summary of the notebook and its names (``%agent context on``)."""
 
 
 class TurnDisplay(View, Protocol):
@@ -39,7 +41,7 @@ class TurnDisplay(View, Protocol):
 
     done: bool
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str) -> None:
+    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
         """The session's real model, thread and policy, once it is open."""
 
     def handle_queued(self) -> None:

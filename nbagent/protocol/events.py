@@ -239,6 +239,19 @@ class ErrorEvent(_Msg):
     code: str = "error"
 
 
+class ContextCompacted(_Msg):
+    """The model's view was shortened to fit its context window (the rollout keeps everything)."""
+
+    type: Literal["context_compacted"] = "context_compacted"
+    tokens_before: int
+    tokens_after: int
+    summarized: int = 0
+    """Items the model now sees as one summary."""
+    shortened: int = 0
+    """Tool outputs the model now sees as a stub."""
+    reason: Literal["limit", "context_length", "asked"] = "limit"
+
+
 class WarningEvent(_Msg):
     type: Literal["warning"] = "warning"
     message: str
@@ -269,6 +282,7 @@ EventMsg = Annotated[
     | McpLog
     | Progress
     | TokenUsage
+    | ContextCompacted
     | TurnCompleted
     | TurnAborted
     | TurnFailed

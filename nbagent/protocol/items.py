@@ -85,8 +85,24 @@ class ElicitationRecord(_Item):
     message: str | None = None
 
 
+class CompactionItem(_Item):
+    """The model's view of the thread was shortened here. The items it stands for stay in the
+    rollout verbatim; the view (``core/context.py``) is a function of the items, so a resumed
+    thread sends what it sent before."""
+
+    type: Literal["compaction"] = "compaction"
+    summary: str | None = None
+    """When set, the model sees this instead of the thread's first ``replaced`` items."""
+    replaced: int = 0
+    shortened: list[str] = Field(default_factory=list)
+    """Call ids whose outputs the model now sees as a stub naming what was dropped."""
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
 Item = Annotated[
-    UserMessage | AssistantMessage | ReasoningItem | FunctionCall | FunctionCallOutput | ApprovalRecord | ElicitationRecord,
+    UserMessage | AssistantMessage | ReasoningItem | FunctionCall | FunctionCallOutput | ApprovalRecord
+    | ElicitationRecord | CompactionItem,
     Field(discriminator="type"),
 ]
 ItemAdapter: TypeAdapter[Item] = TypeAdapter(Item)

@@ -237,6 +237,18 @@ class NotebookTools:
         except BridgeError as exc:
             return ToolResult.error(f"{spec.name} failed: {exc}")
 
+    async def snapshot(self) -> ReadNotebookResponse | None:
+        """The notebook as it is now, without outputs' text beyond errors: through the extension
+        (unsaved edits included), else its saved file, else ``None`` (nowhere to read it)."""
+        params = ReadNotebookParams(include_outputs=True, max_output_chars=200)
+        try:
+            if await self.bridge.available():
+                return await self.bridge.read_notebook(params)
+        except BridgeError:
+            pass
+        path = self._notebook_file()
+        return _read_file(path, True, 200) if path is not None else None
+
     # -- with the extension -------------------------------------------------------------------
 
     async def _read_notebook(self, args: ReadNotebookArgs, call: CallInfo) -> ToolResult:

@@ -14,6 +14,9 @@ step; a step has the shape of a replay response plus failure injections:
     chat only: {"omit_ids": true}, {"single_chunk": true}, {"no_usage": true}
     any: {"delay": 0.01} seconds after each delta; {"message": "..."} for error text
 
+``context_window`` makes it refuse over-long bodies as a real server does; ``respond`` answers
+some requests (say, summary requests) from their body instead of the script.
+
 Every request body is recorded in ``requests`` (headers in ``headers``, paths in ``paths``).
 """
 
@@ -25,7 +28,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import uvicorn
@@ -88,6 +91,13 @@ class FakeOpenAIServer:
         self.paths: list[str] = []
         self.reject_stream_options = False
         """Chat: answer 400 to bodies with ``stream_options`` (like some older servers)."""
+        self.context_window: int | None = None
+        """When set, a body of more than this many tokens (its JSON length / 4) is refused with
+        ``context_length_exceeded``, as a real server refuses an over-long request."""
+        self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
+        """What ``GET /v1/models`` lists (a vLLM server adds ``max_model_len``)."""
+        self.respond: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+        """Answers a request from its body before the script is consulted (``None``: use the script)."""
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -116,6 +126,9 @@ class FakeOpenAIServer:
             self.headers.clear()
             self.paths.clear()
             self.reject_stream_options = False
+            self.context_window = None
+            self.respond = None
+            self.models = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -166,11 +179,14 @@ class FakeOpenAIServer:
         return JSONResponse(payload, status_code=status, headers=headers)
 
     async def _models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "test"}]})
+        return JSONResponse({"object": "list", "data": self.models})
 
     def _step(self, body: dict[str, Any], key: str) -> dict[str, Any] | Response:
         """The next scripted step, or the error response it (or an empty script) asks for."""
-        step = self._next()
+        if self.context_window is not None and len(json.dumps(body)) // 4 > self.context_window:
+            return self._error({"status": 400, "code": "context_length_exceeded"}, body, key)
+        step = self.respond(body) if self.respond else None
+        step = step if step is not None else self._next()
         if step is None:
             return JSONResponse(
                 {"error": {"message": "fake server: no scripted step left", "type": "invalid_request_error",

@@ -10,6 +10,7 @@ import pytest
 from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.commands import run_line
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -52,5 +53,42 @@ async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp
         header, note, *said = turn.view.lines  # type: ignore[attr-defined]
         assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
         assert "no notebook UI detected" in note and "from the other script" in said
+    finally:
+        await agent.close()
+
+
+async def test_status_names_each_instruction_source_and_its_size(
+    replay: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("Prefer polars.\n")
+    (tmp_path / "nbagent.toml").write_text('instructions = "Be brief."\n')
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay))
+    await agent.ready()
+    try:
+        run_line(agent, "")
+        out = capsys.readouterr().out
+        assert "instructions: nbagent config (9 B)" in out
+        assert "context:  ~0 tokens (window unknown: set model_context_window)" in out
+        assert f"instructions: {tmp_path / 'AGENTS.md'} (project, 15 B)" in out
+    finally:
+        await agent.close()
+
+
+async def test_compact_by_hand_prints_what_the_model_sees_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "replay.json"
+    script.write_text(json.dumps({"responses": [{"text": "one"}], "summaries": ["Said hi."]}))
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=f"replay:{script}"))
+    session = await agent.ready()
+    try:
+        await session.run("hi")
+        run_line(agent, "compact")
+        await until(lambda: any(i.type == "compaction" for i in session.thread.items), "the compaction item")
+        out = await until(lambda: capsys.readouterr().out or None, "the printed line")
+        assert "context compacted (asked)" in out and "2 items summarised" in out
     finally:
         await agent.close()
