@@ -47,9 +47,10 @@ class FileBackend:
         self.path = directory / f"{name}.json"
 
     def read(self) -> str | None:
+        """The record's text; a file that cannot be read as text counts as none (a new login)."""
         try:
             return self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):
             return None
 
     def write(self, text: str) -> None:
