@@ -42,6 +42,7 @@ async def test_no_token_reaches_a_rollout_a_log_or_the_event_stream(
     home = tmp_path / "home"
     monkeypatch.setenv("NBAGENT_HOME", str(home))
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "nbagent.toml").write_text('mcp_oauth_credentials_store = "file"\n')
     caplog.set_level(logging.DEBUG)
     call = {"tool_calls": [{"name": "mcp__remote__add", "arguments": {"a": 2, "b": 3}}]}
     script = tmp_path / "script.json"
@@ -129,7 +130,7 @@ async def test_a_refused_sign_in_fails_the_server_with_the_reason() -> None:
 
 async def connect(tmp_path: Path, url: str, events: list[Any]) -> McpConnection:
     conn = McpConnection("remote", McpServerConfig(url=url), log_dir=tmp_path / "logs", on_event=events.append,
-                         on_elicit=Answers(), config=Config(home=str(tmp_path / "home")))  # fmt: skip
+                         on_elicit=Answers(), config=Config(home=str(tmp_path / "home"), mcp_oauth_credentials_store="file"))  # fmt: skip
     await conn.start()
     return conn
 
