@@ -136,6 +136,7 @@ def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     from nbagent.protocol.elicitation import ElicitOutcome
 
     config = load_config(args.cwd)
+    warnings.extend(config.warnings)  # keys read but not honoured
     log_dir = _home(config) / "logs"
     log_dir.mkdir(exist_ok=True)
 
