@@ -20,7 +20,7 @@ from nbagent.config.oauth import OAuthSettings
 from nbagent.mcp.connection import McpConnection, McpStartupError
 from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
-from tests.mcp.conftest import Answers, _free_port
+from tests.mcp.conftest import Answers, _free_port, http_server  # noqa: F401 - fixture
 from tests.mcp.oauth_helpers import OAuthServer, Person, follow, serve_oauth
 from tests.waiting import until
 
@@ -280,3 +280,12 @@ async def test_asking_for_a_keyring_that_does_not_work_fails_the_server_clearly(
             await client.connect()
     finally:
         keyring.set_keyring(before)
+
+
+async def test_a_401_from_a_server_without_oauth_fails_it_in_one_line(http_server, clients) -> None:
+    client = clients(McpServerConfig(url=http_server.url, startup_timeout_sec=20))
+    with pytest.raises(McpStartupError) as failed:
+        await client.connect()
+    message = str(failed.value)
+    assert message.startswith("MCP server 'remote' failed to start:") and "\n" not in message, message
+    assert client.of(McpLoginRequired) == []  # nothing to sign in to: no link is shown
