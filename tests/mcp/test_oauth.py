@@ -324,3 +324,26 @@ async def test_the_cli_prints_the_link_and_the_run_completes_once_it_is_followed
     assert proc.returncode == 0, (out, err.decode())
     assert "[mcp remote: sign in by opening this link in your browser:" in out
     assert "[mcp remote: signed in]" in out and "<- mcp__remote__add" in out and "added" in out
+
+
+async def test_a_command_no_one_watches_uses_stored_tokens_and_never_waits_for_a_sign_in(
+    oauth_server: OAuthServer, tmp_path: Path
+) -> None:
+    from tests.cli.proc import nbagent
+
+    (tmp_path / "nbagent.toml").write_text(
+        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{oauth_server.url}"\n'
+    )
+    home = tmp_path / "home"
+    before = await asyncio.to_thread(nbagent, "-C", str(tmp_path), "tools", "--json", home=home)
+    assert "needs you to sign in: run `nbagent mcp login remote`" in before.stdout + before.stderr
+    assert "authorize" not in oauth_server.kinds()  # no login was started for no one
+
+    async def person(url: str) -> None:
+        asyncio.get_running_loop().create_task(follow(url))
+
+    config = Config(home=str(home), mcp_oauth_credentials_store="file")
+    await login("remote", McpServerConfig(url=oauth_server.url), config, on_link=person)
+    after = await asyncio.to_thread(nbagent, "-C", str(tmp_path), "tools", "--json", home=home)
+    assert after.returncode == 0, after.stderr
+    assert "mcp__remote__add" in after.stdout
