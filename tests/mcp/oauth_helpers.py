@@ -41,7 +41,7 @@ class OAuthServer:
 
 
 def serve_oauth(tmp_path: Path, **env: str) -> Iterator[OAuthServer]:
-    """tests/servers/oauth_server.py on a free port, ready within 15 s or the test fails."""
+    """tests/servers/oauth_server.py on a free port, ready within 30 s or the test fails."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / f"oauth-server-{port}.log"

@@ -270,14 +270,14 @@ async def test_the_keyring_keeps_the_tokens_when_the_config_asks(oauth_server: O
     assert logout("remote", server, later.config) is True and memory_keyring.entries == {}
 
 
-async def test_asking_for_a_keyring_that_does_not_work_fails_the_server_clearly(oauth_server: OAuthServer, clients) -> None:
+async def test_asking_for_a_keyring_that_does_not_work_fails_the_server_clearly(clients) -> None:
     keyring = pytest.importorskip("keyring")
     from keyring.backends import fail
 
     before = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
-        client = clients(McpServerConfig(url=oauth_server.url), mcp_oauth_credentials_store="keyring")
+        client = clients(McpServerConfig(url="http://127.0.0.1:9/mcp"), mcp_oauth_credentials_store="keyring")
         with pytest.raises(McpStartupError, match="mcp_oauth_credentials_store = 'keyring': no usable OS keyring"):
             await client.connect()
     finally:
