@@ -293,14 +293,19 @@ async def test_a_401_from_a_server_without_oauth_fails_it_in_one_line(http_serve
     assert client.of(McpLoginRequired) == []  # nothing to sign in to: no link is shown
 
 
+def project_with(folder: Path, server: OAuthServer) -> None:
+    """An ``nbagent.toml`` naming the OAuth server as ``remote``, tokens kept in files."""
+    (folder / "nbagent.toml").write_text(
+        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{server.url}"\n'
+    )
+
+
 async def test_the_cli_prints_the_link_and_the_run_completes_once_it_is_followed(
     oauth_server: OAuthServer, tmp_path: Path
 ) -> None:
     from tests.cli.proc import ROOT
 
-    (tmp_path / "nbagent.toml").write_text(
-        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{oauth_server.url}"\n'
-    )
+    project_with(tmp_path, oauth_server)
     script = tmp_path / "script.json"
     call = {"tool_calls": [{"name": "mcp__remote__add", "arguments": {"a": 2, "b": 3}}]}
     script.write_text(json.dumps({"responses": [call, {"text": "added"}]}))
@@ -331,9 +336,7 @@ async def test_a_command_no_one_watches_uses_stored_tokens_and_never_waits_for_a
 ) -> None:
     from tests.cli.proc import nbagent
 
-    (tmp_path / "nbagent.toml").write_text(
-        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{oauth_server.url}"\n'
-    )
+    project_with(tmp_path, oauth_server)
     home = tmp_path / "home"
     before = await asyncio.to_thread(nbagent, "-C", str(tmp_path), "tools", "--json", home=home)
     assert "needs you to sign in: run `nbagent mcp login remote`" in before.stdout + before.stderr
