@@ -14,6 +14,7 @@ table says so. Drafts are reported but never fail the run; neither does a scenar
 
     .venv/bin/python bench/conformance.py            # all scenarios
     .venv/bin/python bench/conformance.py ping tools_call auth/pre-registration
+    .venv/bin/python bench/conformance.py auth draft          # whole suites of the suite's own
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,9 @@ AUTH_SUITES = {
     "draft": ["auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported"],
 }
 DRAFTS = set(AUTH_SUITES["draft"])
+REFUSALS = {"auth/scope-retry-limit", "auth/resource-mismatch"}
+"""Scenarios where the client is meant to give up (the suite's ``allowClientError``); in every
+other one the harness must also have completed its turn, whatever the checks say."""
 SUITE_DEFECTS = {
     "auth/2025-03-26-oauth-metadata-backcompat": (
         "the suite's mock serves authorization server metadata at the root well-known URL with issuer "
@@ -115,13 +120,18 @@ class Row:
     bad: int
     warn: int
     secs: float
+    completed: bool = True
+    """Whether the harness completed its turn (server scenarios: always)."""
     note: str = ""
 
     @property
     def passed(self) -> bool:
-        """No failed check and at least one passed; an authorization scenario also has no warning,
-        since each of its warnings is a SHOULD of the spec the suite marks the scenario failed for."""
-        return self.ok > 0 and self.bad == 0 and (self.warn == 0 or not self.scenario.startswith("auth/"))
+        """No failed check and at least one passed, and the harness's turn completed unless the
+        scenario is one of ``REFUSALS``; an authorization scenario also has no warning, since each
+        of its warnings is a SHOULD of the spec the suite marks the scenario failed for."""
+        auth = self.scenario.startswith("auth/")
+        finished = self.completed or self.scenario in REFUSALS
+        return self.ok > 0 and self.bad == 0 and finished and (self.warn == 0 or not auth)
 
     @property
     def verdict(self) -> str:
@@ -129,7 +139,8 @@ class Row:
             return "draft: " + ("ok" if self.passed else "fails")
         if self.scenario in SUITE_DEFECTS:
             return "suite defect: passes, drop it from SUITE_DEFECTS" if self.passed else "suite defect"
-        return ("ok" if self.passed else "FAIL") + (f" ({self.note})" if self.note else "")
+        note = ", ".join(([] if self.completed else ["turn not completed"]) + ([self.note] if self.note else []))
+        return ("ok" if self.passed else "FAIL") + (f" ({note})" if note else "")
 
     @property
     def counts_against(self) -> bool:
@@ -149,13 +160,27 @@ def counts(result_dir: Path) -> tuple[int, int, int]:
     return status.count("SUCCESS"), status.count("FAILURE"), status.count("WARNING")
 
 
-def counts_by_scenario(result_dir: Path) -> dict[str, tuple[int, int, int]]:
-    """The checks of each scenario a ``--suite`` run saved under ``result_dir``."""
-    found: dict[str, tuple[int, int, int]] = {}
+def completed(result_dir: Path) -> bool:
+    """Whether the harness reported a completed turn on its stdout, which the suite saves."""
+    for path in result_dir.rglob("stdout.txt"):
+        for line in path.read_text().splitlines():
+            with suppress(ValueError):
+                if json.loads(line).get("status") == "completed":
+                    return True
+    return False
+
+
+def outcome(result_dir: Path) -> tuple[int, int, int, bool]:
+    return (*counts(result_dir), completed(result_dir))
+
+
+def outcomes_by_scenario(result_dir: Path) -> dict[str, tuple[int, int, int, bool]]:
+    """The outcome of each scenario a ``--suite`` run saved under ``result_dir``."""
+    found: dict[str, tuple[int, int, int, bool]] = {}
     for path in result_dir.rglob("checks.json"):
         named = RESULT_DIR.match(path.parent.relative_to(result_dir).as_posix())
         if named:
-            found[named["scenario"]] = counts(path.parent)
+            found[named["scenario"]] = outcome(path.parent)
     return found
 
 
@@ -172,7 +197,8 @@ async def run_client(scenario: str, env: dict[str, str], work: Path, timeout_ms:
     started = time.monotonic()
     await run_npx(["client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario, "-o", str(out),
                    "--timeout", str(timeout_ms)], env, work / f"{scenario.replace('/', '-')}.log")
-    return Row("client", scenario, *counts(out), time.monotonic() - started)
+    ok, bad, warn, done = outcome(out)
+    return Row("client", scenario, ok, bad, warn, time.monotonic() - started, done)
 
 
 async def run_auth_suite(suite: str, env: dict[str, str], work: Path) -> list[Row]:
@@ -183,26 +209,30 @@ async def run_auth_suite(suite: str, env: dict[str, str], work: Path) -> list[Ro
     await run_npx(["client", "--command", f"{sys.executable} {CLIENT}", "--suite", suite, "-o", str(out),
                    "--timeout", str(AUTH_TIMEOUT_MS)], env, work / f"suite-{suite}.log")
     secs = time.monotonic() - started
-    found = counts_by_scenario(out)
-    rows = [Row("auth", name, *found.get(name, (0, 0, 0)), secs) for name in AUTH_SUITES[suite]]
+    found = outcomes_by_scenario(out)
+    rows = []
+    for name in AUTH_SUITES[suite]:
+        ok, bad, warn, done = found.get(name, (0, 0, 0, False))
+        rows.append(Row("auth", name, ok, bad, warn, secs, done))
     return [await rerun(row, env, work) if row.counts_against else row for row in rows]
 
 
 async def rerun(row: Row, env: dict[str, str], work: Path) -> Row:
+    (work / "rerun").mkdir(exist_ok=True)
     again = await run_client(row.scenario, env, work / "rerun", AUTH_TIMEOUT_MS)
-    first = f"{row.ok}/{row.bad}/{row.warn}"
-    return Row("auth", row.scenario, again.ok, again.bad, again.warn, row.secs + again.secs,
-               f"2nd run; 1st: {first}" if again.passed else f"failed twice; 1st: {first}")
+    first = f"{row.ok}/{row.bad}/{row.warn}" + ("" if row.completed else ", turn not completed")
+    note = f"2nd run; 1st: {first}" if again.passed else f"failed twice; 1st: {first}"
+    return replace(again, kind="auth", secs=row.secs + again.secs, note=note)
 
 
 async def run_auth(selected: list[str], env: dict[str, str], work: Path) -> list[Row]:
-    """Every authorization scenario: whole suites side by side, or only the ones named."""
-    if not selected:
-        suites = await asyncio.gather(*(run_auth_suite(suite, env, work) for suite in AUTH_SUITES))
-        return [row for rows in suites for row in rows]
-    named = [s for names in AUTH_SUITES.values() for s in names if s in selected]
-    rows = await asyncio.gather(*(run_client(s, env, work, AUTH_TIMEOUT_MS) for s in named))
-    return [Row("auth", r.scenario, r.ok, r.bad, r.warn, r.secs) for r in rows]
+    """Every authorization scenario, or the suites (``auth``, ``backcompat``, ``draft``) and
+    scenarios named: whole suites side by side, each named scenario in a process of its own."""
+    whole = [suite for suite in AUTH_SUITES if not selected or suite in selected]
+    suites = await asyncio.gather(*(run_auth_suite(suite, env, work) for suite in whole))
+    named = [s for suite, names in AUTH_SUITES.items() if suite not in whole for s in names if s in selected]
+    alone = await asyncio.gather(*(run_client(s, env, work, AUTH_TIMEOUT_MS) for s in named))
+    return [row for rows in suites for row in rows] + [replace(r, kind="auth") for r in alone]
 
 
 async def run_server(selected: list[str], env: dict[str, str], work: Path) -> list[Row]:

@@ -34,6 +34,9 @@ SERVER = "conf"
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 """The Client ID Metadata Document URL the suite's authorization servers expect (SEP-991)."""
 SECRET_VAR = "NBAGENT_CONFORMANCE_CLIENT_SECRET"
+STARTUP_TIMEOUT = 120
+"""Generous: the suite runs its authorization scenarios side by side, and a login's discovery,
+registration and token requests all count against startup on a machine they keep busy."""
 
 
 def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +79,7 @@ def oauth_settings(context: dict[str, Any]) -> OAuthSettings:
 def _server_config(url: str, context: dict[str, Any]) -> dict[str, McpServerConfig]:
     protocol = os.environ.get("NBAGENT_CONFORMANCE_PROTOCOL", "legacy")
     return {SERVER: McpServerConfig(url=url, protocol=protocol, default_tools_approval_mode="approve",
-                                    startup_timeout_sec=20, tool_timeout_sec=20, oauth=oauth_settings(context))}
+                                    startup_timeout_sec=STARTUP_TIMEOUT, tool_timeout_sec=20, oauth=oauth_settings(context))}
 
 
 class Person:
@@ -126,18 +129,26 @@ async def _run(url: str, cwd: str) -> int:
                       mcp_servers=_server_config(url, context), interactive=True, entry="cli")
     person = Person(session)
     session.subscribe(person)
-    async with session:
-        await session.servers.ready()
-        specs = [spec for spec in session.tools() if spec.server == SERVER]
-        calls = [{"name": s.name, "arguments": sample_arguments(s.input_schema or s.parameters)} for s in specs]
-        responses: list[dict[str, Any]] = ([{"tool_calls": calls}] if calls else []) + [{"text": "done"}]
-        script.write_text(json.dumps({"responses": responses}))
-        result = await session.run("Call each tool of the conformance server once.")
-    for login in person.logins:
-        login.cancel()
-    print(json.dumps({"scenario": os.environ.get("MCP_CONFORMANCE_SCENARIO"), "tools": [c["name"] for c in calls],
-                      "logins": len(person.logins), "status": result.status}))
-    return 0 if result.ok else 1
+    report: dict[str, Any] = {"scenario": os.environ.get("MCP_CONFORMANCE_SCENARIO")}
+    try:
+        async with session:
+            await session.servers.ready()
+            server = session.servers.status()[SERVER]
+            report["server"] = server.state
+            if server.state != "ready":  # a scenario may still pass: what it checks can be a refusal
+                print(f"server {server.state}: {server.error}", file=sys.stderr)
+                return 1
+            specs = [spec for spec in session.tools() if spec.server == SERVER]
+            calls = [{"name": s.name, "arguments": sample_arguments(s.input_schema or s.parameters)} for s in specs]
+            responses: list[dict[str, Any]] = ([{"tool_calls": calls}] if calls else []) + [{"text": "done"}]
+            script.write_text(json.dumps({"responses": responses}))
+            result = await session.run("Call each tool of the conformance server once.")
+            report.update(tools=[c["name"] for c in calls], status=result.status)
+            return 0 if result.ok else 1
+    finally:
+        for login in person.logins:
+            login.cancel()
+        print(json.dumps({**report, "logins": len(person.logins)}))
 
 
 def main(argv: list[str] | None = None) -> int:
