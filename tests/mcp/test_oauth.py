@@ -17,7 +17,7 @@ import pytest
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.config.oauth import OAuthSettings
-from nbagent.mcp.connection import McpConnection
+from nbagent.mcp.connection import McpConnection, McpStartupError
 from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 from tests.mcp.conftest import Answers, _free_port
@@ -40,7 +40,7 @@ class Client:
     """Connections to one server, as sessions would open them, sharing a home and an event list."""
 
     def __init__(self, tmp: Path, server: McpServerConfig, **config: Any) -> None:
-        self.config = Config(home=str(tmp / "home"), **config)
+        self.config = Config(home=str(tmp / "home"), **{"mcp_oauth_credentials_store": "file", **config})
         self.server = server
         self.tmp = tmp
         self.events: list[Any] = []
@@ -206,7 +206,7 @@ async def test_a_preregistered_client_skips_registration(tmp_path: Path, clients
 
 
 async def test_login_and_logout_as_the_mcp_verbs_call_them(oauth_server: OAuthServer, tmp_path: Path) -> None:
-    config = Config(home=str(tmp_path / "home"))
+    config = Config(home=str(tmp_path / "home"), mcp_oauth_credentials_store="file")
     server = McpServerConfig(url=oauth_server.url)
     shown: list[str] = []
 
@@ -222,3 +222,61 @@ async def test_login_and_logout_as_the_mcp_verbs_call_them(oauth_server: OAuthSe
     assert logout("remote", server, config) is True
     assert not stored.exists()
     assert logout("remote", server, config) is False
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[Any]:
+    """A real ``keyring`` backend that keeps entries in memory (the OS one is not a test's to touch)."""
+    keyring = pytest.importorskip("keyring")
+    from keyring.backend import KeyringBackend
+    from keyring.errors import PasswordDeleteError
+
+    class Memory(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.entries: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.entries.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.entries[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            if self.entries.pop((service, username), None) is None:
+                raise PasswordDeleteError(username)
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(memory := Memory())
+    yield memory
+    keyring.set_keyring(before)
+
+
+async def test_the_keyring_keeps_the_tokens_when_the_config_asks(oauth_server: OAuthServer, clients, memory_keyring) -> None:
+    server = McpServerConfig(url=oauth_server.url)
+    client = clients(server, mcp_oauth_credentials_store="keyring")
+    person = Person(client.events)
+    await client.connect()
+    person.stop()
+    ((service, _account), text), = memory_keyring.entries.items()
+    assert service == "nbagent-mcp-oauth" and json.loads(text)["tokens"]["access_token"]
+    assert not client.stored.parent.exists()  # nothing on disk
+    later = clients(server, mcp_oauth_credentials_store="keyring")
+    assert await add(await later.connect()) == 5 and later.of(McpLoginRequired) == []
+    assert logout("remote", server, later.config) is True and memory_keyring.entries == {}
+
+
+async def test_asking_for_a_keyring_that_does_not_work_fails_the_server_clearly(oauth_server: OAuthServer, clients) -> None:
+    keyring = pytest.importorskip("keyring")
+    from keyring.backends import fail
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        client = clients(McpServerConfig(url=oauth_server.url), mcp_oauth_credentials_store="keyring")
+        with pytest.raises(McpStartupError, match="mcp_oauth_credentials_store = 'keyring': no usable OS keyring"):
+            await client.connect()
+    finally:
+        keyring.set_keyring(before)
