@@ -136,6 +136,7 @@ def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     from nbagent.protocol.elicitation import ElicitOutcome
 
     config = load_config(args.cwd)
+    warnings.extend(config.warnings)  # keys read but not honoured
     log_dir = _home(config) / "logs"
     log_dir.mkdir(exist_ok=True)
 
@@ -146,7 +147,7 @@ def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     async def no_one_to_ask(_request: ElicitationRequested) -> ElicitOutcome:
         return ElicitOutcome(action="decline")
 
-    return McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir)
+    return McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir, config, sign_in=False)
 
 
 async def _offered(args: argparse.Namespace) -> int:
