@@ -28,6 +28,7 @@ from pydantic import PrivateAttr
 from nbagent._version import __version__
 from nbagent.config import Config, ConfigError, McpServerConfig
 from nbagent.mcp.oauth.callback import HOST, LoopbackCallback, free_port, redirect_uri
+from nbagent.mcp.oauth.compat import fit_token_auth
 from nbagent.mcp.oauth.storage import TokenStore, backend_for
 
 LinkFn = Callable[[str], Awaitable[None]]
@@ -45,6 +46,12 @@ class _Context(OAuthContext):
 
     def should_include_resource_param(self, protocol_version: str | None = None) -> bool:
         return self.resource is not None or super().should_include_resource_param(protocol_version)
+
+    def prepare_token_auth(
+        self, data: dict[str, str], headers: dict[str, str] | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        fit_token_auth(self)  # a method the authorization server lists (compat.py)
+        return super().prepare_token_auth(data, headers)
 
 
 class _Metadata(OAuthClientMetadata):
