@@ -1,32 +1,53 @@
-"""Configuration: ``nbagent.toml`` (project) over ``~/.nbagent/config.toml`` (user) over defaults,
-then environment overrides. Reads files; ``nbagent.config.edit`` writes them.
+"""Configuration: ``nbagent.toml`` (project) over ``.mcp.json`` over ``~/.nbagent/config.toml``
+(user) over defaults, then environment overrides. Reads files; ``edit`` writes them.
 
-Errors name the file and the key, and never include a secret's value.
+Errors name the file and the key, and never include a secret's value. Modules by job: ``files``
+reads TOML / JSON, ``mcp_json`` reads Claude Code's ``.mcp.json``, ``codex`` takes Codex's keys
+nbagent reads differently or cannot honour; this module holds the models and the layering.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
+from nbagent.config import codex
+from nbagent.config.errors import ConfigError
+from nbagent.config.files import read_toml
+from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.protocol import ApprovalMode, Policy
+
+__all__ = [
+    "MCP_JSON",
+    "MCP_JSON_TYPES",
+    "ApprovedDefinition",
+    "Config",
+    "ConfigError",
+    "McpServerConfig",
+    "ModelProviderConfig",
+    "ToolConfig",
+    "default_home",
+    "load_config",
+    "record_always_approval",
+]
 
 SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 PROJECT_FILE = "nbagent.toml"
 USER_FILE = "config.toml"
-MCP_JSON = ".mcp.json"
-MCP_JSON_TYPES = ("stdio", "http", "sse")
-"""``.mcp.json`` ``type`` values; each is the ``transport`` of the same name."""
-
-
-class ConfigError(ValueError):
-    """A bad config value: the message names the file and the key."""
 
 
 class _Strict(BaseModel):
@@ -52,7 +73,9 @@ class ToolConfig(_Strict):
 
 
 class McpServerConfig(_Strict):
-    """One ``[mcp_servers.NAME]`` table (Codex's keys, plus ``trusted`` and ``protocol``)."""
+    """One ``[mcp_servers.NAME]`` table: every key Codex accepts, with Codex's meaning (those
+    nbagent cannot honour are dropped with a warning, see :mod:`nbagent.config.codex`), plus
+    ``trusted``, ``protocol``, ``sampling`` and ``env_clear_parent``."""
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -69,10 +92,16 @@ class McpServerConfig(_Strict):
     env_http_headers: dict[str, str] = Field(default_factory=dict)
     """Header name -> environment variable holding its value."""
     bearer_token_env_var: str | None = None
+    scopes: list[str] | None = None
+    """OAuth scopes to request when logging in to this HTTP server (Codex's ``scopes``)."""
+    oauth_resource: str | None = None
+    """The ``resource`` (RFC 8707) to ask tokens for, when it differs from ``url``."""
     transport: Literal["stdio", "http", "sse"] | None = None
     """Inferred from ``command`` / ``url`` when absent."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
     startup_timeout_sec: float = 30.0
+    startup_timeout_ms: int | None = Field(default=None, gt=0)
+    """Codex's other spelling of the startup timeout; ``startup_timeout_sec`` wins when both are set."""
     tool_timeout_sec: float = 300.0
     enabled: bool = True
     required: bool = False
@@ -85,13 +114,37 @@ class McpServerConfig(_Strict):
     sampling: bool = False
     """Allow ``sampling/createMessage`` requests from this server (declined by default)."""
 
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _codex_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> McpServerConfig:
+        """Read a table as Codex would; remember what was ignored, to warn about it."""
+        if not isinstance(data, dict):
+            return handler(data)  # type: ignore[no-any-return]
+        data, notes = codex.translate(data, _model_keys(cls.model_fields.get("oauth")))
+        server: McpServerConfig = handler(data)
+        stdio = server.transport == "stdio" if server.transport else bool(server.command)
+        server._ignored = notes + codex.misplaced(stdio, server.model_fields_set)
+        return server
+
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
         if bool(self.command) == bool(self.url):
             raise ValueError("exactly one of 'command' (stdio) or 'url' (HTTP) must be set")
         if self.transport is None:
             self.transport = "stdio" if self.command else "http"
+        elif (self.transport == "stdio") != bool(self.command):
+            needs = "'command'" if self.transport == "stdio" else "'url'"
+            raise ValueError(f"transport '{self.transport}' needs {needs}")
+        if self.startup_timeout_ms is not None and "startup_timeout_sec" not in self.model_fields_set:
+            self.startup_timeout_sec = self.startup_timeout_ms / 1000
         return self
+
+    @property
+    def ignored(self) -> list[str]:
+        """What this table sets that nbagent does not honour, one sentence each naming the key."""
+        return list(self._ignored)
 
     @field_validator("startup_timeout_sec", "tool_timeout_sec")
     @classmethod
@@ -148,6 +201,11 @@ class Config(_Strict):
     elicitation_timeout_sec: float = Field(default=600.0, gt=0)
     max_tool_rounds: int = Field(default=50, ge=1)
     parallel_tool_calls: bool = True
+    mcp_oauth_credentials_store: Literal["auto", "file", "keyring"] = "auto"
+    """Where OAuth tokens of MCP servers are kept: ``keyring`` (the OS keyring), ``file`` (0600
+    files under the home) or ``auto`` (the keyring when available, else files), as in Codex."""
+    mcp_oauth_callback_port: int | None = Field(default=None, ge=1, le=65535)
+    """Fixed 127.0.0.1 port for the OAuth login callback; ``None`` takes an ephemeral one."""
     home: str | None = None
     """Where threads live; ``$NBAGENT_HOME`` or ``~/.nbagent`` when unset."""
 
@@ -155,6 +213,8 @@ class Config(_Strict):
     """Internal: which file each MCP server (``mcp_servers.NAME``) came from."""
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     """From the environment only; never written anywhere."""
+    _notes: list[str] = PrivateAttr(default_factory=list)
+    """What the files said that is ignored, beyond the server tables' own keys."""
 
     @field_validator("mcp_servers")
     @classmethod
@@ -163,6 +223,16 @@ class Config(_Strict):
             if not SERVER_NAME.match(name):
                 raise ValueError(f"server name {name!r} must match [a-zA-Z0-9_-]+")
         return servers
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every key nbagent reads but does not honour, one line each naming where it is, the
+        server and the key: a session announces them as warnings."""
+        notes = list(self._notes)
+        for name, server in self.mcp_servers.items():
+            where = self.sources.get(name)
+            notes += [f"{where + ': ' if where else ''}MCP server {name!r}: {note}" for note in server.ignored]
+        return notes
 
     @property
     def home_path(self) -> Path:
@@ -189,95 +259,18 @@ class Config(_Strict):
         )
 
 
+def _model_keys(field: Any) -> frozenset[str] | None:
+    """The keys of the model a field holds (``OAuthSettings | None`` -> its fields), if any."""
+    if field is None:
+        return None
+    for arg in typing.get_args(field.annotation) or (field.annotation,):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return frozenset(arg.model_fields)
+    return None
+
+
 def default_home() -> Path:
     return Path(os.environ.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-_KEY_BEFORE = {
-    "toml": re.compile(r"""(?:^|[{,])\s*([A-Za-z0-9_.\-"']+)\s*=""", re.MULTILINE),
-    "json": re.compile(r'"((?:[^"\\]|\\.)*)"\s*:'),
-}
-_KEY_DEPTH = {"toml": 1, "json": 4}
-"""The nesting level of the value of the key to name: a TOML line's key, a JSON server's key."""
-MAX_DEPTH = 100
-
-
-def _too_deep(path: Path, text: str, kind: str) -> ConfigError:
-    """The parser ran out of stack: name the file, the line and the key whose value nests."""
-    depth, quote, at = 0, "", len(text)
-    opened = [0] * (_KEY_DEPTH[kind] + 1)  # where the value at each shallow level began
-    for at, char in enumerate(text):  # brackets outside strings (and TOML comments)
-        if quote:
-            if char == quote and text[at - 1] != "\\":
-                quote = ""
-        elif char in "\"'" and (kind == "toml" or char == '"'):
-            quote = char
-        elif char == "#" and kind == "toml":
-            quote = "\n"
-        elif char in "[{":
-            depth += 1
-            if depth < len(opened):
-                opened[depth] = at
-            if depth > MAX_DEPTH:
-                break
-        elif char in "]}":
-            depth -= 1
-    keys = _KEY_BEFORE[kind].findall(text, 0, opened[min(depth, len(opened) - 1)] or at)
-    key = keys[-1].strip("\"'") if keys else "?"
-    line = text.count("\n", 0, at) + 1
-    return ConfigError(f"{path}: line {line}: key '{key}': nested more than {MAX_DEPTH} levels deep")
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    text = _read_text(path)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise _too_deep(path, text, "toml") from None
-
-
-def _read_mcp_json(path: Path) -> dict[str, Any]:
-    """The widespread ``{"mcpServers": {NAME: {command, args, env} | {url, headers}}}`` shape."""
-    text = _read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise _too_deep(path, text, "json") from None
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise ConfigError(f"{path}: key 'mcpServers' must be an object of servers")
-    out: dict[str, Any] = {}
-    for name, raw in servers.items():
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: key 'mcpServers.{name}' must be an object")
-        entry = dict(raw)
-        where = f"{path}: key 'mcpServers.{name}"
-        if "type" in entry:
-            kind = entry.pop("type")
-            if kind not in MCP_JSON_TYPES:
-                raise ConfigError(f"{where}.type': must be one of {', '.join(MCP_JSON_TYPES)}, got {kind!r}")
-            entry["transport"] = kind
-        if "headers" in entry:
-            entry["http_headers"] = entry.pop("headers")
-        if "disabled" in entry:
-            disabled = entry.pop("disabled")
-            if not isinstance(disabled, bool):
-                raise ConfigError(f"{where}.disabled': must be true or false, got {disabled!r}")
-            if disabled:
-                entry["enabled"] = False
-        out[name] = entry
-    return {"mcp_servers": out}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -311,7 +304,8 @@ def _validate(data: dict[str, Any], origin: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"key '{_loc(e)}': {e['msg']}" for e in exc.errors())
+        name = file_key if origin.endswith(MCP_JSON) else str  # the key as the file spells it
+        problems = "; ".join(f"key '{name(_loc(e))}': {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{origin}: {problems}") from None
 
 
@@ -329,15 +323,17 @@ def load_config(
     cwd_path = Path(cwd or os.getcwd())
     home = Path(env.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
     layers: list[tuple[str, dict[str, Any]]] = []
+    notes: list[str] = []
     user = home / USER_FILE
     if user.is_file():
-        layers.append((str(user), _read_toml(user)))
+        layers.append((str(user), read_toml(user)))
     mcp_json = cwd_path / MCP_JSON
     if mcp_json.is_file():
-        layers.append((str(mcp_json), _read_mcp_json(mcp_json)))
+        servers, notes = read_mcp_json(mcp_json, env)
+        layers.append((str(mcp_json), servers))
     project = cwd_path / PROJECT_FILE
     if project.is_file():
-        layers.append((str(project), _read_toml(project)))
+        layers.append((str(project), read_toml(project)))
 
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -361,6 +357,7 @@ def load_config(
     origin = " + ".join([o for o, _ in layers] + ["environment"] + (["overrides"] if overrides else []))
     config = _validate(merged, origin)
     config.sources = sources
+    config._notes = notes
     provider = config.provider()
     key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
     config.api_key = env.get(key_var) if key_var else None

@@ -29,6 +29,7 @@ from nbagent.config import (
     ToolConfig,
     default_home,
 )
+from nbagent.config.files import read_json, read_text
 
 LAUNCH_KEYS = (
     "command", "args", "env", "env_vars", "cwd", "url", "http_headers", "env_http_headers",
@@ -68,19 +69,12 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-
-
 def parse_toml(path: Path) -> TOMLDocument:
     """``path`` as a tomlkit document (empty when the file does not exist)."""
     if not path.is_file():
         return tomlkit.document()
     try:
-        return tomlkit.parse(_read_text(path))
+        return tomlkit.parse(read_text(path))
     except tomlkit.exceptions.ParseError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
@@ -222,11 +216,8 @@ def _strip_trailing_comments(body: list[Any], end: int) -> int:
 def _remove_json_server(path: Path, name: str) -> bool:
     if not path.is_file():
         return False
-    text = _read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+    text = read_text(path)
+    data = read_json(path)
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict) or name not in servers:
         return False

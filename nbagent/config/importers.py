@@ -10,7 +10,6 @@ out and said, naming the file and the key; a server that cannot start without it
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from tomlkit.items import Table
 
 from nbagent.config import MCP_JSON, MCP_JSON_TYPES, SERVER_NAME, ConfigError, McpServerConfig
 from nbagent.config.edit import parse_toml, server_table
+from nbagent.config.files import read_json, read_text
 
 Tool = Literal["codex", "claude", "cursor", "vscode"]
 TOOLS: tuple[Tool, ...] = ("codex", "claude", "cursor", "vscode")
@@ -94,20 +94,23 @@ def _codex_servers(path: Path) -> list[Imported | str]:
             out.append(f"{where}: not a table")
             continue
         copied = copy.deepcopy(table) if isinstance(table, Table) else server_table(dict(table))
-        problem = _invalid(name, copied.unwrap(), where)
-        out.append(problem or Imported(name, path, copied))
+        checked = _check(name, copied.unwrap(), where)
+        if isinstance(checked, str):
+            out.append(checked)
+        else:  # copied as Codex has it: nbagent reads the same keys, and warns about these at start
+            out.append(Imported(name, path, copied, [f"{where}: {note}" for note in checked.ignored]))
     return out
 
 
-def _invalid(name: str, entry: dict[str, Any], where: str) -> str | None:
+def _check(name: str, entry: dict[str, Any], where: str) -> McpServerConfig | str:
+    """The server as nbagent will read it, or why it cannot (naming the file, server and key)."""
     if not SERVER_NAME.match(name):
         return f"{where}: the name must match [a-zA-Z0-9_-]+ (skipped)"
     try:
-        McpServerConfig.model_validate(entry)
+        return McpServerConfig.model_validate(entry)
     except ValidationError as exc:
         problems = "; ".join(f"key '{'.'.join(map(str, e['loc'])) or name}': {e['msg']}" for e in exc.errors())
         return f"{where}: {problems} (skipped)"
-    return None
 
 
 # -- JSON tools: Claude Code, Cursor, VS Code ----------------------------------------------
@@ -307,20 +310,13 @@ def _headers(value: Any, t: _Translation) -> None:
 
 
 def _read_json(tool: Tool, path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if tool in ("cursor", "vscode"):  # JSON with comments and trailing commas
-        import json5
+    if tool == "claude":
+        return read_json(path)
+    import json5  # Cursor and VS Code allow comments and trailing commas
 
-        try:
-            return json5.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: invalid JSON: {exc}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return json5.loads(read_text(path))
+    except ValueError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}") from None
 
 
@@ -362,8 +358,8 @@ def _one_json_server(path: Path, where: str, name: str, raw: Any, refs: _Refs) -
         entry = _translate(raw, t)
     except _Skip as skip:
         return f"{skip} (skipped)"
-    problem = _invalid(name, entry, where + "'")
-    return problem or Imported(name, path, server_table(entry), t.notes)
+    checked = _check(name, entry, where + "'")
+    return checked if isinstance(checked, str) else Imported(name, path, server_table(entry), t.notes)
 
 
 def _inputs(data: Any) -> dict[str, str]:

@@ -92,6 +92,8 @@ def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool, *, always_stale
         return "its definition changed since 'Always' was chosen for it" if always_stale else None
     if spec.approval_mode == "prompt":
         return "this tool's approval_mode is 'prompt'"
+    if spec.approval_mode == "writes":  # the person chose to take this server's readOnlyHint at its word
+        return None if spec.read_only else "this tool's approval_mode is 'writes' and it does not say it is read-only"
     if known_safe(spec):
         return None
     annotations = spec.annotations

@@ -153,6 +153,8 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
+        for message in self.config.warnings:  # keys read but not honoured, each named once
+            self.warn(message)
         self.servers.start()
         try:
             if self._requested_thread:

@@ -381,7 +381,8 @@ class McpConnection:
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
-            return sse_client(cfg.url, headers=headers)
+            # the SDK's own HTTP+SSE client (``type = "sse"``), with the same limits as streamable HTTP's
+            return sse_client(cfg.url, headers=headers, timeout=30.0, sse_read_timeout=300.0)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 

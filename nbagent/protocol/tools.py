@@ -9,8 +9,9 @@ from pydantic import Field
 
 from nbagent.protocol._base import ProtocolModel
 
-ApprovalMode = Literal["auto", "prompt", "approve"]
-"""Per-server / per-tool mode: decide from annotations, always ask, or never ask."""
+ApprovalMode = Literal["auto", "prompt", "writes", "approve"]
+"""Per-server / per-tool mode (Codex's): decide from annotations, always ask, ask unless the tool
+says it is read-only, or never ask."""
 
 ToolSource = Literal["native", "python", "mcp"]
 

@@ -1,0 +1,123 @@
+"""Codex's ``[mcp_servers.NAME]`` keys that nbagent reads differently or cannot honour.
+
+A Codex ``config.toml`` must load unchanged: a key nbagent has no use for is dropped with a
+warning naming it and saying what is ignored, never refused. Keys nbagent honours under the
+same name and meaning are plain fields of ``McpServerConfig`` and never reach this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+IGNORED = {
+    "http_headers_helper": "nbagent runs no command to make headers; set http_headers or env_http_headers",
+    "omit_tools_from": "every enabled tool is offered to the model; use disabled_tools to hide one",
+    "supports_parallel_tool_calls": (
+        "a server's calls run together only when they are known to be read-only (top-level parallel_tool_calls)"
+    ),
+}
+"""Codex key -> what nbagent does instead, for keys dropped whenever they are set to anything
+but Codex's default."""
+DEFAULTS: dict[str, Any] = {"supports_parallel_tool_calls": False, "omit_tools_from": [], "environment_id": "local"}
+"""Values that mean what nbagent does anyway: dropped without a word."""
+SILENT = ("name",)
+"""Keys Codex itself accepts and ignores (a legacy display name)."""
+OAUTH_KEYS = ("client_id", "callback_url", "callback_port")
+"""Codex's ``[mcp_servers.NAME.oauth]`` keys."""
+STDIO_ONLY = ("args", "env", "env_vars", "cwd")
+HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
+
+
+class _EnvVar(BaseModel):
+    """Codex's ``env_vars = [{ name = "X", source = "local" }]`` form of one name."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: str
+    source: Literal["local", "remote"] | None = None
+
+
+def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[dict[str, Any], list[str]]:
+    """``(data nbagent's model reads, warnings)`` for one server table.
+
+    ``oauth_keys``: the keys nbagent's ``oauth`` table has, or ``None`` when it has none.
+    Raises ``ValueError`` for what Codex refuses too (``bearer_token``) or a value of the wrong type.
+    """
+    data, notes = dict(data), []
+    if "bearer_token" in data:
+        raise ValueError(
+            "'bearer_token' is not supported (a secret in a config file): put the token in an "
+            "environment variable and name it in bearer_token_env_var"
+        )
+    for key in SILENT:
+        data.pop(key, None)
+    for key, default in DEFAULTS.items():
+        if key in data and data[key] == default:
+            del data[key]
+    if "environment_id" in data:
+        value = data.pop("environment_id")
+        notes.append(f"key 'environment_id' ({value!r}) is ignored: nbagent starts every server on this machine")
+    if "auth" in data:
+        auth = data.pop("auth")
+        if auth not in ("oauth", "chatgpt"):
+            raise ValueError(f"'auth' must be 'oauth' or 'chatgpt', got {auth!r}")
+        if auth == "chatgpt":
+            notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
+    for key, instead in IGNORED.items():
+        if key in data:
+            del data[key]
+            notes.append(f"key '{key}' is ignored: {instead}")
+    if isinstance(data.get("env_vars"), list):
+        data["env_vars"] = [_env_var(entry, index, notes) for index, entry in enumerate(data["env_vars"])]
+    if isinstance(data.get("tools"), dict):
+        data["tools"] = {name: _tool(name, table, notes) for name, table in data["tools"].items()}
+    if isinstance(data.get("oauth"), dict):
+        data["oauth"] = _oauth(data["oauth"], oauth_keys, notes)
+        if data["oauth"] is None:
+            del data["oauth"]
+    return data, notes
+
+
+def _env_var(entry: Any, index: int, notes: list[str]) -> Any:
+    if not isinstance(entry, dict):
+        return entry  # a name, or a wrong type the model reports
+    try:
+        parsed = _EnvVar.model_validate(entry)
+    except ValidationError as exc:
+        problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"env_vars[{index}]: {problem}") from None
+    if parsed.source == "remote":
+        notes.append(
+            f"key 'env_vars' ({parsed.name!r} from source 'remote'): the source is ignored, "
+            "the variable is read from this machine's environment"
+        )
+    return parsed.name
+
+
+def _tool(name: str, table: Any, notes: list[str]) -> Any:
+    if isinstance(table, dict) and "output_token_limit" in table:
+        table = {k: v for k, v in table.items() if k != "output_token_limit"}
+        notes.append(
+            f"key 'tools.{name}.output_token_limit' is ignored: tool_output_max_bytes caps what the model sees of every result"
+        )
+    return table
+
+
+def _oauth(table: dict[str, Any], keys: frozenset[str] | None, notes: list[str]) -> dict[str, Any] | None:
+    if keys is None:
+        notes.append("key 'oauth' is ignored: this nbagent takes no OAuth client settings")
+        return None
+    kept = dict(table)
+    for key in OAUTH_KEYS:
+        if key in kept and key not in keys:
+            del kept[key]
+            notes.append(f"key 'oauth.{key}' is ignored: nbagent's OAuth login does not use it")
+    return kept
+
+
+def misplaced(stdio: bool, fields_set: set[str]) -> list[str]:
+    """Keys set for the other transport (Codex refuses them; nbagent ignores them, saying so)."""
+    if stdio:
+        return [f"key '{key}' is ignored: it applies to HTTP servers only" for key in HTTP_ONLY if key in fields_set]
+    return [f"key '{key}' is ignored: it applies to stdio servers only" for key in STDIO_ONLY if key in fields_set]

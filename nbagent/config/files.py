@@ -1,0 +1,73 @@
+"""Reading a config file into plain data: TOML or JSON, with errors that name the file, and the
+line and key when a value nests past what the parser's stack can hold."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from nbagent.config.errors import ConfigError
+
+MAX_DEPTH = 100
+_KEY_BEFORE = {
+    "toml": re.compile(r"""(?:^|[{,])\s*([A-Za-z0-9_.\-"']+)\s*=""", re.MULTILINE),
+    "json": re.compile(r'"((?:[^"\\]|\\.)*)"\s*:'),
+}
+_KEY_DEPTH = {"toml": 1, "json": 4}
+"""The nesting level of the value of the key to name: a TOML line's key, a JSON server's key."""
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _too_deep(path: Path, text: str, kind: str) -> ConfigError:
+    """The parser ran out of stack: name the file, the line and the key whose value nests."""
+    depth, quote, at = 0, "", len(text)
+    opened = [0] * (_KEY_DEPTH[kind] + 1)  # where the value at each shallow level began
+    for at, char in enumerate(text):  # brackets outside strings (and TOML comments)
+        if quote:
+            if char == quote and text[at - 1] != "\\":
+                quote = ""
+        elif char in "\"'" and (kind == "toml" or char == '"'):
+            quote = char
+        elif char == "#" and kind == "toml":
+            quote = "\n"
+        elif char in "[{":
+            depth += 1
+            if depth < len(opened):
+                opened[depth] = at
+            if depth > MAX_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+    keys = _KEY_BEFORE[kind].findall(text, 0, opened[min(depth, len(opened) - 1)] or at)
+    key = keys[-1].strip("\"'") if keys else "?"
+    line = text.count("\n", 0, at) + 1
+    return ConfigError(f"{path}: line {line}: key '{key}': nested more than {MAX_DEPTH} levels deep")
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    text = read_text(path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise _too_deep(path, text, "toml") from None
+
+
+def read_json(path: Path) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise _too_deep(path, text, "json") from None
