@@ -90,6 +90,8 @@ EVENTS = {
     "ElicitationResolved": "elicitation_resolved",
     "ErrorEvent": "error",
     "McpLog": "mcp_log",
+    "McpLoginCompleted": "mcp_login_completed",
+    "McpLoginRequired": "mcp_login_required",
     "McpStartupComplete": "mcp_startup_complete",
     "McpStartupUpdate": "mcp_startup_update",
     "McpToolsChanged": "mcp_tools_changed",

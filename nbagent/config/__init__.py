@@ -29,6 +29,7 @@ from nbagent.config import codex
 from nbagent.config.errors import ConfigError
 from nbagent.config.files import read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
+from nbagent.config.oauth import OAuthSettings
 from nbagent.protocol import ApprovalMode, Policy
 
 __all__ = [
@@ -96,6 +97,7 @@ class McpServerConfig(_Strict):
     """OAuth scopes to request when logging in to this HTTP server (Codex's ``scopes``)."""
     oauth_resource: str | None = None
     """The ``resource`` (RFC 8707) to ask tokens for, when it differs from ``url``."""
+    oauth: OAuthSettings | None = None
     transport: Literal["stdio", "http", "sse"] | None = None
     """Inferred from ``command`` / ``url`` when absent."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"

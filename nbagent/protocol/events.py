@@ -165,6 +165,22 @@ class McpToolsChanged(_Msg):
     tools: int
 
 
+class McpLoginRequired(_Msg):
+    """A server needs the person to sign in: ``url`` is the authorization link, shown (never
+    opened by itself) so they can follow it in their browser; a loopback callback completes it."""
+
+    type: Literal["mcp_login_required"] = "mcp_login_required"
+    server: str
+    url: str
+
+
+class McpLoginCompleted(_Msg):
+    """The sign-in that ``McpLoginRequired`` asked for ended with tokens; none are carried."""
+
+    type: Literal["mcp_login_completed"] = "mcp_login_completed"
+    server: str
+
+
 class McpLog(_Msg):
     type: Literal["mcp_log"] = "mcp_log"
     server: str
@@ -248,6 +264,8 @@ EventMsg = Annotated[
     | McpStartupUpdate
     | McpStartupComplete
     | McpToolsChanged
+    | McpLoginRequired
+    | McpLoginCompleted
     | McpLog
     | Progress
     | TokenUsage
