@@ -14,7 +14,7 @@ import contextlib
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -123,26 +123,30 @@ def _hidden(values: Mapping[str, str]) -> dict[str, str]:
     return {key: HIDDEN for key in values}
 
 
-def auth(cfg: McpServerConfig) -> str:
-    """How an HTTP server is authenticated, without any secret."""
+def auth(name: str, cfg: McpServerConfig, config: Config) -> str:
+    """How an HTTP server is authenticated, without any secret: a bearer token's variable,
+    headers, or OAuth (and whether tokens are stored for it)."""
     if cfg.transport == "stdio":
         return "-"
     if cfg.bearer_token_env_var:
         return f"bearer ${cfg.bearer_token_env_var}"
-    if cfg.env_http_headers:
-        return "headers from " + ", ".join(f"${var}" for var in cfg.env_http_headers.values())
-    if cfg.http_headers:
+    from nbagent.mcp.oauth import uses_oauth
+    from nbagent.mcp.oauth.storage import backend_for
+
+    if not uses_oauth(cfg):
         return "headers"
-    return "oauth or none"
+    return "oauth (logged in)" if backend_for(name, config).read() is not None else "oauth"
 
 
-def server_view(name: str, cfg: McpServerConfig, source: str | None) -> dict[str, Any]:
+def server_view(config: Config, name: str) -> dict[str, Any]:
     """One server as JSON: every key set in its file (secrets' values hidden) and where from."""
+    cfg = server_named(config, name)
     data = cfg.model_dump(mode="json", exclude_defaults=True)
     for key in ("env", "http_headers"):
         if key in data:
             data[key] = _hidden(data[key])
-    return {"name": name, "source": source, "enabled": cfg.enabled, "transport": cfg.transport, "auth": auth(cfg), **data}
+    head = {"name": name, "source": config.sources.get(name), "enabled": cfg.enabled, "transport": cfg.transport}
+    return {**head, "auth": auth(name, cfg, config), **data}
 
 
 def _launch(cfg: McpServerConfig) -> str:
@@ -162,21 +166,21 @@ def _cut(text: str, width: int) -> str:
 
 
 def list_text(config: Config, statuses: Mapping[str, ServerStatus] | None = None) -> str:
-    """A table of servers: name, transport, enabled, auth, (state,) command or URL, file."""
+    """A table of servers: name, transport, enabled, auth, command or URL, file (and state)."""
     if not config.mcp_servers:
         return "no MCP servers configured (add one: nbagent mcp add NAME -- CMD ARGS, or NAME --url URL)"
-    header = ["NAME", "TRANSPORT", "ENABLED", "AUTH", *(["STATUS"] if statuses is not None else []), "COMMAND / URL", "SOURCE"]
+    header = ["NAME", "TRANSPORT", "ENABLED", "AUTH", "COMMAND / URL", "SOURCE", *(["STATUS"] if statuses is not None else [])]
     rows = [header]
     for name in sorted(config.mcp_servers):
         cfg = config.mcp_servers[name]
-        state = [_cut(_status_text(statuses.get(name)), 40)] if statuses is not None else []
-        rows.append([name, cfg.transport or "", "yes" if cfg.enabled else "no", auth(cfg), *state,
-                     _cut(_launch(cfg), 48), config.sources.get(name, "-")])  # fmt: skip
+        state = [_status_text(statuses.get(name))] if statuses is not None else []
+        rows.append([name, cfg.transport or "", "yes" if cfg.enabled else "no", auth(name, cfg, config),
+                     _cut(_launch(cfg), 48), config.sources.get(name, "-"), *state])  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
-def _known(config: Config, name: str) -> McpServerConfig:
+def server_named(config: Config, name: str) -> McpServerConfig:
     cfg = config.mcp_servers.get(name)
     if cfg is None:
         raise UsageProblem(f"no MCP server named {name!r} (configured: {', '.join(config.mcp_servers) or 'none'})")
@@ -184,15 +188,16 @@ def _known(config: Config, name: str) -> McpServerConfig:
 
 
 def get_text(config: Config, name: str) -> str:
-    view = server_view(name, _known(config, name), config.sources.get(name))
     lines = [name]
-    for key, value in view.items():
+    for key, value in server_view(config, name).items():
         if key == "name":
             continue
         if isinstance(value, list):
             value = shlex.join(value) if key == "args" else ", ".join(map(str, value))
         elif isinstance(value, dict):
-            value = ", ".join(f"{k}={v if not isinstance(v, dict) else json.dumps(v)}" for k, v in value.items())
+            value = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+        elif not isinstance(value, str):
+            value = json.dumps(value)
         lines.append(f"  {key}: {value}")
     lines.append(f"  remove: nbagent mcp remove {name}")
     return "\n".join(lines)
@@ -255,7 +260,7 @@ def add(cwd: Path, name: str, entry: Mapping[str, Any], *, user: bool = False) -
 
     path = _target(cwd, name, user)
     replaced = put_server(path, name, entry)
-    return f"{'Replaced how' if replaced else 'Added'} MCP server '{name}'{' starts' if replaced else ''} in {path}"
+    return f"Replaced how MCP server '{name}' starts, in {path}" if replaced else f"Added MCP server '{name}' to {path}"
 
 
 def remove(cwd: Path, name: str) -> str:
@@ -301,7 +306,7 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
         chosen[server.name] = server.table
         verb = "would import" if dry_run else "imported"
         lines.append(f"{verb} '{server.name}' from {server.source}")
-        lines.extend(f"  not translated: {note}" for note in server.notes)
+        lines.extend(f"  note: {note}" for note in server.notes)
     lines.extend(f"skipped: {problem}" for problem in found.skipped)
     if chosen and dry_run:
         lines.append(f"--- would be added to {target}:\n{render_servers(chosen).strip()}")
@@ -311,6 +316,32 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
     elif not found.skipped:
         lines.append(f"no MCP servers in {', '.join(map(str, found.read))}")
     return ImportReport("\n".join(lines), 1 if found.skipped else 0, list(chosen))
+
+
+# -- OAuth (nbagent.mcp.oauth does the flow) ------------------------------------------------
+
+
+async def login(config: Config, name: str, scopes: str | None, on_link: Callable[[str], Awaitable[None]]) -> str:
+    """Sign in to ``name`` now; ``on_link`` shows the person the link (never opened here)."""
+    from nbagent.mcp import oauth
+
+    cfg = server_named(config, name)
+    if scopes is not None:
+        cfg = cfg.model_copy(update={"scopes": [s.strip() for s in scopes.split(",") if s.strip()]})
+    await oauth.login(name, cfg, config, on_link=on_link)
+    return f"Logged in to MCP server '{name}'"
+
+
+def logout(config: Config, name: str) -> str:
+    from nbagent.mcp import oauth
+
+    if oauth.logout(name, server_named(config, name), config):
+        return f"Logged out of MCP server '{name}': its stored OAuth tokens are removed"
+    return f"No OAuth tokens stored for MCP server '{name}'"
+
+
+async def _print_link(url: str) -> None:
+    print(f"To log in, open this link in your browser (it is not opened for you):\n  {url}", flush=True)
 
 
 # -- connecting ----------------------------------------------------------------------------
@@ -347,19 +378,18 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
     if args.verb in ("list", "get"):
         config = load_config(cwd)
         if args.verb == "get":
-            cfg = _known(config, args.name)
-            print(json.dumps(server_view(args.name, cfg, config.sources.get(args.name))) if args.json else get_text(config, args.name))
+            print(json.dumps(server_view(config, args.name)) if args.json else get_text(config, args.name))
             return 0
         warnings: list[str] = []
         statuses = asyncio.run(check(config, warnings)) if args.check else None
         if args.json:
-            rows = [server_view(n, config.mcp_servers[n], config.sources.get(n)) for n in sorted(config.mcp_servers)]
+            rows = [server_view(config, n) for n in sorted(config.mcp_servers)]
             for row in rows if statuses is not None else []:
                 row["status"] = statuses[row["name"]].model_dump(mode="json") if row["name"] in statuses else None  # type: ignore[index]
             print(json.dumps(rows, ensure_ascii=False))
         else:
             print(list_text(config, statuses))
-        for warning in warnings:
+        for warning in [*config.warnings, *warnings]:
             print(f"warning: {warning}", file=sys.stderr)
         return 0
     if args.verb == "add":
@@ -372,7 +402,17 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
         report = import_servers(args.tool, cwd, dry_run=args.dry_run, files=args.files, user=args.user)
         print(report.text)
         return report.code
-    raise UsageProblem(f"nbagent mcp {args.verb}: not available")
+    config = load_config(cwd)
+    if args.verb == "logout":
+        print(logout(config, args.name))
+        return 0
+    try:
+        print(asyncio.run(login(config, args.name, args.scopes, _print_link)))
+    except (ConfigError, UsageProblem):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the authorization server's refusal is one line
+        return fail("nbagent mcp login", f"{args.name}: {exc or type(exc).__name__}", 1)
+    return 0
 
 
 def main(argv: list[str], cwd: str | None = None) -> int:

@@ -109,8 +109,12 @@ def _check(name: str, entry: dict[str, Any], where: str) -> McpServerConfig | st
     try:
         return McpServerConfig.model_validate(entry)
     except ValidationError as exc:
-        problems = "; ".join(f"key '{'.'.join(map(str, e['loc'])) or name}': {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"key '{_loc(e)}': {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors())
         return f"{where}: {problems} (skipped)"
+
+
+def _loc(error: Any) -> str:
+    return ".".join(map(str, error["loc"]))
 
 
 # -- JSON tools: Claude Code, Cursor, VS Code ----------------------------------------------
@@ -214,7 +218,7 @@ class _Translation:
         var = variables[0]
         if len(variables) == 1 and _REF.fullmatch(text):
             return None, var
-        self.note(key, "mixes text and variables; nbagent takes a value from one whole variable; left out")
+        self.note(key, "not translated (text and variables mixed: nbagent takes a value from one whole variable)")
         return None, None
 
     def remember(self, key: str, var: _Var) -> None:
@@ -229,10 +233,10 @@ _HANDLED = {"type", "command", "args", "env", "url", "headers", "disabled", "cwd
 
 def _translate(raw: Mapping[str, Any], t: _Translation) -> dict[str, Any]:
     kind = raw.get("type")
-    if kind is not None:
-        if kind not in MCP_JSON_TYPES:
-            raise _Skip(f"{t.where}.type': must be one of {', '.join(MCP_JSON_TYPES)}, got {kind!r}")
-        t.entry["transport"] = kind
+    if kind is not None and kind not in MCP_JSON_TYPES:
+        raise _Skip(f"{t.where}.type': must be one of {', '.join(MCP_JSON_TYPES)}, got {kind!r}")
+    if kind is not None and kind != ("stdio" if "command" in raw else "http"):
+        t.entry["transport"] = kind  # what command / url do not already say
     if "command" in raw:
         t.entry["command"] = t.literal("command", raw["command"])
     if "args" in raw:
@@ -252,8 +256,8 @@ def _translate(raw: Mapping[str, Any], t: _Translation) -> dict[str, Any]:
         t.entry["enabled"] = False
     for key in raw:
         if key not in _HANDLED:
-            what = "the variables it sets can be named in env_vars" if key == "envFile" else "nbagent has no such key"
-            t.note(key, f"not translated: {what}")
+            what = "name the variables it sets in env_vars" if key == "envFile" else "nbagent has no such key"
+            t.note(key, f"not translated ({what})")
     return t.entry
 
 
@@ -276,8 +280,8 @@ def _env(value: Any, t: _Translation) -> None:
             passed.append(name)
             t.remember(f"env.{name}", _Var(name, var.default, var.hint))
         elif var is not None:
-            t.note(f"env.{name}", f"takes ${var.name} under another name; nbagent passes variables by their own "
-                   f"name (env_vars): set ${name} and add it to env_vars; left out")  # fmt: skip
+            t.note(f"env.{name}", f"not translated (it renames ${var.name}; nbagent passes variables under their own "
+                   f"name: set ${name} and add it to env_vars)")  # fmt: skip
     if env:
         t.entry["env"] = env
     if passed:

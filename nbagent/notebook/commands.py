@@ -184,8 +184,32 @@ def _verb(agent: KernelAgent, words: Any) -> None:
         report = cli_mcp.import_servers(words.tool, cwd, dry_run=words.dry_run, files=words.files, user=words.user)
         _out(report.text)
         _start(agent, cwd, [] if words.dry_run else report.added)
+    elif words.verb == "logout":
+        _out(cli_mcp.logout(load_config(cwd), words.name))
     else:
-        raise UsageError(f"mcp {words.verb}: not available in a notebook yet")
+        _login(agent, cwd, words.name, words.scopes)
+
+
+def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None:
+    """Sign in in the background: the link is printed in this cell (never opened by itself);
+    once tokens are stored, a running server restarts to use them."""
+    from nbagent.config import load_config
+
+    cell = CellContext()
+    config = load_config(cwd)
+    cli_mcp.server_named(config, name)  # an unknown name is a usage line now, not a failed task
+
+    async def show(url: str) -> None:
+        cell.run(print, f"To log in to {name}, open this link in your browser:\n  {url}")
+
+    async def job(session: Session) -> str:
+        done = await cli_mcp.login(config, name, scopes, show)
+        if name in session.servers.names():
+            await session.servers.restart(name)
+            return f"{done}\n{_server_line(session, name)}"
+        return done
+
+    _later(agent, job, "{result}")
 
 
 def _start(agent: KernelAgent, cwd: Path, names: list[str]) -> None:
