@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 IGNORED = {
     "http_headers_helper": "nbagent runs no command to make headers; set http_headers or env_http_headers",
@@ -28,6 +28,37 @@ OAUTH_KEYS = ("client_id", "callback_url", "callback_port")
 """Codex's ``[mcp_servers.NAME.oauth]`` keys."""
 STDIO_ONLY = ("args", "env", "env_vars", "cwd")
 HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
+
+
+class _Ignored(BaseModel):
+    """The types Codex gives the keys nbagent ignores: a wrong one is still an error."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    http_headers_helper: str | None = None
+    omit_tools_from: list[str] | None = None
+    supports_parallel_tool_calls: bool | None = None
+    environment_id: str | None = None
+    auth: Literal["oauth", "chatgpt"] | None = None
+
+
+class _IgnoredTool(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    output_token_limit: int | None = Field(default=None, gt=0)
+
+
+class _IgnoredOAuth(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    client_id: str | None = None
+    callback_url: str | None = None
+    callback_port: int | None = Field(default=None, ge=1, le=65535)
+
+
+def _check(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> None:
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"'{prefix}{'.'.join(map(str, first['loc']))}': {first['msg']}") from None
 
 
 class _EnvVar(BaseModel):
@@ -50,6 +81,7 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
             "'bearer_token' is not supported (a secret in a config file): put the token in an "
             "environment variable and name it in bearer_token_env_var"
         )
+    _check(_Ignored, data)
     for key in SILENT:
         data.pop(key, None)
     for key, default in DEFAULTS.items():
@@ -59,10 +91,7 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
         value = data.pop("environment_id")
         notes.append(f"key 'environment_id' ({value!r}) is ignored: nbagent starts every server on this machine")
     if "auth" in data:
-        auth = data.pop("auth")
-        if auth not in ("oauth", "chatgpt"):
-            raise ValueError(f"'auth' must be 'oauth' or 'chatgpt', got {auth!r}")
-        if auth == "chatgpt":
+        if data.pop("auth") == "chatgpt":
             notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
     for key, instead in IGNORED.items():
         if key in data:
@@ -97,6 +126,7 @@ def _env_var(entry: Any, index: int, notes: list[str]) -> Any:
 
 def _tool(name: str, table: Any, notes: list[str]) -> Any:
     if isinstance(table, dict) and "output_token_limit" in table:
+        _check(_IgnoredTool, table, f"tools.{name}.")
         table = {k: v for k, v in table.items() if k != "output_token_limit"}
         notes.append(
             f"key 'tools.{name}.output_token_limit' is ignored: tool_output_max_bytes caps what the model sees of every result"
@@ -105,6 +135,7 @@ def _tool(name: str, table: Any, notes: list[str]) -> Any:
 
 
 def _oauth(table: dict[str, Any], keys: frozenset[str] | None, notes: list[str]) -> dict[str, Any] | None:
+    _check(_IgnoredOAuth, {key: value for key, value in table.items() if key not in (keys or ())}, "oauth.")
     if keys is None:
         notes.append("key 'oauth' is ignored: this nbagent takes no OAuth client settings")
         return None

@@ -20,6 +20,7 @@ MCP_JSON_TYPES = ("stdio", "http", "sse")
 """``.mcp.json`` ``type`` values; each is the ``transport`` of the same name."""
 RENAMED = {"type": "transport", "headers": "http_headers"}
 """Claude Code's key -> nbagent's, so an error can name the key as the file spells it."""
+_SPELLED = {ours: claude for claude, ours in RENAMED.items()}
 EXPANDED = ("command", "args", "env", "url", "headers")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 IGNORED = {
@@ -126,7 +127,8 @@ def read_mcp_json(path: Path, environ: Mapping[str, str]) -> tuple[dict[str, Any
 def file_key(loc: str) -> str:
     """``mcp_servers.x.http_headers`` -> ``mcpServers.x.headers``: a key as ``.mcp.json`` spells it."""
     parts = loc.split(".")
-    if len(parts) >= 3 and parts[0] == "mcp_servers":
-        ours = {v: k for k, v in RENAMED.items()}
-        parts[0], parts[2] = "mcpServers", ours.get(parts[2], parts[2])
+    if parts[0] == "mcp_servers":
+        parts[0] = "mcpServers"
+        if len(parts) > 2:
+            parts[2] = _SPELLED.get(parts[2], parts[2])
     return ".".join(parts)
