@@ -295,23 +295,25 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
         configured = dict(load_config(cwd).sources)
     except ConfigError:
         configured = {}
-    servers = parse_toml(target).get("mcp_servers", {})
+    existing = parse_toml(target)
+    servers = existing.get("mcp_servers", {})
     configured.update({name: str(target) for name in servers if isinstance(servers, Mapping)})
-    lines: list[str] = []
+    settings = {key: value for key, value in found.settings.items() if key not in existing}
+    verb = "would import" if dry_run else "imported"
+    lines = [f"{verb} {key} = {json.dumps(value)}" for key, value in settings.items()]
     chosen = {}
     for server in found.servers:
         if server.name in configured:
             found.skipped.append(f"{server.source}: server '{server.name}' is already configured in {configured[server.name]} (skipped)")
             continue
         chosen[server.name] = server.table
-        verb = "would import" if dry_run else "imported"
         lines.append(f"{verb} '{server.name}' from {server.source}")
         lines.extend(f"  note: {note}" for note in server.notes)
     lines.extend(f"skipped: {problem}" for problem in found.skipped)
-    if chosen and dry_run:
-        lines.append(f"--- would be added to {target}:\n{render_servers(chosen).strip()}")
-    elif chosen:
-        add_servers(target, chosen)
+    if (chosen or settings) and dry_run:
+        lines.append(f"--- would be added to {target}:\n{render_servers(chosen, settings).strip()}")
+    elif chosen or settings:
+        add_servers(target, chosen, settings)
         lines.append(f"{len(chosen)} server(s) written to {target}")
     elif not found.skipped:
         lines.append(f"no MCP servers in {', '.join(map(str, found.read))}")

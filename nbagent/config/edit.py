@@ -135,17 +135,22 @@ def put_server(path: Path, name: str, entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def add_servers(path: Path, tables: Mapping[str, Table]) -> None:
-    """Append whole server tables (imported ones, with their own comments) to ``path``."""
+def add_servers(path: Path, tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> None:
+    """Append whole server tables (imported ones, with their own comments) to ``path``, and
+    top-level ``settings`` (placed before the tables)."""
     with editing(path) as doc:
+        for key, value in (settings or {}).items():
+            doc[key] = value
         servers = _servers(doc)
         for name, table in tables.items():
             servers[name] = table
 
 
-def render_servers(tables: Mapping[str, Table]) -> str:
+def render_servers(tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> str:
     """The TOML ``add_servers`` would append, for a dry run."""
     doc = tomlkit.document()
+    for key, value in (settings or {}).items():
+        doc[key] = value
     servers = _servers(doc)
     for name, table in tables.items():
         servers[name] = table

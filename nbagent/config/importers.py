@@ -44,6 +44,11 @@ class Plan:
     servers: list[Imported] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     read: list[Path] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Top-level keys about MCP servers (Codex's ``mcp_oauth_*``), same name and meaning."""
+
+
+CODEX_SETTINGS = ("mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 
 
 def source_files(tool: Tool, cwd: Path, home: Path | None = None) -> list[Path]:
@@ -66,6 +71,9 @@ def plan(tool: Tool, cwd: Path, files: list[Path] | None = None, *, home: Path |
     by_name: dict[str, Imported] = {}
     for path in paths:
         found.read.append(path)
+        if tool == "codex":
+            doc = parse_toml(path)
+            found.settings.update({key: doc[key] for key in CODEX_SETTINGS if key in doc})
         for item in (_codex_servers(path) if tool == "codex" else _json_servers(tool, path, cwd, home or Path.home())):
             if isinstance(item, str):
                 found.skipped.append(item)
