@@ -429,13 +429,14 @@ def main(argv: list[str], cwd: str | None = None) -> int:
         print(exc, file=sys.stderr, flush=True)
         return BAD_INPUT
     prog = f"nbagent mcp {args.verb}"
-    out = sys.stdout if getattr(args, "json", False) else VisibleWriter(sys.stdout)  # server text shows controls
-    try:
-        with contextlib.redirect_stdout(out):
+    out = sys.stdout if getattr(args, "json", False) else VisibleWriter(sys.stdout)
+    # Names, values and errors come from other tools' files and from servers: controls are shown, not obeyed.
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(VisibleWriter(sys.stderr)):
+        try:
             return _run(args, Path(getattr(args, "cwd", None) or cwd or ".").resolve())
-    except (UsageProblem, ConfigError) as exc:
-        return fail(prog, exc)
-    except OSError as exc:
-        return fail(prog, exc, 1)
-    except KeyboardInterrupt:
-        return 130
+        except (UsageProblem, ConfigError) as exc:
+            return fail(prog, exc)
+        except OSError as exc:
+            return fail(prog, exc, 1)
+        except KeyboardInterrupt:
+            return 130
