@@ -172,7 +172,8 @@ def remove_server(path: Path, name: str) -> bool:
     del servers[name]
     if not servers and isinstance(servers, Table) and servers.is_super_table():
         del doc["mcp_servers"]  # a bare parent left with no child would print as an empty [mcp_servers]
-    _write(path, doc.as_string())
+    text = doc.as_string()
+    _write(path, text.rstrip("\n") + "\n" if text.strip() else "")  # the blank line that led to the last table goes with it
     return True
 
 
