@@ -180,6 +180,14 @@ def list_text(config: Config, statuses: Mapping[str, ServerStatus] | None = None
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
+def list_json(config: Config, statuses: Mapping[str, ServerStatus] | None = None) -> list[dict[str, Any]]:
+    rows = [server_view(config, name) for name in sorted(config.mcp_servers)]
+    for row in rows if statuses is not None else []:
+        status = statuses.get(row["name"])  # type: ignore[union-attr]
+        row["status"] = status.model_dump(mode="json") if status is not None else None
+    return rows
+
+
 def server_named(config: Config, name: str) -> McpServerConfig:
     cfg = config.mcp_servers.get(name)
     if cfg is None:
@@ -385,10 +393,7 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
         warnings: list[str] = []
         statuses = asyncio.run(check(config, warnings)) if args.check else None
         if args.json:
-            rows = [server_view(config, n) for n in sorted(config.mcp_servers)]
-            for row in rows if statuses is not None else []:
-                row["status"] = statuses[row["name"]].model_dump(mode="json") if row["name"] in statuses else None  # type: ignore[index]
-            print(json.dumps(rows, ensure_ascii=False))
+            print(json.dumps(list_json(config, statuses), ensure_ascii=False))
         else:
             print(list_text(config, statuses))
         for warning in [*config.warnings, *warnings]:

@@ -162,10 +162,12 @@ def _verb(agent: KernelAgent, words: Any) -> None:
     s = agent.session
     cwd = Path(s.cwd if s is not None else os.getcwd())
     if words.verb == "list":
-        statuses = s.servers.status() if s is not None else None
-        _out(cli_mcp.list_text(load_config(cwd), statuses))
+        statuses = s.servers.status() if s is not None else None  # the session's servers are connected already
+        config = load_config(cwd)
+        _out(json.dumps(cli_mcp.list_json(config, statuses)) if words.json else cli_mcp.list_text(config, statuses))
     elif words.verb == "get":
-        _out(cli_mcp.get_text(load_config(cwd), words.name))
+        config = load_config(cwd)
+        _out(json.dumps(cli_mcp.server_view(config, words.name)) if words.json else cli_mcp.get_text(config, words.name))
     elif words.verb == "add":
         name, entry = cli_mcp.add_entry(words)
         _out(cli_mcp.add(cwd, name, entry, user=words.user))
