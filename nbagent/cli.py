@@ -55,6 +55,10 @@ def _print_event(envelope: Event, out: TextIO) -> None:
     elif kind == "mcp_startup_update" and event.status in ("ready", "failed"):  # type: ignore[union-attr]
         detail = f"{event.tools} tools" if event.status == "ready" else event.error  # type: ignore[union-attr]
         out.write(f"[mcp {event.server}: {event.status}: {detail}]\n")  # type: ignore[union-attr]
+    elif kind == "mcp_login_required":
+        out.write(f"[mcp {event.server}: sign in by opening this link in your browser:\n  {event.url}\n]\n")  # type: ignore[union-attr]
+    elif kind == "mcp_login_completed":
+        out.write(f"[mcp {event.server}: signed in]\n")  # type: ignore[union-attr]
     elif kind in ("error", "warning", "turn_failed"):
         out.write(f"{'warning' if kind == 'warning' else 'error'}: {event.message}\n")  # type: ignore[union-attr]
     elif kind == "turn_aborted":

@@ -134,6 +134,7 @@ class Session:
             on_event=self._bus.emit,
             on_elicit=self._on_elicit,
             log_dir=self.config.home_path / "logs",
+            config=self.config,
         )
         self.servers = McpServers(self._mcp)
         self._router.add(self._mcp)

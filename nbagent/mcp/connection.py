@@ -18,7 +18,8 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -29,11 +30,20 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from nbagent._version import __version__
-from nbagent.config import McpServerConfig
+from nbagent.config import Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
-from nbagent.protocol import ElicitationRequested, EventMsg, McpLog, McpStartupUpdate, WarningEvent, new_id
+from nbagent.protocol import (
+    ElicitationRequested,
+    EventMsg,
+    McpLog,
+    McpLoginCompleted,
+    McpLoginRequired,
+    McpStartupUpdate,
+    WarningEvent,
+    new_id,
+)
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.protocol.tools import ProgressFn
 
@@ -173,9 +183,12 @@ class McpConnection:
         on_elicit: ElicitFn,
         on_tools_changed: Callable[[McpConnection], None] | None = None,
         force_legacy: bool = False,
+        config: Config | None = None,
     ) -> None:
         self.name = name
         self.cfg = cfg
+        self.oauth_config = config
+        """The session's config, for where OAuth tokens live; ``None``: no OAuth logins."""
         self.state: State = "stopped"
         self.error: str | None = None
         self.info = ConnectionInfo()
@@ -198,6 +211,7 @@ class McpConnection:
         self._closing = False
         self._serving = False
         self._inflight: set[CallControl] = set()
+        self._startup: CallControl | None = None
         self.generation = 0
         """Bumped whenever the tool list or the state changes, so catalogues know to rebuild."""
 
@@ -233,9 +247,13 @@ class McpConnection:
         self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task = loop.create_task(self._own(), name=f"nbagent-mcp-{self.name}")
         timeout = self.cfg.startup_timeout_sec
+        # A deadline that a login pauses: the person's time in their browser is not the server's.
+        self._startup = CallControl(call_id=None, scope=anyio.CancelScope(deadline=anyio.current_time() + timeout))
         try:
-            with anyio.fail_after(timeout):
+            with self._startup.scope:
                 await asyncio.shield(self._ready)
+            if self._startup.scope.cancelled_caught:
+                raise TimeoutError
         except TimeoutError:
             await self.aclose(state="failed")
             self.error = f"MCP server {self.name!r} did not start within {timeout:g} s"
@@ -247,6 +265,8 @@ class McpConnection:
         except BaseException:
             await self.aclose(state="failed")
             raise
+        finally:
+            self._startup = None
         self.state = "ready"
         self.generation += 1
 
@@ -378,17 +398,48 @@ class McpConnection:
             )
         headers = self._http_headers()
         assert cfg.url is not None
+        auth = self._oauth(stack)
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
             # the SDK's own HTTP+SSE client (``type = "sse"``), with the same limits as streamable HTTP's
-            return sse_client(cfg.url, headers=headers, timeout=30.0, sse_read_timeout=300.0)
+            return sse_client(cfg.url, headers=headers, timeout=30.0, sse_read_timeout=300.0, auth=auth)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0), auth=auth)
         stack.push_async_callback(http.aclose)
         return streamable_http_client(cfg.url, http_client=http)
+
+    def _oauth(self, stack: AsyncExitStack) -> Any:
+        """The SDK's OAuth provider for a server without an Authorization of its own: a 401, at
+        startup or mid-session, becomes a login whose link is an event, not a failure."""
+        from nbagent.mcp import oauth
+
+        if self.oauth_config is None or not oauth.uses_oauth(self.cfg):
+            return None
+
+        async def on_link(url: str) -> None:
+            self._emit(McpLoginRequired(server=self.name, url=url))
+
+        auth = oauth.ServerAuth(
+            self.name, self.cfg, self.oauth_config, on_link=on_link,
+            on_completed=lambda: self._emit(McpLoginCompleted(server=self.name)), waiting=self._waiting_on_person,
+        )  # fmt: skip
+        stack.push_async_callback(auth.aclose)
+        return auth.provider
+
+    @contextmanager
+    def _waiting_on_person(self) -> Iterator[None]:
+        """Pause the startup deadline and every in-flight call's while a person signs in."""
+        controls = [*self._inflight, *([self._startup] if self._startup else [])]
+        for control in controls:
+            control.pause()
+        try:
+            yield
+        finally:
+            for control in controls:
+                control.resume()
 
     def _http_headers(self) -> dict[str, str]:
         """Static headers, headers from environment variables, and the bearer token (never logged)."""

@@ -17,7 +17,7 @@ from typing import Any
 from mcp.shared.exceptions import MCPError
 import mcp_types as types
 
-from nbagent.config import SERVER_NAME, McpServerConfig
+from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.catalog import build_catalog
 from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
@@ -40,6 +40,7 @@ class McpConnectionManager:
         on_event: EventFn,
         on_elicit: ElicitFn,
         log_dir: Path,
+        config: Config | None = None,
     ) -> None:
         for name in servers:
             _check_name(name)
@@ -47,6 +48,8 @@ class McpConnectionManager:
         self._on_event = on_event
         self._on_elicit = on_elicit
         self._log_dir = Path(log_dir)
+        self._config = config
+        """Passed to connections for OAuth logins (where tokens live, the callback port)."""
         self._conns: dict[str, McpConnection] = {}
         self._catalog: list[ToolSpec] = []
         self._catalog_key: tuple[Any, ...] | None = None
@@ -68,7 +71,7 @@ class McpConnectionManager:
         cfg = self._configs[name]
         conn = McpConnection(
             name, cfg, log_dir=self._log_dir, on_event=self._emit, on_elicit=self._on_elicit,
-            on_tools_changed=self._tools_changed, force_legacy=force_legacy,
+            on_tools_changed=self._tools_changed, force_legacy=force_legacy, config=self._config,
         )  # fmt: skip
         self._conns[name] = conn
         self._emit(McpStartupUpdate(server=name, status="starting"))

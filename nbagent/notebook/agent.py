@@ -21,6 +21,8 @@ from nbagent.protocol import (
     ElicitationRequested,
     Event,
     McpStartupComplete,
+    McpLoginCompleted,
+    McpLoginRequired,
     McpStartupUpdate,
     Op,
     SessionConfigured,
@@ -167,7 +169,7 @@ class KernelAgent:
         msg = event.msg
         if isinstance(msg, SessionConfigured):
             self.configured = msg
-        if isinstance(msg, (McpStartupUpdate, McpStartupComplete)):
+        if isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
         turn_id = event.turn_id

@@ -17,6 +17,7 @@ from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
 from nbagent.notebook.labels import model_text, policy_text
+from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.stream import MarkdownStream
 from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.toolcard import ToolCard
@@ -30,6 +31,8 @@ from nbagent.protocol import (
     ElicitationResolved,
     Event,
     Interrupt,
+    McpLoginCompleted,
+    McpLoginRequired,
     McpStartupUpdate,
     Progress,
     Reasoning,
@@ -72,6 +75,7 @@ class TurnView:
         self.cards: dict[str, ToolCard] = {}
         self.approvals: dict[str, ApprovalPanel] = {}
         self.forms: dict[str, ElicitationForm] = {}
+        self.logins: LoginLinks | None = None
         self._note = note
         self.cell_id = running_cell_id()
         """The cell this view is displayed in (made in the cell's execution): the turn's cells are
@@ -207,6 +211,17 @@ class TurnView:
     def _on_mcp_startup_update(self, event: McpStartupUpdate) -> None:
         if event.status == "failed":
             self._add(W.HTML(f"<div style='color:{COLORS['error']}'>MCP server {esc(event.server)} failed: {esc(event.error or '')}</div>"))
+
+    def _on_mcp_login_required(self, event: McpLoginRequired) -> None:
+        """A 401 mid-turn: the link to sign in again, in the turn that is waiting for it."""
+        if self.logins is None:
+            self.logins = LoginLinks()
+            self._add(self.logins.widget)
+        self.logins.handle(event)
+
+    def _on_mcp_login_completed(self, event: McpLoginCompleted) -> None:
+        if self.logins is not None:
+            self.logins.handle(event)
 
     def _on_token_usage(self, event: TokenUsage) -> None:
         cached = f", {event.cached_input_tokens} cached" if event.cached_input_tokens else ""

@@ -6,7 +6,8 @@ import ipywidgets as W
 
 from nbagent.mcp.status import ServerStatus
 from nbagent.notebook.html import COLORS, badge, esc, pre
-from nbagent.protocol import Event, McpStartupComplete, McpStartupUpdate
+from nbagent.notebook.login import LoginLinks
+from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired, McpStartupComplete, McpStartupUpdate
 
 STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled": "warn", "stopped": "muted"}
 
@@ -22,7 +23,9 @@ class StartupView:
     def __init__(self, servers: list[str]) -> None:
         self.updates: dict[str, McpStartupUpdate] = {}
         self.servers = list(servers)
-        self.widget = W.HTML()
+        self.status = W.HTML()
+        self.logins = LoginLinks()
+        self.widget = W.VBox([self.status, self.logins.widget])
         self.complete = not servers
         self._render()
 
@@ -36,10 +39,12 @@ class StartupView:
         elif isinstance(msg, McpStartupComplete):
             self.complete = True
             self._render()
+        elif isinstance(msg, (McpLoginRequired, McpLoginCompleted)):
+            self.logins.handle(msg)
 
     def _render(self) -> None:
         if not self.servers:
-            self.widget.value = badge("no MCP servers configured", "muted")
+            self.status.value = badge("no MCP servers configured", "muted")
             return
         parts = []
         for name in self.servers:
@@ -52,4 +57,4 @@ class StartupView:
                     f"<div style='color:{COLORS['error']}'>{esc(update.error or 'failed')}</div>"
                     + (pre(update.stderr_tail) if update.stderr_tail else "")
                 )
-        self.widget.value = "<b>MCP</b> " + "".join(parts)
+        self.status.value = "<b>MCP</b> " + "".join(parts)

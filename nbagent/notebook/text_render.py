@@ -137,6 +137,10 @@ class TextTurn:
             self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
         elif t == "warning":
             self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
+        elif t == "mcp_login_required":
+            self._line(f"🔑 MCP server {event.server} asks you to sign in; open this link yourself: {event.url}")  # type: ignore[union-attr]
+        elif t == "mcp_login_completed":
+            self._line(f"✓ signed in to MCP server {event.server}")  # type: ignore[union-attr]
         elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
             self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
         elif t == "turn_failed":

@@ -53,4 +53,4 @@ async def login(name: str, server: McpServerConfig, config: Config, *, on_link: 
 
 def logout(name: str, server: McpServerConfig, config: Config) -> bool:
     """Forget the tokens and registration stored for ``name``; ``False`` when there were none."""
-    return backend_for(name, config).delete()
+    return backend_for(name, server.url or "", config).delete()

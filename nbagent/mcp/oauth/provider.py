@@ -14,6 +14,7 @@ import os
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, fields
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -22,6 +23,7 @@ from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.auth_utils import check_resource_allowed
+from pydantic import PrivateAttr
 
 from nbagent._version import __version__
 from nbagent.config import Config, ConfigError, McpServerConfig
@@ -45,26 +47,32 @@ class _Context(OAuthContext):
         return self.resource is not None or super().should_include_resource_param(protocol_version)
 
 
-class _Provider(OAuthClientProvider):
-    """The SDK provider, with the configured scopes asked for (plus any a 401/403 challenge
-    names) and a stored token's expiry known after a restart, so it is refreshed, not replayed."""
+class _Metadata(OAuthClientMetadata):
+    """Client metadata whose scope is the configured ``scopes`` (plus any a 401/403 challenge
+    adds) whatever the SDK selects from the server's metadata, for registration and login alike."""
 
-    def __init__(self, *args: object, scopes: list[str] | None, resource: str | None, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    _scopes: str | None = PrivateAttr(default=None)
+    _challenged: str | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "scope" and self._scopes:
+            value = union_scopes(self._scopes, self._challenged)
+        super().__setattr__(name, value)
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK provider, with the configured resource and scopes, and a stored token's expiry
+    known after a restart, so an expired one is refreshed rather than replayed."""
+
+    def __init__(self, *args: Any, resource: str | None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.context = _Context(**{f.name: getattr(self.context, f.name) for f in fields(self.context)}, resource=resource)
-        self._scopes = " ".join(scopes) if scopes else None
-        self._challenged: str | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()
         storage = self.context.storage
         if isinstance(storage, TokenStore) and self.context.current_tokens is not None:
             self.context.token_expiry_time = storage.expires_at
-
-    async def _perform_authorization(self) -> httpx2.Request:
-        if self._scopes:
-            self.context.client_metadata.scope = union_scopes(self._scopes, self._challenged)
-        return await super()._perform_authorization()
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)
@@ -73,8 +81,9 @@ class _Provider(OAuthClientProvider):
             while True:
                 outgoing = await flow.asend(response)  # type: ignore[arg-type]
                 response = yield outgoing
-                if response.status_code in (401, 403):
-                    self._challenged = extract_scope_from_www_auth(response)
+                metadata = self.context.client_metadata
+                if response.status_code in (401, 403) and isinstance(metadata, _Metadata):
+                    metadata._challenged = extract_scope_from_www_auth(response)
         except StopAsyncIteration:
             return
 
@@ -124,7 +133,7 @@ class ServerAuth:
     ) -> None:
         assert server.url is not None
         self.name = name
-        self.store = TokenStore(backend_for(name, config), server.url, fresh=fresh)
+        self.store = TokenStore(backend_for(name, server.url, config), server.url, fresh=fresh)
         registered = _registered_port(self.store)
         port = config.mcp_oauth_callback_port or registered or free_port()
         if registered is not None and registered != port:
@@ -139,17 +148,17 @@ class ServerAuth:
         self._login_timeout = config.elicitation_timeout_sec
         self._pending = False
         self.store.on_tokens = self._tokens_saved
-        metadata = OAuthClientMetadata(
+        metadata = _Metadata(
             redirect_uris=[self.callback.redirect_uri],  # type: ignore[list-item]
             client_name="nbagent",
-            client_uri=None,
             software_id="nbagent",
             software_version=__version__,
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
-            token_endpoint_auth_method=(oauth.token_endpoint_auth_method if oauth else None) or "none",
+            token_endpoint_auth_method=oauth.token_endpoint_auth_method if oauth else None,
             scope=" ".join(server.scopes) if server.scopes else None,
         )
+        metadata._scopes = metadata.scope
         self.provider = _Provider(
             server.url,
             metadata,
@@ -158,7 +167,6 @@ class ServerAuth:
             callback_handler=self._callback,
             client_metadata_url=oauth.client_metadata_url if oauth else None,
             validate_resource_url=self._validate_resource if server.oauth_resource else None,
-            scopes=server.scopes,
             resource=server.oauth_resource,
         )
         self._resource = server.oauth_resource

@@ -8,6 +8,7 @@ the OS keyring takes the same record when ``mcp_oauth_credentials_store`` asks f
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
@@ -47,9 +48,10 @@ class FileBackend:
         self.path = directory / f"{name}.json"
 
     def read(self) -> str | None:
+        """The record's text; a file that cannot be read as text counts as none (a new login)."""
         try:
             return self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):
             return None
 
     def write(self, text: str) -> None:
@@ -78,13 +80,14 @@ class FileBackend:
 
 
 class KeyringBackend:
-    """The OS keyring (the ``keyring`` package), one entry per server name."""
+    """The OS keyring (the ``keyring`` package): one entry per server name and URL, so two
+    homes' servers of the same name (or a server that moved) never share an entry."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, url: str) -> None:
         import keyring
 
         self._keyring = keyring
-        self.name = name
+        self.name = f"{name}|{hashlib.sha256(url.encode()).hexdigest()[:16]}"
 
     def read(self) -> str | None:
         return self._keyring.get_password(KEYRING_SERVICE, self.name)
@@ -111,7 +114,7 @@ def _keyring_usable() -> bool:
     return not isinstance(keyring.get_keyring(), fail.Keyring)
 
 
-def backend_for(name: str, config: Config) -> Backend:
+def backend_for(name: str, url: str, config: Config) -> Backend:
     """The store ``mcp_oauth_credentials_store`` names: ``auto`` is the keyring when one works."""
     wanted = config.mcp_oauth_credentials_store
     if wanted == "keyring" and not _keyring_usable():
@@ -120,7 +123,7 @@ def backend_for(name: str, config: Config) -> Backend:
             "and a backend, or set it to 'file')"
         )
     if wanted == "keyring" or (wanted == "auto" and _keyring_usable()):
-        return KeyringBackend(name)
+        return KeyringBackend(name, url)
     return FileBackend(config.home_path / "oauth", name)
 
 
