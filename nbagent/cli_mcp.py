@@ -135,7 +135,11 @@ def auth(name: str, cfg: McpServerConfig, config: Config) -> str:
 
     if not uses_oauth(cfg):
         return "headers"
-    return "oauth (logged in)" if backend_for(name, config).read() is not None else "oauth"
+    try:
+        stored = backend_for(name, cfg.url or "", config).read() is not None
+    except ConfigError:  # a keyring asked for and missing: ``login`` says so
+        stored = False
+    return "oauth (logged in)" if stored else "oauth"
 
 
 def server_view(config: Config, name: str) -> dict[str, Any]:

@@ -3,13 +3,18 @@ command in a subprocess, real config files in a temporary folder, read back byte
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shutil
+import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from nbagent.config import load_config
-from tests.cli.proc import SERVERS, failing_server, nbagent, one_line_error, stdio_server
+from tests.cli.proc import SERVERS, failing_server, nbagent, one_line_error, start_nbagent, stdio_server
 
 CODEX_FIXTURE = Path(__file__).resolve().parents[1] / "config" / "fixtures" / "codex_config.toml"
 
@@ -231,3 +236,34 @@ def test_list_check_starts_each_server_and_shows_its_state(tmp_path: Path) -> No
     rows = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
     assert rows["good"].rstrip().endswith("tools)") and "ready (" in rows["good"]
     assert "failed" in rows["broken"] and sys.executable in rows["broken"]
+
+
+@pytest.mark.timeout(180)
+def test_login_prints_the_link_and_logout_forgets_the_tokens(tmp_path: Path) -> None:
+    from tests.mcp.oauth_helpers import follow, serve_oauth
+
+    home = tmp_path / "home"
+    with contextlib.contextmanager(serve_oauth)(tmp_path) as server:
+        (tmp_path / "nbagent.toml").write_text(f'mcp_oauth_credentials_store = "file"\n[mcp_servers.web]\nurl = "{server.url}"\n')
+        before = nbagent("mcp", "list", home=home, cwd=tmp_path).stdout
+        assert " oauth " in before and "logged in" not in before
+        login = start_nbagent("mcp", "login", "web", home=home, cwd=tmp_path)
+        try:
+            assert login.stdout is not None
+            lines = [login.stdout.readline() for _ in range(2)]
+            assert "it is not opened for you" in lines[0], lines
+            asyncio.run(follow(lines[1].strip()))  # the person opens it, consents, lands on the callback
+            out, err = login.communicate(timeout=60)
+        finally:
+            login.kill()
+        assert login.returncode == 0, err
+        assert "Logged in to MCP server 'web'" in out
+        stored = home / "oauth" / "web.json"
+        assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+        assert "oauth (logged in)" in nbagent("mcp", "list", home=home, cwd=tmp_path).stdout
+
+        logout = nbagent("mcp", "logout", "web", home=home, cwd=tmp_path)
+        assert logout.returncode == 0 and "its stored OAuth tokens are removed" in logout.stdout
+        assert not stored.exists()
+        again = nbagent("mcp", "logout", "web", home=home, cwd=tmp_path)
+        assert "No OAuth tokens stored for MCP server 'web'" in again.stdout
