@@ -16,12 +16,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from IPython.display import display
+
 from nbagent import cli_mcp
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
 from nbagent.notebook.labels import model_text, plural, policy_text
+from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
@@ -193,19 +196,28 @@ def _verb(agent: KernelAgent, words: Any) -> None:
 
 
 def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None:
-    """Sign in in the background: the link is printed in this cell (never opened by itself);
-    once tokens are stored, a running server restarts to use them."""
+    """Sign in in the background: the link is shown in this cell for the person to open (never
+    opened by itself); once tokens are stored, a running server restarts to use them."""
     from nbagent.config import load_config
+    from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 
     cell = CellContext()
     config = load_config(cwd)
     cli_mcp.server_named(config, name)  # an unknown name is a usage line now, not a failed task
+    links = LoginLinks() if agent.frontend() == "widgets" else None
+    if links is not None:
+        display(links.widget)
 
     async def show(url: str) -> None:
-        cell.run(print, f"To log in to {name}, open this link in your browser:\n  {url}")
+        if links is not None:
+            links.handle(McpLoginRequired(server=name, url=url))
+        else:
+            cell.run(print, f"To log in to {name}, open this link in your browser:\n  {url}")
 
     async def job(session: Session) -> str:
         done = await cli_mcp.login(config, name, scopes, show)
+        if links is not None:
+            links.handle(McpLoginCompleted(server=name))
         if name in session.servers.names():
             await session.servers.restart(name)
             return f"{done}\n{_server_line(session, name)}"
