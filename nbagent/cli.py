@@ -131,7 +131,8 @@ def _rebuild(args: argparse.Namespace) -> int:
 def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
     """The configured MCP servers, started without a session (``nbagent.cli_mcp``)."""
     config = load_config(args.cwd)
-    return cli_mcp.server_manager(config.mcp_servers, _home(config) / "logs", warnings)
+    warnings.extend(config.warnings)  # keys read but not honoured
+    return cli_mcp.server_manager(config, _home(config) / "logs", warnings)
 
 
 async def _offered(args: argparse.Namespace) -> int:

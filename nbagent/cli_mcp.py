@@ -361,9 +361,10 @@ async def _print_link(url: str) -> None:
 # -- connecting ----------------------------------------------------------------------------
 
 
-def server_manager(servers: Mapping[str, McpServerConfig], log_dir: Path, warnings: list[str]) -> McpConnectionManager:
-    """The servers, started without a session (so no thread is created); their warnings are
-    gathered in ``warnings`` and nothing can be asked."""
+def server_manager(config: Config, log_dir: Path, warnings: list[str]) -> McpConnectionManager:
+    """The configured servers, started without a session (so no thread is created); their
+    warnings are gathered in ``warnings``, nothing can be asked and no sign-in is started (a
+    server that needs one says to run ``nbagent mcp login``)."""
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.protocol import ElicitationRequested, EventMsg, WarningEvent
     from nbagent.protocol.elicitation import ElicitOutcome
@@ -376,12 +377,12 @@ def server_manager(servers: Mapping[str, McpServerConfig], log_dir: Path, warnin
         return ElicitOutcome(action="decline")
 
     log_dir.mkdir(parents=True, exist_ok=True)
-    return McpConnectionManager(servers, on_event, no_one_to_ask, log_dir)
+    return McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir, config, sign_in=False)
 
 
 async def check(config: Config, warnings: list[str]) -> dict[str, ServerStatus]:
     """Each server's state after one start attempt (all at once, each within its timeout)."""
-    async with server_manager(config.mcp_servers, config.home_path / "logs", warnings) as mcp:
+    async with server_manager(config, config.home_path / "logs", warnings) as mcp:
         return mcp.status()
 
 

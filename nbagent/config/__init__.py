@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -124,7 +123,7 @@ class McpServerConfig(_Strict):
         """Read a table as Codex would; remember what was ignored, to warn about it."""
         if not isinstance(data, dict):
             return handler(data)  # type: ignore[no-any-return]
-        data, notes = codex.translate(data, _model_keys(cls.model_fields.get("oauth")))
+        data, notes = codex.translate(data, frozenset(OAuthSettings.model_fields))
         server: McpServerConfig = handler(data)
         stdio = server.transport == "stdio" if server.transport else bool(server.command)
         server._ignored = notes + codex.misplaced(stdio, server.model_fields_set)
@@ -259,16 +258,6 @@ class Config(_Strict):
             "model_provider = \"local\" and model = \"llama3.2\"; or model = \"replay:FILE\" for a scripted model "
             "(-m replay:FILE on the command line)"
         )
-
-
-def _model_keys(field: Any) -> frozenset[str] | None:
-    """The keys of the model a field holds (``OAuthSettings | None`` -> its fields), if any."""
-    if field is None:
-        return None
-    for arg in typing.get_args(field.annotation) or (field.annotation,):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return frozenset(arg.model_fields)
-    return None
 
 
 def default_home() -> Path:

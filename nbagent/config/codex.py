@@ -24,8 +24,12 @@ DEFAULTS: dict[str, Any] = {"supports_parallel_tool_calls": False, "omit_tools_f
 """Values that mean what nbagent does anyway: dropped without a word."""
 SILENT = ("name",)
 """Keys Codex itself accepts and ignores (a legacy display name)."""
-OAUTH_KEYS = ("client_id", "callback_url", "callback_port")
-"""Codex's ``[mcp_servers.NAME.oauth]`` keys."""
+OAUTH_KEYS = {
+    "callback_url": "the login callback is always on 127.0.0.1, at the port nbagent listens on",
+    "callback_port": "the login callback's port is the top-level mcp_oauth_callback_port",
+}
+"""Codex's ``[mcp_servers.NAME.oauth]`` keys nbagent's own table (``OAuthSettings``) lacks ->
+what nbagent does instead."""
 STDIO_ONLY = ("args", "env", "env_vars", "cwd")
 HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
 
@@ -48,7 +52,6 @@ class _IgnoredTool(BaseModel):
 
 class _IgnoredOAuth(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
-    client_id: str | None = None
     callback_url: str | None = None
     callback_port: int | None = Field(default=None, ge=1, le=65535)
 
@@ -69,10 +72,10 @@ class _EnvVar(BaseModel):
     source: Literal["local", "remote"] | None = None
 
 
-def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[dict[str, Any], list[str]]:
+def translate(data: dict[str, Any], oauth_keys: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
     """``(data nbagent's model reads, warnings)`` for one server table.
 
-    ``oauth_keys``: the keys nbagent's ``oauth`` table has, or ``None`` when it has none.
+    ``oauth_keys``: the keys nbagent's own ``oauth`` table has.
     Raises ``ValueError`` for what Codex refuses too (``bearer_token``) or a value of the wrong type.
     """
     data, notes = dict(data), []
@@ -90,9 +93,8 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
     if "environment_id" in data:
         value = data.pop("environment_id")
         notes.append(f"key 'environment_id' ({value!r}) is ignored: nbagent starts every server on this machine")
-    if "auth" in data:
-        if data.pop("auth") == "chatgpt":
-            notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
+    if data.pop("auth", None) == "chatgpt":  # "oauth" is what nbagent does
+        notes.append("key 'auth' ('chatgpt') is ignored: nbagent has no ChatGPT session; OAuth is used")
     for key, instead in IGNORED.items():
         if key in data:
             del data[key]
@@ -103,8 +105,6 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str] | None) -> tuple[
         data["tools"] = {name: _tool(name, table, notes) for name, table in data["tools"].items()}
     if isinstance(data.get("oauth"), dict):
         data["oauth"] = _oauth(data["oauth"], oauth_keys, notes)
-        if data["oauth"] is None:
-            del data["oauth"]
     return data, notes
 
 
@@ -134,16 +134,13 @@ def _tool(name: str, table: Any, notes: list[str]) -> Any:
     return table
 
 
-def _oauth(table: dict[str, Any], keys: frozenset[str] | None, notes: list[str]) -> dict[str, Any] | None:
-    _check(_IgnoredOAuth, {key: value for key, value in table.items() if key not in (keys or ())}, "oauth.")
-    if keys is None:
-        notes.append("key 'oauth' is ignored: this nbagent takes no OAuth client settings")
-        return None
+def _oauth(table: dict[str, Any], keys: frozenset[str], notes: list[str]) -> dict[str, Any]:
+    _check(_IgnoredOAuth, table, "oauth.")
     kept = dict(table)
-    for key in OAUTH_KEYS:
+    for key, instead in OAUTH_KEYS.items():
         if key in kept and key not in keys:
             del kept[key]
-            notes.append(f"key 'oauth.{key}' is ignored: nbagent's OAuth login does not use it")
+            notes.append(f"key 'oauth.{key}' is ignored: {instead}")
     return kept
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,21 +54,19 @@ def _too_deep(path: Path, text: str, kind: str) -> ConfigError:
     return ConfigError(f"{path}: line {line}: key '{key}': nested more than {MAX_DEPTH} levels deep")
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def _parse(path: Path, kind: str, loads: Callable[[str], Any], invalid: type[ValueError]) -> Any:
     text = read_text(path)
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        return loads(text)
+    except invalid as exc:
+        raise ConfigError(f"{path}: invalid {kind.upper()}: {exc}") from None
     except RecursionError:
-        raise _too_deep(path, text, "toml") from None
+        raise _too_deep(path, text, kind) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    return _parse(path, "toml", tomllib.loads, tomllib.TOMLDecodeError)  # type: ignore[no-any-return]
 
 
 def read_json(path: Path) -> Any:
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise _too_deep(path, text, "json") from None
+    return _parse(path, "json", json.loads, json.JSONDecodeError)

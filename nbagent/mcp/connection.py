@@ -184,11 +184,14 @@ class McpConnection:
         on_tools_changed: Callable[[McpConnection], None] | None = None,
         force_legacy: bool = False,
         config: Config | None = None,
+        sign_in: bool = True,
     ) -> None:
         self.name = name
         self.cfg = cfg
         self.oauth_config = config
         """The session's config, for where OAuth tokens live; ``None``: no OAuth logins."""
+        self.sign_in = sign_in
+        """Whether a login may ask the person (``False``: stored tokens only, else it fails)."""
         self.state: State = "stopped"
         self.error: str | None = None
         self.info = ConnectionInfo()
@@ -423,7 +426,7 @@ class McpConnection:
             self._emit(McpLoginRequired(server=self.name, url=url))
 
         auth = oauth.ServerAuth(
-            self.name, self.cfg, self.oauth_config, on_link=on_link,
+            self.name, self.cfg, self.oauth_config, on_link=on_link if self.sign_in else None,
             on_completed=lambda: self._emit(McpLoginCompleted(server=self.name)), waiting=self._waiting_on_person,
         )  # fmt: skip
         stack.push_async_callback(auth.aclose)

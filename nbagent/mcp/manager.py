@@ -41,6 +41,8 @@ class McpConnectionManager:
         on_elicit: ElicitFn,
         log_dir: Path,
         config: Config | None = None,
+        *,
+        sign_in: bool = True,
     ) -> None:
         for name in servers:
             _check_name(name)
@@ -50,6 +52,8 @@ class McpConnectionManager:
         self._log_dir = Path(log_dir)
         self._config = config
         """Passed to connections for OAuth logins (where tokens live, the callback port)."""
+        self._sign_in = sign_in
+        """``False`` where no one sees events: a server needing a new login fails, naming the verb."""
         self._conns: dict[str, McpConnection] = {}
         self._catalog: list[ToolSpec] = []
         self._catalog_key: tuple[Any, ...] | None = None
@@ -72,6 +76,7 @@ class McpConnectionManager:
         conn = McpConnection(
             name, cfg, log_dir=self._log_dir, on_event=self._emit, on_elicit=self._on_elicit,
             on_tools_changed=self._tools_changed, force_legacy=force_legacy, config=self._config,
+            sign_in=self._sign_in,
         )  # fmt: skip
         self._conns[name] = conn
         self._emit(McpStartupUpdate(server=name, status="starting"))

@@ -3,7 +3,7 @@ means what it means in Codex, and a key nbagent cannot honour is a warning namin
 
 from __future__ import annotations
 
-import asyncio
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from nbagent import Session
-from nbagent.config import ConfigError, McpServerConfig, load_config
-from nbagent.protocol import ApprovalDecision, Event
-from tests.mcp.conftest import records, server_cfg
+from nbagent.config import ConfigError, load_config
+from tests.cli.proc import nbagent
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_config.toml"
 CODEX_KEYS = {
@@ -82,11 +81,10 @@ def test_each_key_nbagent_cannot_honour_is_one_warning_naming_file_server_and_ke
     for server, keys in expected.items():
         for key in keys:
             assert sum(f"MCP server {server}: key {key}" in w for w in warnings) == 1, (server, key, warnings)
-    if "oauth" in McpServerConfig.model_fields:  # the OAuth client settings are nbagent's: client_id is honoured
-        assert config.mcp_servers["linear"].oauth.client_id == "codex-cli"  # type: ignore[attr-defined]
-        assert not any("'oauth.client_id'" in w for w in warnings)
-    else:
-        assert sum("MCP server 'linear': key 'oauth' is ignored" in w for w in warnings) == 1
+    assert config.mcp_servers["linear"].oauth.client_id == "codex-cli"  # type: ignore[union-attr]
+    assert not any("'oauth.client_id'" in w for w in warnings)
+    for key in ("callback_url", "callback_port"):  # the callback is always nbagent's own, on 127.0.0.1
+        assert sum(f"MCP server 'linear': key 'oauth.{key}' is ignored" in w for w in warnings) == 1
     honoured = CODEX_KEYS - {"supports_parallel_tool_calls", "omit_tools_from", "http_headers_helper", "auth",
                              "environment_id", "oauth", "env_vars", "tools"}  # fmt: skip
     for key in honoured:  # what nbagent honours is never called ignored
@@ -151,31 +149,29 @@ async def test_the_session_announces_each_ignored_key_as_a_warning_event(codex_h
     assert all(any(w == s for s in seen) for w in config.warnings) and config.warnings
 
 
-async def test_writes_asks_only_for_tools_that_do_not_say_they_are_read_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Codex's ``writes``: an untrusted server's ``readOnlyHint`` is taken at its word, nothing more."""
-    monkeypatch.delenv("NBAGENT_MODEL", raising=False)
-    record = tmp_path / "record.jsonl"
-    script = tmp_path / "script.json"
-    script.write_text(
-        '{"responses": [{"tool_calls": [{"name": "mcp__feat__read_note", "arguments": {"key": "r"}},'
-        ' {"name": "mcp__feat__delete_note", "arguments": {"key": "d"}}]}, {"text": "ok"}]}'
-    )
-    servers = {"feat": server_cfg("features.py", record, default_tools_approval_mode="writes")}
-    asked: list[str] = []
-    async with Session(
-        model=f"replay:{script}", policy="on-request", cwd=tmp_path, home=tmp_path / "home",
-        mcp_servers=servers, interactive=True,
-    ) as session:  # fmt: skip
 
-        def deny(event: Event) -> None:
-            if event.msg.type == "approval_requested":
-                asked.append(event.msg.raw_tool)
-                session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="deny"))
+def test_nbagent_tools_lists_each_ignored_key_as_a_warning(codex_home: Path, tmp_path: Path) -> None:
+    """The real CLI on the Codex file: it loads, lists the servers and names each ignored key."""
+    work = tmp_path / "work"
+    work.mkdir()
+    text = (codex_home / "config.toml").read_text()
+    text = text.replace("enabled = true", "enabled = false").replace("required = true", "required = false")
+    (codex_home / "config.toml").write_text(text)  # nothing to start: the listing is of the config alone
+    done = nbagent("tools", "--json", home=codex_home, cwd=work, timeout=120)
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    assert sorted(s["name"] for s in listing["servers"]) == ["docs", "linear"]
+    assert listing["warnings"] == load(codex_home, work).warnings
+    assert any("key 'http_headers_helper' is ignored" in w for w in listing["warnings"])
 
-        session.subscribe(deny)
-        await asyncio.wait_for(session.run("read and delete"), 60)
-    assert asked == ["delete_note"]
-    assert [r["tool"] for r in records(record)] == ["read_note"]
 
+def test_always_written_into_a_codex_file_keeps_its_keys_and_comments(codex_home: Path) -> None:
+    from nbagent.config import record_always_approval
+
+    before = load(codex_home)
+    record_always_approval(before, "docs", "fetch", cwd=codex_home.parent / "work")
+    text = (codex_home / "config.toml").read_text()
+    assert "# legacy display name, ignored by Codex too" in text and "http_headers_helper" in text
+    after = load(codex_home)
+    assert after.mcp_servers["docs"].approval_mode_for("fetch") == "approve"
+    assert after.warnings == before.warnings

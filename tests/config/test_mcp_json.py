@@ -6,26 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
-from tests.mcp.conftest import SERVERS, HttpServer, _serve_http, records
+from tests.mcp.conftest import SERVERS, HttpServer, http_server, records, sse_server
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp_json"
-
-
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[HttpServer]:
-    yield from _serve_http(tmp_path, "http")
-
-
-@pytest.fixture
-def sse_server(tmp_path: Path) -> Iterator[HttpServer]:
-    yield from _serve_http(tmp_path, "sse")
+__all__ = ["http_server", "sse_server"]  # the real servers, as fixtures of this module
 
 
 def project(tmp_path: Path, fixture: str) -> Path:

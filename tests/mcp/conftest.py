@@ -139,31 +139,25 @@ class HttpServer:
     pid: int
 
 
-def _serve_http(tmp_path: Path, transport: str) -> Iterator[HttpServer]:
-    """tests/servers/http_server.py on a free port; ready within 15 s or the test fails."""
-    port = _free_port()
-    token = "test-token-" + os.urandom(4).hex()
-    record = tmp_path / "http-records.jsonl"
-    env = {**os.environ, "HTTP_TOKEN": token, "RECORD_FILE": str(record)}
-    log = open(tmp_path / "http-server.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "http_server.py"), str(port), *(["sse"] if transport == "sse" else [])], env=env, stdout=log, stderr=log,
-        start_new_session=True,
-    )  # fmt: skip
+def serve_until_healthy(args: list[str], env: dict[str, str], log_path: Path, base: str) -> Iterator[int]:
+    """Run a test server (its pid yielded) until ``base``/health answers, within 15 s or the
+    test fails with its log; stopped at the end."""
+    log = open(log_path, "w")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, *args], env={**os.environ, **env}, stdout=log, stderr=log,
+                            start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 15
     try:
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
+                with urllib.request.urlopen(f"{base}/health", timeout=1) as resp:
                     if resp.status == 200:
                         break
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"http test server did not start: {(tmp_path / 'http-server.log').read_text()}")
+                raise RuntimeError(f"test server {args[0]} did not start: {log_path.read_text()}")
             time.sleep(0.05)
-        path = "/sse" if transport == "sse" else "/mcp"
-        yield HttpServer(url=f"http://127.0.0.1:{port}{path}", token=token, record=record, pid=proc.pid)
+        yield proc.pid
     finally:
         proc.terminate()
         try:
@@ -172,6 +166,18 @@ def _serve_http(tmp_path: Path, transport: str) -> Iterator[HttpServer]:
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+def _serve_http(tmp_path: Path, transport: str) -> Iterator[HttpServer]:
+    """tests/servers/http_server.py on a free port; ready within 15 s or the test fails."""
+    port = _free_port()
+    token = "test-token-" + os.urandom(4).hex()
+    record = tmp_path / "http-records.jsonl"
+    args = [str(SERVERS / "http_server.py"), str(port), *(["sse"] if transport == "sse" else [])]
+    env = {"HTTP_TOKEN": token, "RECORD_FILE": str(record)}
+    for pid in serve_until_healthy(args, env, tmp_path / "http-server.log", f"http://127.0.0.1:{port}"):
+        path = "/sse" if transport == "sse" else "/mcp"
+        yield HttpServer(url=f"http://127.0.0.1:{port}{path}", token=token, record=record, pid=pid)
 
 
 @pytest.fixture

@@ -8,12 +8,7 @@ browser would be.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.mcp.conftest import SERVERS, _free_port
+from tests.mcp.conftest import SERVERS, _free_port, serve_until_healthy
 
 ALLOW = re.compile(r'href="([^"]+)"')
 
@@ -48,35 +43,11 @@ class OAuthServer:
 def serve_oauth(tmp_path: Path, **env: str) -> Iterator[OAuthServer]:
     """tests/servers/oauth_server.py on a free port, ready within 15 s or the test fails."""
     port = _free_port()
-    log_path = tmp_path / f"oauth-server-{port}.log"
-    log = open(log_path, "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "oauth_server.py"), str(port)],
-        env={**os.environ, "RECORD_FILE": str(tmp_path / "oauth-records.jsonl"), **env},
-        stdout=log, stderr=log, start_new_session=True,
-    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=1) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"oauth test server did not start: {log_path.read_text()}")
-            time.sleep(0.05)
-        yield OAuthServer(base=base, log=log_path)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+    log = tmp_path / f"oauth-server-{port}.log"
+    env = {"RECORD_FILE": str(tmp_path / "oauth-records.jsonl"), **env}
+    for _pid in serve_until_healthy([str(SERVERS / "oauth_server.py"), str(port)], env, log, base):
+        yield OAuthServer(base=base, log=log)
 
 
 async def follow(link: str) -> httpx.Response:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ from nbagent.config.oauth import OAuthSettings
 from nbagent.mcp.connection import McpConnection, McpStartupError
 from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
-from tests.mcp.conftest import Answers, _free_port
+from tests.mcp.conftest import Answers, _free_port, http_server  # noqa: F401 - fixture
 from tests.mcp.oauth_helpers import OAuthServer, Person, follow, serve_oauth
 from tests.waiting import until
 
@@ -280,3 +282,68 @@ async def test_asking_for_a_keyring_that_does_not_work_fails_the_server_clearly(
             await client.connect()
     finally:
         keyring.set_keyring(before)
+
+
+async def test_a_401_from_a_server_without_oauth_fails_it_in_one_line(http_server, clients) -> None:
+    client = clients(McpServerConfig(url=http_server.url, startup_timeout_sec=20))
+    with pytest.raises(McpStartupError) as failed:
+        await client.connect()
+    message = str(failed.value)
+    assert message.startswith("MCP server 'remote' failed to start:") and "\n" not in message, message
+    assert client.of(McpLoginRequired) == []  # nothing to sign in to: no link is shown
+
+
+async def test_the_cli_prints_the_link_and_the_run_completes_once_it_is_followed(
+    oauth_server: OAuthServer, tmp_path: Path
+) -> None:
+    from tests.cli.proc import ROOT
+
+    (tmp_path / "nbagent.toml").write_text(
+        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{oauth_server.url}"\n'
+    )
+    script = tmp_path / "script.json"
+    call = {"tool_calls": [{"name": "mcp__remote__add", "arguments": {"a": 2, "b": 3}}]}
+    script.write_text(json.dumps({"responses": [call, {"text": "added"}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env["NBAGENT_HOME"] = str(tmp_path / "home")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nbagent.cli", "-C", str(tmp_path), "run", "-m", f"replay:{script}",
+        "--policy", "full-auto", "add", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    async with asyncio.timeout(60):
+        while not (lines and lines[-1].strip().startswith(f"{oauth_server.base}/authorize?")):
+            line = (await proc.stdout.readline()).decode()
+            assert line, f"no sign-in link printed: {lines}"
+            lines.append(line)
+        await follow(lines[-1].strip())
+        rest, err = await proc.communicate()
+    out = "".join(lines) + rest.decode()
+    assert proc.returncode == 0, (out, err.decode())
+    assert "[mcp remote: sign in by opening this link in your browser:" in out
+    assert "[mcp remote: signed in]" in out and "<- mcp__remote__add" in out and "added" in out
+
+
+async def test_a_command_no_one_watches_uses_stored_tokens_and_never_waits_for_a_sign_in(
+    oauth_server: OAuthServer, tmp_path: Path
+) -> None:
+    from tests.cli.proc import nbagent
+
+    (tmp_path / "nbagent.toml").write_text(
+        f'mcp_oauth_credentials_store = "file"\n[mcp_servers.remote]\nurl = "{oauth_server.url}"\n'
+    )
+    home = tmp_path / "home"
+    before = await asyncio.to_thread(nbagent, "-C", str(tmp_path), "tools", "--json", home=home)
+    assert "needs you to sign in: run `nbagent mcp login remote`" in before.stdout + before.stderr
+    assert "authorize" not in oauth_server.kinds()  # no login was started for no one
+
+    async def person(url: str) -> None:
+        asyncio.get_running_loop().create_task(follow(url))
+
+    config = Config(home=str(home), mcp_oauth_credentials_store="file")
+    await login("remote", McpServerConfig(url=oauth_server.url), config, on_link=person)
+    after = await asyncio.to_thread(nbagent, "-C", str(tmp_path), "tools", "--json", home=home)
+    assert after.returncode == 0, after.stderr
+    assert "mcp__remote__add" in after.stdout

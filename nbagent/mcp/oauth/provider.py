@@ -126,7 +126,7 @@ class ServerAuth:
         server: McpServerConfig,
         config: Config,
         *,
-        on_link: LinkFn,
+        on_link: LinkFn | None,
         on_completed: Callable[[], None] | None = None,
         waiting: WaitingFn | None = None,
         fresh: bool = False,
@@ -180,6 +180,8 @@ class ServerAuth:
             )
 
     async def _redirect(self, url: str) -> None:
+        if self._on_link is None:  # no one to show a link to (a command that only lists)
+            raise OAuthFlowError(f"MCP server {self.name!r} needs you to sign in: run `nbagent mcp login {self.name}`")
         await self.callback.expect(url)
         self._pending = True
         self._paused.enter_context(self._waiting())
