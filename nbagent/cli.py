@@ -11,12 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import signals
+from nbagent import cli_mcp, signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.core.context import describe as describe_compaction
-from nbagent.protocol import Event, EventMsg
+from nbagent.protocol import Event
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
@@ -144,25 +144,10 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 
 def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
-    """The configured MCP servers, started without a session (so no thread is created); their
-    warnings are gathered in ``warnings`` and nothing can be asked."""
-    from nbagent.mcp.manager import McpConnectionManager
-    from nbagent.protocol import ElicitationRequested, WarningEvent
-    from nbagent.protocol.elicitation import ElicitOutcome
-
+    """The configured MCP servers, started without a session (``nbagent.cli_mcp``)."""
     config = load_config(args.cwd)
     warnings.extend(config.warnings)  # keys read but not honoured
-    log_dir = _home(config) / "logs"
-    log_dir.mkdir(exist_ok=True)
-
-    def on_event(event: EventMsg) -> None:
-        if isinstance(event, WarningEvent):
-            warnings.append(event.message)
-
-    async def no_one_to_ask(_request: ElicitationRequested) -> ElicitOutcome:
-        return ElicitOutcome(action="decline")
-
-    return McpConnectionManager(config.mcp_servers, on_event, no_one_to_ask, log_dir, config, sign_in=False)
+    return cli_mcp.server_manager(config, _home(config) / "logs", warnings)
 
 
 async def _offered(args: argparse.Namespace) -> int:
@@ -304,6 +289,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
         p.add_argument("server", nargs="?", help="only this server")
         p.add_argument("rest", nargs="*", metavar=more.split()[0], help=f"with SERVER: {more}")
         p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+    sub.add_parser("mcp", help="manage MCP servers: list, get, add, remove, login, logout, import", add_help=False)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
@@ -319,7 +305,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if unknown:
         where.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
-        parser.error(f"a command is required: one of {', '.join(commands)}, mcp-server")
+        parser.error(f"a command is required: one of {', '.join(commands)}, mcp, mcp-server")
     return args
 
 
@@ -329,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         from nbagent.server.cli import main_mcp_server
 
         return main_mcp_server(argv[1:])
+    if (mcp := cli_mcp.invoked(argv)) is not None:
+        return cli_mcp.main(mcp[1], cwd=mcp[0])
     args = _parse(argv)
     prog = f"nbagent {args.command}"
     try:

@@ -1,6 +1,5 @@
 """Configuration: ``nbagent.toml`` (project) over ``.mcp.json`` over ``~/.nbagent/config.toml``
-(user) over defaults, then environment overrides. Reads files; writes only the one key an
-"always" approval adds.
+(user) over defaults, then environment overrides. Reads files; ``edit`` writes them.
 
 Errors name the file and the key, and never include a secret's value. Modules by job: ``files``
 reads TOML / JSON, ``mcp_json`` reads Claude Code's ``.mcp.json``, ``codex`` takes Codex's keys
@@ -377,42 +376,11 @@ def load_config(
     return config
 
 
-def record_always_approval(
-    config: Config,
-    server: str,
-    tool: str,
-    cwd: str | Path | None = None,
-    *,
-    definition: ApprovedDefinition | None = None,
-) -> Path:
-    """Write ``approval_mode = "approve"`` and the approved ``definition`` for one tool into the
-    file its server came from, and into ``config`` (rebuilt: objects it shares stay untouched).
+def __getattr__(name: str) -> Any:
+    """``record_always_approval`` lives with the other edits (``nbagent.config.edit``); imported
+    on first use, so reading a config never loads the round-trip TOML writer."""
+    if name == "record_always_approval":
+        from nbagent.config.edit import record_always_approval
 
-    Uses tomlkit so the user's comments and layout survive. Servers from ``.mcp.json`` (which
-    has no such key) get the entry in the project's ``nbagent.toml``.
-    """
-    import tomlkit
-
-    origin = config.sources.get(server)
-    if origin is None or origin.endswith(MCP_JSON):
-        path = Path(cwd or os.getcwd()) / PROJECT_FILE
-    else:
-        path = Path(origin)
-    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
-    servers = doc.setdefault("mcp_servers", tomlkit.table(is_super_table=True))
-    entry = servers.setdefault(server, tomlkit.table(is_super_table=True))
-    tools = entry.setdefault("tools", tomlkit.table(is_super_table=True))
-    tool_table = tools.setdefault(tool, tomlkit.table())
-    tool_table["approval_mode"] = "approve"
-    if definition is not None:
-        hashes = tomlkit.inline_table()
-        hashes.update(definition.model_dump())
-        tool_table["approved_definition"] = hashes
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    server_config = config.mcp_servers.get(server)
-    if server_config is not None:
-        per_tool = ToolConfig(approval_mode="approve", approved_definition=definition)
-        rebuilt = server_config.model_copy(update={"tools": {**server_config.tools, tool: per_tool}})
-        config.mcp_servers = {**config.mcp_servers, server: rebuilt}
-    return path
+        return record_always_approval
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from IPython.display import display
+
+from nbagent import cli_mcp
 from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
@@ -21,6 +26,7 @@ from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
 from nbagent.notebook.labels import model_text, plural, policy_text
+from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
@@ -66,48 +72,6 @@ def _server_line(session: Any, name: str) -> str:
         return f"mcp server {name}: not configured"
     log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
     return f"mcp server {name}: {status_line(st)}{log}"
-
-
-ADD_USAGE = "mcp add NAME [--env KEY=VALUE]... -- CMD ARGS...  or  mcp add NAME --url URL [--bearer-token-env-var VAR]"
-
-
-def _add_config(rest: list[str]) -> McpServerConfig:
-    """The server config ``mcp add NAME ...`` describes (Codex's ``codex mcp add`` options)."""
-    from nbagent.config import McpServerConfig
-
-    env: dict[str, str] = {}
-    url: str | None = None
-    token_var: str | None = None
-    command: list[str] = []
-    i = 0
-    while i < len(rest):
-        word, value = rest[i], rest[i + 1] if i + 1 < len(rest) else None
-        if word == "--":
-            command = rest[i + 1 :]
-            if not command:
-                raise UsageError("mcp add: a command must follow --")
-            break
-        if value is None:
-            raise UsageError(f"mcp add: {word!r} needs a value; {ADD_USAGE}")
-        if word in ("--env", "-e") and "=" in value:
-            key, _, val = value.partition("=")
-            env[key] = val
-        elif word == "--url":
-            url = value
-        elif word == "--bearer-token-env-var":
-            token_var = value
-        else:
-            raise UsageError(f"mcp add: unexpected {word!r}; {ADD_USAGE}")
-        i += 2
-    if bool(command) == bool(url):
-        raise UsageError(ADD_USAGE)
-    if url is not None:
-        if env:
-            raise UsageError("mcp add: --env is for stdio servers (after -- CMD)")
-        return McpServerConfig(url=url, bearer_token_env_var=token_var)
-    if token_var:
-        raise UsageError("mcp add: --bearer-token-env-var is for --url servers")
-    return McpServerConfig(command=command[0], args=command[1:], env=env)
 
 
 def _known_server(agent: KernelAgent, name: str) -> None:
@@ -191,19 +155,99 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
             _out(f"  {spec.name:<40} {raw:<32} approval {spec.approval_mode}{' (read-only)' if spec.read_only else ''}")
         return
     sub, rest = args[0], args[1:]
-    if sub == "add":
-        if not rest or rest[0].startswith("-"):
-            raise UsageError(f"mcp add needs a NAME; {ADD_USAGE}")
-        name, cfg = rest[0], _add_config(rest[1:])
-        _later(agent, lambda sess: sess.servers.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
-    elif sub == "restart" and len(rest) == 1:
+    if sub == "restart" and len(rest) == 1:
         _known_server(agent, rest[0])
         _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
-    elif sub == "remove" and len(rest) == 1:
-        _known_server(agent, rest[0])
-        _later(agent, lambda sess: sess.servers.remove(rest[0]), f"mcp server {rest[0]} removed")
+    elif sub in cli_mcp.VERBS:
+        try:
+            _verb(agent, cli_mcp.parse(args, prog="mcp"))
+        except cli_mcp.Finished:
+            pass  # --help was printed
     else:
-        raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [add ... | restart NAME | remove NAME]")
+        raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [{' | '.join(cli_mcp.VERBS)} | restart NAME] ...")
+
+
+def _verb(agent: KernelAgent, words: Any) -> None:
+    """``%agent mcp VERB ...`` as ``nbagent mcp VERB ...`` does it, on the files of the session's
+    folder; what changes in the files changes in the running session too."""
+    from nbagent.config import load_config
+
+    s = agent.session
+    cwd = Path(s.cwd if s is not None else os.getcwd())
+    if words.verb == "list":
+        statuses = s.servers.status() if s is not None else None  # the session's servers are connected already
+        config = load_config(cwd)
+        _out(json.dumps(cli_mcp.list_json(config, statuses)) if words.json else cli_mcp.list_text(config, statuses))
+    elif words.verb == "get":
+        config = load_config(cwd)
+        _out(json.dumps(cli_mcp.server_view(config, words.name)) if words.json else cli_mcp.get_text(config, words.name))
+    elif words.verb == "add":
+        name, entry = cli_mcp.add_entry(words)
+        _out(cli_mcp.add(cwd, name, entry, user=words.user))
+        _start(agent, cwd, [name])
+    elif words.verb == "remove":
+        name = words.name
+        running = s is not None and name in s.servers.names()
+        try:
+            _out(cli_mcp.remove(cwd, name))
+        except cli_mcp.UsageProblem:
+            if not running:
+                raise
+        if running:
+            _later(agent, lambda sess: sess.servers.remove(name), f"mcp server {name} removed")
+    elif words.verb == "import":
+        report = cli_mcp.import_servers(words.tool, cwd, dry_run=words.dry_run, files=words.files, user=words.user)
+        _out(report.text)
+        _start(agent, cwd, [] if words.dry_run else report.added)
+    elif words.verb == "logout":
+        _out(cli_mcp.logout(load_config(cwd), words.name))
+    else:
+        _login(agent, cwd, words.name, words.scopes)
+
+
+def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None:
+    """Sign in in the background: the link is shown in this cell for the person to open (never
+    opened by itself); once tokens are stored, a running server restarts to use them."""
+    from nbagent.config import load_config
+    from nbagent.protocol import McpLoginCompleted, McpLoginRequired
+
+    cell = CellContext()
+    config = load_config(cwd)
+    cli_mcp.server_named(config, name)  # an unknown name is a usage line now, not a failed task
+    links = LoginLinks() if agent.frontend() == "widgets" else None
+    if links is not None:
+        display(links.widget)
+
+    async def show(url: str) -> None:
+        if links is not None:
+            links.handle(McpLoginRequired(server=name, url=url))
+        else:
+            cell.run(print, f"To log in to {name}, open this link in your browser:\n  {url}")
+
+    async def job(session: Session) -> str:
+        done = await cli_mcp.login(config, name, scopes, show)
+        if links is not None:
+            links.handle(McpLoginCompleted(server=name))
+        if name in session.servers.names():
+            await session.servers.restart(name)
+            return f"{done}\n{_server_line(session, name)}"
+        return done
+
+    _later(agent, job, "{result}")
+
+
+def _start(agent: KernelAgent, cwd: Path, names: list[str]) -> None:
+    """Start (or restart) servers just written to the config, as the file now says they are."""
+    from nbagent.config import load_config
+
+    servers = load_config(cwd).mcp_servers
+    for name in names:
+        if name in servers:
+            _start_one(agent, name, servers[name])
+
+
+def _start_one(agent: KernelAgent, name: str, cfg: McpServerConfig) -> None:
+    _later(agent, lambda sess: sess.servers.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
 
 
 def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
@@ -277,9 +321,13 @@ HELP = """%agent commands:
   %agent new [NAME]               start a new thread
   %agent history                  the current thread's items: messages, calls, decisions, answers
   %agent mcp                      MCP servers and their tools (model-visible name, raw name, approval)
-  %agent mcp add NAME -- CMD ARGS...   add a stdio server (--env KEY=VALUE before --)
+  %agent mcp list | get NAME      the configured servers (file, auth, state), or one server's settings
+  %agent mcp add NAME -- CMD ARGS...   add a stdio server to nbagent.toml and start it (--env KEY=VALUE before --)
   %agent mcp add NAME --url URL   add a streamable HTTP server (--bearer-token-env-var VAR)
-  %agent mcp restart NAME | remove NAME
+  %agent mcp remove NAME          remove a server from its config file(s) and stop it
+  %agent mcp import codex|claude|cursor|vscode [--dry-run]   copy another tool's servers into nbagent.toml
+  %agent mcp login NAME | logout NAME   OAuth sign-in to an HTTP server (the link is shown), or forget its tokens
+  %agent mcp restart NAME
   %agent resources [SERVER]       resources the MCP servers offer (URI, name, description)
   %agent resources SERVER URI     read one resource
   %agent prompts [SERVER]         prompts the MCP servers offer, with their arguments

@@ -25,14 +25,26 @@ def nbagent(
 ) -> subprocess.CompletedProcess[str]:
     """``nbagent ARGS`` with a clean environment (no API key, no model) and ``$NBAGENT_HOME``;
     ``unprivileged``: as root with every capability dropped (so a read-only folder is one)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
-    clean["NBAGENT_HOME"] = str(home)
-    clean.update(env or {})
     prefix = WITHOUT_PRIVILEGE if unprivileged and os.geteuid() == 0 else []
     return subprocess.run(
         [*prefix, sys.executable, "-m", "nbagent.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=clean, cwd=cwd or ROOT,
+        capture_output=True, text=True, timeout=timeout, env=_clean(home, env), cwd=cwd or ROOT,
     )  # fmt: skip
+
+
+def start_nbagent(*args: str, home: Path | str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    """``nbagent ARGS`` running, for a test to read its output as it comes and answer it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "nbagent.cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean(home, None), cwd=cwd or ROOT,
+    )  # fmt: skip
+
+
+def _clean(home: Path | str, env: dict[str, str] | None) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    clean["NBAGENT_HOME"] = str(home)
+    clean.update(env or {})
+    return clean
 
 
 def can_drop_privilege() -> bool:
