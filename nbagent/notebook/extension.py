@@ -46,12 +46,17 @@ def _show_startup(agent: KernelAgent) -> None:
 
 
 def _warm_imports() -> None:
-    """Import the heavy modules off the event loop, so the first cell does not stall on them."""
+    """Import the heavy modules off the event loop, so the first cell does not stall on them.
+
+    ``jsonschema`` is not among them: importing it pulls in every installed format checker
+    (``rfc3987_syntax`` compiles a grammar for seconds), and nothing on the way to a ready
+    session or a tool call needs it (see ``nbagent.mcp.validation``).
+    """
     import importlib
     import threading
 
     def work() -> None:
-        for name in ("jsonschema", "nbagent.core.session", "nbagent.notebook.render", "nbagent.notebook.text_render"):
+        for name in ("nbagent.core.session", "nbagent.notebook.render", "nbagent.notebook.text_render"):
             try:
                 importlib.import_module(name)
             except Exception:
