@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema_rs
 import mcp_types as types
+
+if TYPE_CHECKING:
+    import jsonschema_rs
 
 
 class SchemaUnusable(ValueError):
@@ -33,6 +35,8 @@ def compiled(schema: dict[str, Any]) -> jsonschema_rs.Validator:
 
 @lru_cache(maxsize=1024)
 def _compiled(schema_json: str) -> jsonschema_rs.Validator:
+    import jsonschema_rs  # on the first schema, not on the way to a ready session
+
     try:
         return jsonschema_rs.validator_for(json.loads(schema_json), retriever=_no_retrieval, validate_formats=False)
     except (jsonschema_rs.ValidationError, ValueError) as exc:
