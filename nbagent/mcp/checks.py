@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nbagent.mcp.elicitation import validate_content
+from nbagent.mcp.validation import SchemaUnusable, compiled
 from nbagent.schema import sanitize_schema, without_regexes
 
 CHECK_SECONDS = 2.0
@@ -43,22 +44,16 @@ def argument_problems(schema: dict[str, Any] | None, arguments: Any, root: str =
         return [f"{root} must be a JSON object"]
     if not schema:
         return []
-    # Imported here, outside the bound, which is for the check alone: with format extras
-    # installed the first import costs seconds (the kernel warms it up off the loop at load).
-    import jsonschema  # noqa: F401
-
     return bounded(lambda: _schema_problems(schema, arguments, root), "the arguments")
 
 
 def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any], root: str) -> list[str]:
-    import jsonschema
-
     checked = without_regexes(sanitize_schema(schema)[0])
     try:
-        validator = jsonschema.validators.validator_for(checked)(checked)
-        return [f"{'/'.join(map(str, e.path)) or root}: {e.message}" for e in validator.iter_errors(arguments)]
-    except jsonschema.SchemaError:
-        return []  # what the sanitiser let through but jsonschema rejects cannot stop the user deciding
+        validator = compiled(checked)
+    except SchemaUnusable:
+        return []  # what the sanitiser let through but the validator rejects cannot stop the user deciding
+    return [f"{'/'.join(map(str, e.instance_path)) or root}: {e.message}" for e in validator.iter_errors(arguments)]
 
 
 def answer_problems(requested_schema: dict[str, Any], content: Any) -> list[str]:

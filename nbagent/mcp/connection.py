@@ -34,6 +34,7 @@ from nbagent.config import Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
+from nbagent.mcp.validation import OutputCheck
 from nbagent.protocol import (
     ElicitationRequested,
     EventMsg,
@@ -210,6 +211,8 @@ class McpConnection:
         self._listed = anyio.Event()
         """Unset from an announced change until its re-list ends: calls wait for it."""
         self._listed.set()
+        self._check_output = OutputCheck()
+        """Results checked against the listed output schemas, in place of the SDK's check."""
         self._relist_error: str | None = None
         self._closing = False
         self._serving = False
@@ -315,6 +318,8 @@ class McpConnection:
                     cache=None,
                 )
                 await stack.enter_async_context(client)
+                # The SDK's own check imports jsonschema and every format checker (seconds).
+                client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
                 if self.cfg.protocol not in ("auto", "legacy") and client.protocol_version != self.cfg.protocol:
                     raise McpStartupError(
                         f"MCP server {self.name!r} speaks protocol {client.protocol_version}, "
@@ -466,7 +471,9 @@ class McpConnection:
     # ----- tools catalogue ---------------------------------------------------------------
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
-        return await self._paginate("tools/list", lambda cursor: client.list_tools(cursor=cursor), "tools")
+        tools = await self._paginate("tools/list", lambda cursor: client.list_tools(cursor=cursor), "tools")
+        self._check_output.listed(tools)
+        return tools
 
     async def _paginate(self, method: str, fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
         """Every page of a ``*/list`` method, bounded: a server whose cursor never ends or repeats

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types
 
 from nbagent.mcp.convert import b64_size, result_from_mcp
+from nbagent.mcp.validation import compiled, first_problem
 from nbagent.protocol.tools import ImageBlock, ResourceBlock, TextBlock, ToolResult
 from nbagent.schema import without_regexes
 
@@ -22,19 +23,11 @@ from nbagent.schema import without_regexes
 def _structured_problem(structured: Any, output_schema: dict[str, Any]) -> str | None:
     """Why ``structured`` does not match ``output_schema``, or ``None``. Never raises."""
     try:
-        import jsonschema
-
-        cls = jsonschema.validators.validator_for(output_schema, default=jsonschema.Draft202012Validator)
         # A server's regular expressions are never run: one that backtracks catastrophically would
         # freeze the event loop every server and the kernel share. Patterns are not checked.
-        schema = without_regexes(output_schema)
-        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(structured))
+        return first_problem(compiled(without_regexes(output_schema)), structured)
     except Exception as e:  # noqa: BLE001 - a broken schema from the server is its problem, not the turn's
         return f"the tool's outputSchema could not be used ({type(e).__name__}: {e})"
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-    return f"at {where}: {error.message}"
 
 
 _SDK_ERROR = re.compile(r"Error executing tool ([^\s:]+)(?::\s*(.*))?", re.DOTALL)

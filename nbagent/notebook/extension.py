@@ -46,12 +46,17 @@ def _show_startup(agent: KernelAgent) -> None:
 
 
 def _warm_imports() -> None:
-    """Import the heavy modules off the event loop, so the first cell does not stall on them."""
+    """Import the heavy modules off the event loop, so the first cell does not stall on them.
+
+    ``jsonschema`` is not among them: importing it pulls in every installed format checker
+    (``rfc3987_syntax`` compiles a grammar for seconds), and nothing on the way to a ready
+    session or a tool call needs it (``nbagent.mcp.validation`` checks results with ``jsonschema_rs``).
+    """
     import importlib
     import threading
 
     def work() -> None:
-        for name in ("jsonschema", "nbagent.core.session", "nbagent.notebook.render", "nbagent.notebook.text_render"):
+        for name in ("nbagent.core.session", "nbagent.notebook.render", "nbagent.notebook.text_render", "jsonschema_rs"):
             try:
                 importlib.import_module(name)
             except Exception:
@@ -71,14 +76,16 @@ def load(ipython: Any) -> None:
 
     transform.install(ipython, cell)
     comm_status.install(getattr(ipython, "kernel", None))  # typed input while a --wait cell runs
-    _warm_imports()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        _warm_imports()
         return  # no loop yet (plain terminal): the session opens with the first %%agent cell
     _show_startup(agent)
     task = agent.open()
     task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+    # Warmed once the session is open: the same GIL would otherwise slow the opening down.
+    task.add_done_callback(lambda _: _warm_imports())
 
 
 def unload(ipython: Any) -> None:

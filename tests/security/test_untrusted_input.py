@@ -113,8 +113,8 @@ def test_the_sanitised_schema_still_refuses_what_it_can_check() -> None:
     from nbagent.mcp.checks import argument_problems
 
     schema = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$", "maxLength": 3}}}
-    assert argument_problems(schema, {"q": 5}) == ["q: 5 is not of type 'string'"]
-    assert argument_problems(schema, {"q": "aaaa"}) == ["q: 'aaaa' is too long"]
+    assert argument_problems(schema, {"q": 5}) == ['q: 5 is not of type "string"']
+    assert argument_problems(schema, {"q": "aaaa"}) == ['q: "aaaa" is longer than 3 characters']
     assert argument_problems(schema, ["not", "an", "object"]) == ["arguments must be a JSON object"]
 
 

@@ -1,0 +1,38 @@
+"""A ready kernel session and its first tool call import none of jsonschema's format checkers.
+
+Importing ``jsonschema`` imports every format checker installed beside it (Jupyter installs the
+``format-nongpl`` extras); ``rfc3987_syntax`` alone compiles a grammar for seconds, which used to
+delay the session's readiness and the first tool call of every kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.notebook.harness import Kernel
+
+FORMAT_EXTRAS = ("rfc3987_syntax", "lark", "rfc3986_validator", "rfc3339_validator", "fqdn", "webcolors",
+                 "jsonpointer", "uri_template", "isoduration", "rfc3987")
+"""What ``jsonschema._format`` imports when installed (``idna`` is left out: httpx needs it anyway)."""
+
+READY_AND_CALL = """
+from nbagent.notebook.extension import get_agent
+_s = await get_agent().ready()
+await _s.servers.ready()
+_out = await _s.call_tool("mcp__demo__list_notes", {}, policy="full-auto")
+print("CALLED", _out.status, _out.is_error)
+"""
+
+
+def test_ready_session_and_a_tool_call_import_no_format_checker(
+    make_kernel: Callable[..., tuple[Kernel, Path]],
+) -> None:
+    kernel, record = make_kernel()
+    _, out = kernel.run(READY_AND_CALL)
+    assert "CALLED" in out and "True" not in out.split("CALLED", 1)[1], out
+    assert record.exists()  # the call reached the real server
+    declared = kernel.eval("[t.output_schema is not None for t in _s._mcp.list_tools() if t.raw_name == 'list_notes']")
+    assert declared == [True]  # the tool has an outputSchema, so its result was checked against it
+    loaded = kernel.eval(f"sorted(m for m in __import__('sys').modules if m.split('.')[0] in {FORMAT_EXTRAS!r})")
+    assert loaded == []
