@@ -9,7 +9,7 @@ neighbour's load falls on all of them alike. Figures are medians over rounds, pe
 Contenders: ``sdk`` (``mcp.Client.call_tool``, the floor), ``nbagent`` (``Session.call_tool``:
 router, approval under full-auto, ``_meta``, result wrapping, events, rollout on disk) and, when
 ``make bench-peers`` has made their venv, ``agents`` (OpenAI Agents SDK
-``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPServerStdio.direct_call_tool``) and
+``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
 ``fastmcp`` (``Client.call_tool``).
 
 Run: ``.venv/bin/python bench/mcp.py [--quick] [--calls 200 --rounds 10] [--profile FILE]``.
@@ -83,9 +83,11 @@ async def agents(server: list[str], run: Callable[[Call], Awaitable[None]]) -> N
 
 
 async def pydantic_ai(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
-    from pydantic_ai.mcp import MCPServerStdio
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
 
-    async with MCPServerStdio(server[0], args=server[1:]) as mcp:
+    async with MCPToolset(Client(StdioTransport(command=server[0], args=server[1:]))) as mcp:
         await mcp.list_tools()
         await run(lambda: mcp.direct_call_tool("echo", {"text": TEXT}))
 
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="calls per contender per round")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--only", nargs="*", help="contenders to run (default: all available)")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile the nbagent worker's timed calls into FILE")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile each worker's timed calls (CPU time) into FILE.NAME")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--server", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     workers = []
     for name in names:
         python = sys.executable if name in OURS else str(PEERS_PYTHON)
-        profile = args.profile if name == "nbagent" else None
+        profile = f"{args.profile}.{name}" if args.profile else None
         workers.append(Worker(name, python, profile))
     try:
         live = [w for w in workers if w.wait_ready() or print(f"{w.name}: did not start; left out")]
