@@ -101,7 +101,10 @@ async def fastmcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
         await run(lambda: client.call_tool("echo", {"text": TEXT}))
 
 
-CONTENDERS = {"sdk": sdk, "nbagent": nbagent, "agents": agents, "pydantic-ai": pydantic_ai, "fastmcp": fastmcp}
+CONTENDERS = {
+    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "agents": agents, "pydantic-ai": pydantic_ai,
+    "fastmcp": fastmcp,
+}
 
 
 def worker(name: str, server: list[str], profile: str | None) -> None:
@@ -174,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--only", nargs="*", help="contenders to run (default: all available)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile each worker's timed calls (CPU time) into FILE.NAME")
+    parser.add_argument("--base", metavar="PYTHON", help="also run nbagent as installed for PYTHON (e.g. an older tree's venv)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--server", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -181,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.worker, args.server, args.profile)
         return 0
     calls, rounds = (100, 5) if args.quick else (args.calls, args.rounds)
-    names = list(OURS) + (list(PEERS) if PEERS_PYTHON.exists() else [])
+    names = list(OURS) + (["nbagent-base"] if args.base else []) + (list(PEERS) if PEERS_PYTHON.exists() else [])
     if args.only:
         names = [n for n in names if n in args.only]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -189,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peers skipped: no {PEERS_PYTHON.relative_to(HERE.parent)} (make bench-peers makes it)")
     workers = []
     for name in names:
-        python = sys.executable if name in OURS else str(PEERS_PYTHON)
+        python = sys.executable if name in OURS else args.base if name == "nbagent-base" else str(PEERS_PYTHON)
         profile = f"{args.profile}.{name}" if args.profile else None
         workers.append(Worker(name, python, profile))
     try:
