@@ -41,8 +41,9 @@ FLUSH_INTERVAL = 1.0
 A turn record (a turn or an outside call started or ended) writes the row at once when the last
 write is older than this, else once at the end of the interval, however many turns ended in it:
 an index write costs ~70 µs, which back-to-back calls (``Session.call_tool``) would otherwise each
-pay. The rollout line itself is never deferred. A rename, a creation and a close write at once;
-listing threads in this process writes what is pending first."""
+pay. Without a running event loop, a start is written with the next record instead. The rollout
+line itself is never deferred. A rename, a creation and a close write at once; listing threads in
+this process writes what is pending first."""
 
 
 class ThreadNotFound(KeyError):
@@ -101,8 +102,11 @@ class _Tracker:
         elif self._pending is None:
             try:
                 self._pending = asyncio.get_running_loop().call_later(wait, self.flush)
-            except RuntimeError:  # no event loop to come back on: written now
-                self.flush()
+            except RuntimeError:
+                # No event loop to come back on: an end is written now; a start so soon after
+                # a write waits for the next one.
+                if line.status != "started":
+                    self.flush()
             else:
                 self.store._deferred.add(self)
 
