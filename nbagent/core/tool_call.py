@@ -97,13 +97,13 @@ async def _resolve(turn: TurnContext, call: FunctionCall) -> _Resolved | ToolRes
     spec = entry[0] if entry else None
     arguments, problem = parse_arguments(call.arguments)
     turn.emit(
-        ToolCallBegin.model_construct(  # every value is already of its type: not validated again
+        ToolCallBegin(
             call_id=call.call_id,
             tool=call.name,
             server=spec.server if spec else None,
             raw_tool=spec.raw_name if spec else None,
             title=spec.display_name if spec else None,
-            arguments=dict(arguments) if arguments is not None else None,  # a copy, as validation made
+            arguments=arguments,
             raw_arguments=call.arguments,
             entry=turn.entry,
         )
@@ -173,9 +173,9 @@ def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: S
         duration_ms=(time.perf_counter() - started) * 1000,
     )
     turn.emit(
-        ToolCallEnd.model_construct(  # the output's own fields, validated a line above
+        ToolCallEnd(  # the output's own fields, not a dump of them validated again
             call_id=output.call_id, tool=call.name, output=output.output, is_error=output.is_error,
-            status=output.status, duration_ms=output.duration_ms, content=list(output.content),
+            status=output.status, duration_ms=output.duration_ms, content=output.content,
             structured=output.structured,
         )
     )
