@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-deps npm-deps bench labextension
+.PHONY: setup demo test test-deps npm-deps bench bench-peers labextension
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -55,6 +55,15 @@ bench: setup
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/render.py
 	$(BIN)/python bench/mcp_stdio.py
+	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/conformance.py
+
+# Other agent runtimes' MCP clients, for bench/mcp.py only: their own venv, since they may pin
+# another mcp release than nbagent's.
+PEERS := $(VENV)/peers
+bench-peers: $(PEERS)/bin/python
+$(PEERS)/bin/python:
+	$(PY) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q openai-agents 'pydantic-ai-slim[mcp]' fastmcp
 
 labextension: $(EXT_BUILT)

@@ -6,10 +6,11 @@ arguments, unknown tools, denials and crashing tools all become outputs the mode
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.mcp.meta import new_traceparent
@@ -60,13 +61,21 @@ def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
     return kept
 
 
+@functools.cache
+def _changes(kind: type) -> bool:
+    """Whether a provider class can change its tools. Known per class, once: a runtime check
+    against a ``Protocol`` walks its members on every call."""
+    return issubclass(kind, ChangingToolProvider)
+
+
 async def definition_to_run(asks: ApprovalDesk, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
     """The definition the call will run, which the approval is checked against: a source with a
     change announced waits for its re-list, and an "always" from the config lists again first
     (a server may change a tool between sessions without saying so)."""
-    if not isinstance(provider, ChangingToolProvider):
+    if not _changes(type(provider)):
         return spec
-    return await provider.current_definition(spec, relist=asks.recorded_always(spec) is not None)
+    relist = asks.recorded_always(spec) is not None
+    return await cast(ChangingToolProvider, provider).current_definition(spec, relist=relist)
 
 
 Status = Literal["completed", "failed", "denied"]
@@ -163,8 +172,13 @@ def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: S
         structured=result.structured,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
-    fields = output.model_dump(include={"call_id", "output", "is_error", "status", "content", "structured"})
-    turn.emit(ToolCallEnd(tool=call.name, duration_ms=output.duration_ms, **fields))
+    turn.emit(
+        ToolCallEnd(  # the output's own fields, not a dump of them validated again
+            call_id=output.call_id, tool=call.name, output=output.output, is_error=output.is_error,
+            status=output.status, duration_ms=output.duration_ms, content=output.content,
+            structured=output.structured,
+        )
+    )
     return output
 
 

@@ -193,6 +193,9 @@ class McpConnectionManager:
 
     def list_tools(self) -> list[ToolSpec]:
         """The model-visible catalogue over all ready servers; cached until something changes."""
+        return list(self._current_catalog())
+
+    def _current_catalog(self) -> list[ToolSpec]:
         ready = [(name, conn) for name, conn in self._conns.items() if conn.state == "ready"]
         key = tuple((name, id(conn), conn.generation, id(conn.cfg)) for name, conn in ready)
         if key != self._catalog_key:
@@ -201,7 +204,7 @@ class McpConnectionManager:
                 self._emit(WarningEvent(message=message))
             self._catalog, self._catalog_key = specs, key
             self._catalog_by_raw = {(spec.server or "", spec.raw_name or ""): spec for spec in specs}
-        return list(self._catalog)
+        return self._catalog
 
     def _tools_changed(self, conn: McpConnection) -> None:
         count = sum(1 for tool in conn.info.tools if conn.cfg.tool_enabled(tool.name))
@@ -222,7 +225,7 @@ class McpConnectionManager:
             await conn.current_tools(relist=relist)
         except McpUnavailable as exc:
             return f"{exc}; not called"
-        self.list_tools()  # rebuilt if the re-list changed anything
+        self._current_catalog()  # rebuilt if the re-list changed anything
         current = self._catalog_by_raw.get((server, tool))
         if current is None:
             return f"MCP server {server!r} no longer offers the tool {tool!r}; not called"
@@ -274,7 +277,9 @@ class McpConnectionManager:
                 raise
             return ToolResult.error(f"{where} failed: {describe_error(exc)}")
         try:
-            return from_call_result(result, spec.output_schema)
+            # The SDK has checked a successful result against the tool's outputSchema already (it
+            # raises on a mismatch); only an error result, which it leaves alone, is checked here.
+            return from_call_result(result, spec.output_schema if result.is_error else None)
         except Exception as exc:  # noqa: BLE001
             return ToolResult.error(f"{where} returned a result nbagent could not read: {exc}")
 

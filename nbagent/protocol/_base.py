@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,8 +15,9 @@ class ProtocolModel(BaseModel):
 
 
 def new_id(prefix: str) -> str:
-    """A short, sortable-enough, plain-string id such as ``turn_3f2a...``."""
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+    """A short, plain-string id such as ``turn_3f2a...``: 80 random bits, as hex. (A ``uuid4``
+    made only to be cut to the same 20 digits costs twice as much, four times per tool call.)"""
+    return f"{prefix}_{os.urandom(10).hex()}"
 
 
 def now() -> float:

@@ -9,6 +9,7 @@ is ignored with a warning, so nothing outside the home is read as history or app
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -34,11 +35,15 @@ THREADS_DIR = "threads"
 INDEX_FILE = "state.sqlite"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 _T = TypeVar("_T")
-START_FLUSH_INTERVAL = 1.0
-"""A turn start within this many seconds of the last index write is not written on its own.
+FLUSH_INTERVAL = 1.0
+"""A thread's index row is at most this many seconds behind the turn records of its rollout.
 
-Every other turn record, name record, creation and close writes the row; an index write
-costs ~70 µs, which back-to-back scripted turns would otherwise pay twice per turn."""
+A turn record (a turn or an outside call started or ended) writes the row at once when the last
+write is older than this, else once at the end of the interval, however many turns ended in it:
+an index write costs ~70 µs, which back-to-back calls (``Session.call_tool``) would otherwise each
+pay. Without a running event loop, a start is written with the next record instead. The rollout
+line itself is never deferred. A rename, a creation and a close write at once; listing threads in
+this process writes what is pending first."""
 
 
 class ThreadNotFound(KeyError):
@@ -74,32 +79,42 @@ class LoadedThread:
 
 
 class _Tracker:
-    """Keeps one thread's index row current from a writer, without a write per item."""
+    """Keeps one thread's index row current from a writer, without a write per line."""
 
     def __init__(self, store: ThreadStore, path: Path, stats: ThreadStats | None) -> None:
         self.store = store
         self.path = path
         self.stats = stats
         self._last_flush = float("-inf")
+        self._pending: asyncio.TimerHandle | None = None
 
     def on_line(self, line: RolloutLine, data: bytes) -> None:
-        is_item = isinstance(line, ItemRecord)
         if isinstance(line, ThreadMeta):
             if self.stats is None:
                 self.stats = ThreadStats(line, self.path)
         elif self.stats is not None:
             self.stats.feed(line)
-        if is_item:
+        if isinstance(line, ItemRecord):
             return
-        if (
-            isinstance(line, TurnRecord)
-            and line.status == "started"
-            and time.monotonic() - self._last_flush < START_FLUSH_INTERVAL
-        ):
-            return  # back-to-back turns: the end record a moment ago is fresh enough
-        self.flush()
+        wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
+        if not isinstance(line, TurnRecord) or wait <= 0:
+            self.flush()
+        elif self._pending is None:
+            try:
+                self._pending = asyncio.get_running_loop().call_later(wait, self.flush)
+            except RuntimeError:
+                # No event loop to come back on: an end is written now; a start so soon after
+                # a write waits for the next one.
+                if line.status != "started":
+                    self.flush()
+            else:
+                self.store._deferred.add(self)
 
     def flush(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+            self.store._deferred.discard(self)
         stats = self.stats
         if stats is not None:
             self._last_flush = time.monotonic()
@@ -119,6 +134,8 @@ class ThreadStore:
         self.threads_dir.mkdir(parents=True, exist_ok=True)
         self.warnings: list[str] = []
         self._lock = threading.RLock()
+        self._deferred: set[_Tracker] = set()
+        """Trackers with an index write waiting for the end of its interval."""
         self._index = ThreadIndex(self.home / INDEX_FILE)
         self._take_index_warnings()
         if self._index.needs_rebuild:
@@ -161,7 +178,12 @@ class ThreadStore:
                 except sqlite3.Error:
                     return default
 
+    def _flush_deferred(self) -> None:
+        for tracker in list(self._deferred):
+            tracker.flush()
+
     def close(self) -> None:
+        self._flush_deferred()
         self._index.close()
 
     def __enter__(self) -> ThreadStore:
@@ -366,6 +388,7 @@ class ThreadStore:
 
     def list_threads(self, limit: int = 50) -> list[ThreadSummary]:
         """Newest (last updated) first."""
+        self._flush_deferred()
         self._sync()
         return self._index_call(lambda ix: ix.list(limit), [])
 
