@@ -208,6 +208,10 @@ def _copy_leaf(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _text(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True)
+
+
 def _compiles(pattern: str) -> bool:
     try:
         re.compile(pattern)
@@ -370,6 +374,8 @@ class _Sanitizer:
         if self.nodes > MAX_NODES:
             self.warn("", f"schema larger than {MAX_NODES} nodes; the rest is permissive")
             return self.leaf(s)
+        if s.__class__ is dict and depth < MAX_DEPTH and _clean_leaf(s):
+            return _copy_leaf(s)  # the everyday leaf (it has no children, so it is no ancestor)
         if s is True or s is None:
             return permissive()
         if s is False:
@@ -384,8 +390,6 @@ class _Sanitizer:
         if depth >= MAX_DEPTH:
             self.warn(path, f"nested deeper than {MAX_DEPTH} levels; the rest accepts any value of its type")
             return self.leaf(s)
-        if _clean_leaf(s):
-            return _copy_leaf(s)  # the everyday leaf: nothing to rewrite
         self.active.add(id(s))
         try:
             return self.node(s, path, depth, refs)
@@ -549,7 +553,6 @@ class _Sanitizer:
         """Several branches: the siblings are pushed into each, so each branch is complete."""
         rest = {k: v for k, v in s.items() if k not in ("anyOf", "description", "title", "default")}
         branches: list[dict[str, Any]] = []
-        keys: set[str] = set()
         for i, b in enumerate(x for x in s["anyOf"] if x is not False):
             if rest and isinstance(b, dict):
                 b, _ = self.expand(b, path, refs)
@@ -557,9 +560,9 @@ class _Sanitizer:
             sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
             flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
             for f in flat:
-                key = json.dumps(f, sort_keys=True)
-                if key not in keys:
-                    keys.add(key)
+                # A branch is dropped when its JSON text repeats one kept; equal text implies ==
+                # (the output has no NaN), so the text is needed only to confirm an == match.
+                if not any(f == b and _text(f) == _text(b) for b in branches):
                     branches.append(f)
         if len(branches) == 1:
             return {**branches[0], **{k: v for k, v in out.items() if k not in branches[0]}}
