@@ -76,6 +76,8 @@ class FunctionTools:
 
     def __init__(self) -> None:
         self._tools: dict[str, tuple[ToolSpec, type[BaseModel], Callable[..., Any]]] = {}
+        self.generation = 0
+        """Bumped by every registration (the router re-reads the list only then)."""
 
     def register(
         self,
@@ -98,6 +100,7 @@ class FunctionTools:
             warnings=warnings,
         )
         self._tools[tool_name] = (spec, model, fn)
+        self.generation += 1
         return spec
 
     def list_tools(self) -> Sequence[ToolSpec]:

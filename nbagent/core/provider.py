@@ -16,8 +16,12 @@ from nbagent.protocol.tools import ProgressFn
 
 @runtime_checkable
 class ToolProvider(Protocol):
+    """A tool source. One that also has a ``generation`` attribute (any hashable value that
+    changes whenever ``list_tools`` would return something else) is listed again only when it
+    changes; one without is listed before every model request."""
+
     def list_tools(self) -> Sequence[ToolSpec]:
-        """The current catalogue; re-read before every model request, so changes show at once."""
+        """The current catalogue; re-read whenever it may have changed, so changes show at once."""
         ...
 
     async def call_tool(

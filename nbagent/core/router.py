@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 
 from nbagent.core.provider import ToolProvider
 from nbagent.protocol import ToolSpec
+
+Catalogue = Mapping[str, tuple[ToolSpec, ToolProvider]]
+_UNVERSIONED = object()
+"""The generation of a provider that has none: such a provider is merged again on every read."""
 
 
 class ToolRouter:
     """Merges providers into one catalogue. Earlier providers win a name clash (native and
     Python tools come first, and MCP names always carry the ``mcp__`` prefix, so no server can
-    shadow them)."""
+    shadow them).
+
+    The merge is kept until a provider's ``generation`` changes (read before every model
+    request, it must not cost more as the catalogue grows); a provider without one is merged
+    again on every read."""
 
     def __init__(self) -> None:
         self._providers: list[ToolProvider] = []
+        self._memo: tuple[tuple[Hashable, ...], Catalogue, Sequence[ToolSpec]] | None = None
 
     def add(self, provider: ToolProvider, *, first: bool = False) -> None:
         if provider in self._providers:
@@ -23,17 +33,29 @@ class ToolRouter:
             self._providers.insert(0, provider)
         else:
             self._providers.append(provider)
+        self._memo = None
 
     def remove(self, provider: ToolProvider) -> None:
         if provider in self._providers:
             self._providers.remove(provider)
+            self._memo = None
 
-    def catalogue(self) -> dict[str, tuple[ToolSpec, ToolProvider]]:
+    def catalogue(self) -> Catalogue:
+        """Model-visible name -> (spec, provider); read-only, shared by every reader until a
+        provider changes."""
+        return self._current()[1]
+
+    def specs(self) -> Sequence[ToolSpec]:
+        return self._current()[2]
+
+    def _current(self) -> tuple[tuple[Hashable, ...], Catalogue, Sequence[ToolSpec]]:
+        key = tuple(getattr(provider, "generation", _UNVERSIONED) for provider in self._providers)
+        memo = self._memo
+        if memo is not None and memo[0] == key and _UNVERSIONED not in key:
+            return memo
         merged: dict[str, tuple[ToolSpec, ToolProvider]] = {}
         for provider in self._providers:
             for spec in provider.list_tools():
                 merged.setdefault(spec.name, (spec, provider))
-        return merged
-
-    def specs(self) -> Sequence[ToolSpec]:
-        return [spec for spec, _ in self.catalogue().values()]
+        self._memo = (key, MappingProxyType(merged), tuple(spec for spec, _ in merged.values()))
+        return self._memo

@@ -1,66 +1,186 @@
 """Turn the servers' raw tool lists into the model-visible catalogue (DESIGN §3, §4).
 
-Pure: the manager calls it whenever a server's tools or state change. Names come from
-``identity.qualify_tools`` over every ready server at once, so collisions across servers
-resolve the same way regardless of start order.
+Names come from ``identity.qualify_tools`` over every ready server at once, so collisions across
+servers resolve the same way regardless of start order. A ``CatalogBuilder`` keeps what it built:
+a server whose tools did not change keeps its ``ToolSpec`` objects, and a schema is sanitised
+once however many tools (of any server) send exactly that schema. It does no I/O and touches no
+event loop, so the manager runs it in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import gc
+import hashlib
+from collections.abc import Hashable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp.convert import annotations_from_mcp
-from nbagent.mcp.identity import qualify_tools
+from nbagent.mcp.identity import Qualified, qualify_tools
 from nbagent.protocol import ToolSpec
-from nbagent.schema import definition_hash, make_strict, sanitize_schema
+from nbagent.schema import canonical_json, definition_hash, make_strict, sanitize_schema
+
+ServerTools = tuple[Hashable, McpServerConfig, list[types.Tool]]
+"""One server's input to a build: a key that changes whenever its tools or config do (the
+manager uses the connection's generation), its config, and its tools as listed."""
+
+
+@dataclass(frozen=True)
+class _Sanitised:
+    """One distinct input schema and what the model sees of it."""
+
+    schema: dict[str, Any]
+    """The first schema seen with this content, to check a later one's key order against."""
+    parameters: dict[str, Any]
+    warnings: tuple[str, ...]
+    strict: bool
+
+
+@dataclass
+class _Server:
+    key: Hashable
+    specs: list[ToolSpec]
+    """Sorted by raw name; ``name`` is the visible name from the last qualification."""
+    schemas: list[bytes]
+    """Digests of the schemas its tools use (what keeps their cache entries alive)."""
+
+
+class CatalogBuilder:
+    """Builds catalogues one after another, reusing what did not change. Not thread-safe: one
+    build at a time (the manager serialises them)."""
+
+    def __init__(self) -> None:
+        self._servers: dict[str, _Server] = {}
+        self._schemas: dict[bytes, _Sanitised] = {}
+        self._idents: frozenset[tuple[str, str]] = frozenset()
+        self._names = Qualified()
+
+    def build(self, servers: Mapping[str, ServerTools]) -> tuple[list[ToolSpec], list[str]]:
+        """ToolSpecs for every enabled tool of the given (ready) servers, plus warnings to show."""
+        with _gc_paused():
+            return self._build(servers)
+
+    def _build(self, servers: Mapping[str, ServerTools]) -> tuple[list[ToolSpec], list[str]]:
+        kept: dict[str, _Server] = {}
+        changed: dict[str, tuple[Hashable, McpServerConfig, dict[str, types.Tool]]] = {}
+        for server in sorted(servers):
+            key, cfg, tools = servers[server]
+            entry = self._servers.get(server)
+            if entry is not None and entry.key == key:
+                kept[server] = entry
+            else:
+                chosen: dict[str, types.Tool] = {}
+                for tool in tools:
+                    if cfg.tool_enabled(tool.name):
+                        chosen.setdefault(tool.name, tool)
+                changed[server] = (key, cfg, chosen)
+        idents = frozenset(
+            [(server, spec.raw_name) for server, entry in kept.items() for spec in entry.specs]
+            + [(server, raw) for server, (_, _, chosen) in changed.items() for raw in chosen]
+        )
+        if idents != self._idents:
+            self._names, self._idents = qualify_tools(idents), idents
+        by_raw = self._names.by_raw
+        for entry in kept.values():
+            for i, spec in enumerate(entry.specs):
+                name = by_raw[(spec.server or "", spec.raw_name)]
+                if spec.name != name:  # a clash with a changed server renamed it: only the name changes
+                    entry.specs[i] = spec.model_copy(update={"name": name})
+        entries: dict[str, _Server] = {}
+        for server in sorted(servers):
+            if server in kept:
+                entries[server] = kept[server]
+                continue
+            key, cfg, chosen = changed[server]
+            entry = entries[server] = _Server(key=key, specs=[], schemas=[])
+            for raw in sorted(chosen):
+                spec, digest = self._spec(by_raw[(server, raw)], server, raw, cfg, chosen[raw])
+                entry.specs.append(spec)
+                if digest is not None:
+                    entry.schemas.append(digest)
+        self._servers = entries
+        self._schemas = {d: self._schemas[d] for entry in entries.values() for d in entry.schemas}
+        return [spec for entry in entries.values() for spec in entry.specs], list(self._names.warnings)
+
+    def _spec(
+        self, name: str, server: str, raw: str, cfg: McpServerConfig, tool: types.Tool
+    ) -> tuple[ToolSpec, bytes | None]:
+        input_schema: dict[str, Any] = dict(tool.input_schema or {})
+        schema_json = canonical_json(input_schema)
+        digest = hashlib.sha256(schema_json.encode("utf-8", "surrogatepass")).digest() if schema_json else None
+        done = self._schemas.get(digest) if digest is not None else None
+        if done is None or not _same_shape(done.schema, input_schema):
+            done = _sanitised(input_schema)
+            if digest is not None:
+                self._schemas.setdefault(digest, done)
+        annotations = annotations_from_mcp(tool.annotations)
+        description = tool.description or ""
+        spec = ToolSpec(
+            name=name,
+            description=description,
+            parameters=done.parameters,
+            input_schema=input_schema,
+            output_schema=dict(tool.output_schema) if tool.output_schema else None,
+            source="mcp",
+            server=server,
+            raw_name=raw,
+            title=tool.title,
+            annotations=annotations,
+            approval_mode=cfg.approval_mode_for(raw),
+            trusted=cfg.trusted,
+            definition_hash=definition_hash(description, input_schema, annotations, schema_json=schema_json),
+            strict=done.strict,
+            warnings=list(done.warnings),
+        )
+        return spec, digest
 
 
 def build_catalog(
     servers: Mapping[str, tuple[McpServerConfig, list[types.Tool]]],
 ) -> tuple[list[ToolSpec], list[str]]:
-    """ToolSpecs for every enabled tool of the given (ready) servers, plus warnings to show."""
-    chosen: dict[tuple[str, str], tuple[McpServerConfig, types.Tool]] = {}
-    for server, (cfg, tools) in servers.items():
-        for tool in tools:
-            if cfg.tool_enabled(tool.name):
-                chosen.setdefault((server, tool.name), (cfg, tool))
-    qualified = qualify_tools(list(chosen))
-    warnings = list(qualified.warnings)
-    specs: list[ToolSpec] = []
-    for (server, raw), (cfg, tool) in sorted(chosen.items()):
-        input_schema: dict[str, Any] = dict(tool.input_schema or {})
-        parameters, schema_warnings, strict = _sanitized(input_schema)
-        annotations = annotations_from_mcp(tool.annotations)
-        description = tool.description or ""
-        specs.append(
-            ToolSpec(
-                name=qualified.by_raw[(server, raw)],
-                description=description,
-                parameters=parameters,
-                input_schema=input_schema,
-                output_schema=dict(tool.output_schema) if tool.output_schema else None,
-                source="mcp",
-                server=server,
-                raw_name=raw,
-                title=tool.title,
-                annotations=annotations,
-                approval_mode=cfg.approval_mode_for(raw),
-                trusted=cfg.trusted,
-                definition_hash=definition_hash(description, input_schema, annotations),
-                strict=strict,
-                warnings=schema_warnings,
-            )
-        )
-    return specs, warnings
+    """A catalogue built from nothing (what ``CatalogBuilder`` does on its first build)."""
+    return CatalogBuilder().build({name: (None, cfg, tools) for name, (cfg, tools) in servers.items()})
 
 
-def _sanitized(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]:
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A build allocates many objects that all stay alive: collecting during it frees nothing,
+    and each collection walks a heap the build keeps growing (which made big builds superlinear)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _sanitised(schema: dict[str, Any]) -> _Sanitised:
     """What the model sees; strict only when the schema already is strict-compatible (DESIGN §4)."""
     parameters, warnings = sanitize_schema(schema)
-    strict = make_strict(parameters)
-    return (strict, warnings, True) if strict is not None else (parameters, warnings, False)
+    strict = make_strict(parameters, sanitised=True)
+    return _Sanitised(schema, strict if strict is not None else parameters, tuple(warnings), strict is not None)
 
+
+def _same_shape(a: Any, b: Any) -> bool:
+    """Whether two schemas with the same canonical JSON are the same schema: the same types
+    throughout (JSON would not tell a tuple from a list) and the same key order (the sanitiser
+    keeps properties in the order a server sent them). A loop, not recursion: schemas are deep."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if x.__class__ is not y.__class__:
+            return False
+        if x.__class__ is dict:
+            if list(x) != list(y):
+                return False
+            pending.extend((v, y[k]) for k, v in x.items())
+        elif x.__class__ is list:
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y))
+    return True

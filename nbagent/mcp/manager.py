@@ -2,7 +2,8 @@
 
 Servers start concurrently and each is bounded by its own startup timeout, so a slow or
 broken server is reported (with its stderr tail) without holding up the others. The
-model-visible catalogue is rebuilt only when a server's tools or state change, and every
+model-visible catalogue is rebuilt only when a server's tools or state change, in a worker
+thread (a big catalogue must not stall the kernel's event loop), and applied on the loop; every
 call failure comes back as ``ToolResult(is_error=True)`` naming the server and the tool.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import mcp_types as types
 
 from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
-from nbagent.mcp.catalog import build_catalog
+from nbagent.mcp.catalog import CatalogBuilder, ServerTools
 from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
@@ -55,9 +56,15 @@ class McpConnectionManager:
         self._sign_in = sign_in
         """``False`` where no one sees events: a server needing a new login fails, naming the verb."""
         self._conns: dict[str, McpConnection] = {}
+        self._builder = CatalogBuilder()
+        self._building: asyncio.Task[None] | None = None
         self._catalog: list[ToolSpec] = []
-        self._catalog_key: tuple[Any, ...] | None = None
+        self._catalog_key: dict[str, Hashable] = {}
         self._catalog_by_raw: dict[tuple[str, str], ToolSpec] = {}
+        self._shown: tuple[tuple[tuple[str, Hashable], ...], list[ToolSpec]] = ((), [])
+        self.generation = 0
+        """Bumped whenever what ``list_tools`` returns may have changed, so the router knows to
+        read it again (and need not otherwise)."""
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
 
@@ -92,6 +99,7 @@ class McpConnectionManager:
             log.exception("MCP server %s: unexpected startup failure", name)
             self._emit(McpStartupUpdate(server=name, status="failed", error=f"{type(exc).__name__}: {exc}"))
             return False
+        await self._catalog_current()  # "ready" means its tools are in the catalogue
         count = sum(1 for tool in conn.info.tools if cfg.tool_enabled(tool.name))
         self._emit(
             McpStartupUpdate(server=name, status="ready", tools=count, protocol_version=conn.info.protocol_version)
@@ -116,6 +124,7 @@ class McpConnectionManager:
             await old.aclose()
         self._configs[name] = cfg
         if not cfg.enabled:
+            self.generation += 1
             return False
         return await self._start_one(name)
 
@@ -130,6 +139,7 @@ class McpConnectionManager:
     async def aclose(self) -> None:
         """Stop every server; on return no process started for a server is alive."""
         self._closed = True
+        self.generation += 1
         for task in list(self._background):
             task.cancel()
         if self._background:
@@ -192,21 +202,64 @@ class McpConnectionManager:
     # ----- the catalogue -----------------------------------------------------------------
 
     def list_tools(self) -> list[ToolSpec]:
-        """The model-visible catalogue over all ready servers; cached until something changes."""
-        return list(self._current_catalog())
+        """The model-visible catalogue over all ready servers, as last built. A server that is no
+        longer ready leaves it at once; new or changed tools show once their build (started here
+        if need be) is applied. Calls never rely on it: they check the current definition."""
+        ready = self._ready_keys()
+        if ready != self._catalog_key:
+            self._spawn_build()
+            shown = tuple(sorted(ready.items()))
+            if self._shown[0] != shown:
+                self._shown = (shown, [spec for spec in self._catalog if spec.server in ready])
+            return list(self._shown[1])
+        return list(self._catalog)
 
-    def _current_catalog(self) -> list[ToolSpec]:
-        ready = [(name, conn) for name, conn in self._conns.items() if conn.state == "ready"]
-        key = tuple((name, id(conn), conn.generation, id(conn.cfg)) for name, conn in ready)
-        if key != self._catalog_key:
-            specs, warnings = build_catalog({name: (conn.cfg, conn.info.tools) for name, conn in ready})
+    def _ready_keys(self) -> dict[str, Hashable]:
+        """What each ready server's catalogue entry is built from: a new connection, a new tool
+        list or a new config gives a new key."""
+        return {
+            name: (id(conn), conn.generation, id(conn.cfg)) for name, conn in self._conns.items() if conn.state == "ready"
+        }
+
+    async def _catalog_current(self) -> None:
+        """Wait until the catalogue matches every ready server's current tools."""
+        task = self._spawn_build()
+        if task is not None:
+            await asyncio.shield(task)  # a cancelled caller leaves the build (and the builder) alone
+
+    def _spawn_build(self) -> asyncio.Task[None] | None:
+        if self._building is None or self._building.done():
+            if self._ready_keys() == self._catalog_key or self._closed:
+                return None
+            try:
+                self._building = asyncio.get_running_loop().create_task(self._build())
+            except RuntimeError:  # no loop: nothing can change until there is one
+                return None
+            self._background.add(self._building)
+            self._building.add_done_callback(self._background.discard)
+        return self._building
+
+    async def _build(self) -> None:
+        """Build in a worker thread until the catalogue is current, applying each result on the
+        loop. One build at a time: the builder keeps what it built for the next one."""
+        while True:
+            key = self._ready_keys()
+            if key == self._catalog_key:
+                return
+            servers: dict[str, ServerTools] = {
+                name: (key[name], self._conns[name].cfg, self._conns[name].info.tools) for name in key
+            }
+            specs, by_raw, warnings = await asyncio.to_thread(_build, self._builder, servers)
+            self._catalog, self._catalog_by_raw, self._catalog_key = specs, by_raw, key
+            self.generation += 1
             for message in warnings:
                 self._emit(WarningEvent(message=message))
-            self._catalog, self._catalog_key = specs, key
-            self._catalog_by_raw = {(spec.server or "", spec.raw_name or ""): spec for spec in specs}
-        return self._catalog
 
     def _tools_changed(self, conn: McpConnection) -> None:
+        self._spawn(self._announce_tools(conn))
+
+    async def _announce_tools(self, conn: McpConnection) -> None:
+        await self._catalog_current()  # the event means the new tools are in the catalogue
         count = sum(1 for tool in conn.info.tools if conn.cfg.tool_enabled(tool.name))
         self._emit(McpToolsChanged(server=conn.name, tools=count))
 
@@ -225,7 +278,7 @@ class McpConnectionManager:
             await conn.current_tools(relist=relist)
         except McpUnavailable as exc:
             return f"{exc}; not called"
-        self._current_catalog()  # rebuilt if the re-list changed anything
+        await self._catalog_current()  # rebuilt if the re-list changed anything
         current = self._catalog_by_raw.get((server, tool))
         if current is None:
             return f"MCP server {server!r} no longer offers the tool {tool!r}; not called"
@@ -333,7 +386,17 @@ class McpConnectionManager:
         return result.model_dump(mode="json", exclude_none=True)
 
     def _emit(self, event: Event) -> None:
+        if isinstance(event, McpStartupUpdate):  # every change of a server's state is announced so
+            self.generation += 1
         deliver(self._on_event, event, log)  # a broken subscriber must not break startup or calls
+
+
+def _build(
+    builder: CatalogBuilder, servers: Mapping[str, ServerTools]
+) -> tuple[list[ToolSpec], dict[tuple[str, str], ToolSpec], list[str]]:
+    """One build and its routing table, in the worker thread."""
+    specs, warnings = builder.build(servers)
+    return specs, {(spec.server or "", spec.raw_name): spec for spec in specs}, warnings
 
 
 def _check_name(name: str) -> None:

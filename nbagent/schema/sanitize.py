@@ -55,8 +55,6 @@ def _owner_applies(owner: str, types: list[str]) -> bool:
 _GENERIC_KEYS = frozenset(
     {"type", "description", "title", "default", "enum", "const", "nullable", "anyOf", "oneOf", "allOf", "$ref"}
 )
-_SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
-_PLAIN_LEAF_KEYS = frozenset({"type", "description", "title"})
 
 _LEAF_TYPES = ["string", "number", "boolean", "object", "null"]
 _ANY_TYPES = ["string", "number", "boolean", "object", "array", "null"]
@@ -140,6 +138,86 @@ def _infer_types(s: dict[str, Any]) -> list[str] | None:
         if any(k in s for k in keys):
             found.append(t)
     return found or None
+
+
+_CLEAN_OBJECT_KEYS = frozenset({"type", "description", "title", "properties", "required", "additionalProperties"})
+_CLEAN_ARRAY_KEYS = frozenset({"type", "description", "title", "items", "minItems", "maxItems"})
+_TEXT_KEYS = frozenset({"description", "title"})
+_CLEAN_LEAF_KEYS = {
+    "string": frozenset({"type", "description", "title", "default", "enum", "minLength", "maxLength", "pattern",
+                         "format"}),
+    "integer": frozenset({"type", "description", "title", "default", *NUMBER_KEYS}),
+    "number": frozenset({"type", "description", "title", "default", *NUMBER_KEYS}),
+    "boolean": frozenset({"type", "description", "title", "default"}),
+    "null": frozenset({"type", "description", "title", "default"}),
+}  # fmt: skip
+"""Keywords a scalar leaf may have and still be copied as it is (their values are checked)."""
+
+
+def _is_plain_count(v: Any) -> bool:
+    return v.__class__ is int and v >= 0
+
+
+def _clean_text(s: dict[str, Any]) -> bool:
+    """``description`` and ``title``, where present, are text the API takes as it is."""
+    return all(ok_str(s[k]) for k in _TEXT_KEYS if k in s)
+
+
+def _clean_leaf(s: dict[str, Any]) -> bool:
+    """Whether ``s`` is a scalar leaf the full rules would return unchanged: its type's own
+    keywords only, each with a value they keep as it is (so no warning is lost)."""
+    t = s.get("type")
+    allowed = _CLEAN_LEAF_KEYS.get(t) if t.__class__ is str else None
+    if allowed is None or not s.keys() <= allowed:
+        return False
+    for k, v in s.items():
+        if k == "type":
+            continue
+        if k == "description" or k == "title":
+            if not ok_str(v):
+                return False
+        elif k == "default":
+            if not is_scalar(v):
+                return False
+        elif k == "enum":
+            if (
+                v.__class__ is not list
+                or not 0 < len(v) <= MAX_ENUM
+                or not all(x.__class__ is str and x.isascii() for x in v)
+                or len(set(v)) != len(v)
+            ):
+                return False
+        elif k == "minLength" or k == "maxLength":
+            if not _is_plain_count(v):
+                return False
+        elif k == "format":
+            if v.__class__ is not str or v not in FORMATS:
+                return False
+        elif k == "pattern":
+            if v.__class__ is not str or not v.isascii() or not _compiles(v):
+                return False
+        elif not is_num(v) or (k == "multipleOf" and v <= 0):
+            return False
+    return True
+
+
+def _copy_leaf(s: dict[str, Any]) -> dict[str, Any]:
+    out = dict(s)
+    if "enum" in out:
+        out["enum"] = list(out["enum"])
+    return out
+
+
+def _text(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True)
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except (TypeError, re.error, RecursionError, OverflowError):
+        return False
+    return True
 
 
 class _Sanitizer:
@@ -296,6 +374,8 @@ class _Sanitizer:
         if self.nodes > MAX_NODES:
             self.warn("", f"schema larger than {MAX_NODES} nodes; the rest is permissive")
             return self.leaf(s)
+        if s.__class__ is dict and depth < MAX_DEPTH and _clean_leaf(s):
+            return _copy_leaf(s)  # the everyday leaf (it has no children, so it is no ancestor)
         if s is True or s is None:
             return permissive()
         if s is False:
@@ -310,19 +390,62 @@ class _Sanitizer:
         if depth >= MAX_DEPTH:
             self.warn(path, f"nested deeper than {MAX_DEPTH} levels; the rest accepts any value of its type")
             return self.leaf(s)
-        t = s.get("type")
-        if (
-            t.__class__ is str
-            and t in _SCALAR_TYPES
-            and s.keys() <= _PLAIN_LEAF_KEYS
-            and all(ok_str(s[k]) for k in ("description", "title") if k in s)
-        ):
-            return dict(s)  # the everyday leaf: nothing to rewrite
         self.active.add(id(s))
         try:
             return self.node(s, path, depth, refs)
         finally:
             self.active.discard(id(s))
+
+    def clean_container(
+        self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """An object or array already in the accepted form, its children walked as usual; ``None``
+        when anything in it needs the full rules. Equal to what they would produce, just sooner."""
+        t = s.get("type")
+        if t == "object" and t.__class__ is str:
+            if not s.keys() <= _CLEAN_OBJECT_KEYS or not _clean_text(s):
+                return None
+            props = s.get("properties")
+            req = s.get("required")
+            ap = s.get("additionalProperties", True)
+            if props is None:
+                props = {}
+            elif props.__class__ is not dict or not all(k.__class__ is str and k.isascii() for k in props):
+                return None
+            if req is not None and (
+                req.__class__ is not list
+                or not req
+                or not all(r.__class__ is str and r in props for r in req)
+                or len(set(req)) != len(req)
+            ):
+                return None
+            if ap.__class__ is not bool and ap.__class__ is not dict:
+                return None
+            out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
+            out["type"] = "object"
+            if "properties" in s or depth == 0:
+                out["properties"] = {
+                    k: self.walk(v, f"{path}/properties/{k}", depth + 1, refs) for k, v in props.items()
+                }
+            if req is not None:
+                out["required"] = list(req)
+            if ap.__class__ is dict:
+                out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
+            elif "additionalProperties" in s:
+                out["additionalProperties"] = ap
+            return out
+        if t == "array" and t.__class__ is str:
+            if not s.keys() <= _CLEAN_ARRAY_KEYS or not _clean_text(s):
+                return None
+            items = s.get("items", True)
+            if items is not True and items.__class__ is not dict:
+                return None
+            if not all(_is_plain_count(s[k]) for k in ("minItems", "maxItems") if k in s):
+                return None
+            out = dict(s)
+            out["items"] = self.walk(items, f"{path}/items", depth + 1, refs)
+            return out
+        return None
 
     def normalise(self, s: dict[str, Any], path: str, refs: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
         """Rewrite ``$ref``, ``allOf``, ``oneOf`` and single-branch ``anyOf`` away at this level."""
@@ -381,9 +504,19 @@ class _Sanitizer:
         return True, refs
 
     def node(self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:
+        clean = self.clean_container(s, path, depth, refs)
+        if clean is not None:
+            return clean
+        original = s
         s, refs = self.normalise(s, path, refs)
         if not isinstance(s, dict):
             return self.walk(s, path, depth, refs) if s is not True else permissive()
+        if s is not original:  # a $ref or combinator rewritten away may leave a clean schema
+            if _clean_leaf(s):
+                return _copy_leaf(s)
+            clean = self.clean_container(s, path, depth, refs)
+            if clean is not None:
+                return clean
         out = self.annotations(s, path)
         if "anyOf" in s:
             return self.any_of(s, out, path, depth, refs)
@@ -420,7 +553,6 @@ class _Sanitizer:
         """Several branches: the siblings are pushed into each, so each branch is complete."""
         rest = {k: v for k, v in s.items() if k not in ("anyOf", "description", "title", "default")}
         branches: list[dict[str, Any]] = []
-        keys: set[str] = set()
         for i, b in enumerate(x for x in s["anyOf"] if x is not False):
             if rest and isinstance(b, dict):
                 b, _ = self.expand(b, path, refs)
@@ -428,9 +560,9 @@ class _Sanitizer:
             sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
             flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
             for f in flat:
-                key = json.dumps(f, sort_keys=True)
-                if key not in keys:
-                    keys.add(key)
+                # A branch is dropped when its JSON text repeats one kept; equal text implies ==
+                # (the output has no NaN), so the text is needed only to confirm an == match.
+                if not any(f == b and _text(f) == _text(b) for b in branches):
                     branches.append(f)
         if len(branches) == 1:
             return {**branches[0], **{k: v for k, v in out.items() if k not in branches[0]}}
@@ -587,12 +719,9 @@ class _Sanitizer:
                     self.warn(path, f"invalid {k} dropped")
         pat = s.get("pattern")
         if pat is not None:
-            try:
-                if not ok_str(pat):
-                    raise TypeError
-                re.compile(pat)
+            if ok_str(pat) and _compiles(pat):
                 out["pattern"] = pat
-            except (TypeError, re.error, RecursionError, OverflowError):
+            else:
                 self.warn(path, "invalid pattern dropped")
         fmt = s.get("format")
         if fmt is not None:

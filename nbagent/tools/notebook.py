@@ -207,6 +207,7 @@ class NotebookTools:
         self.display = display or _default_display
         self.waiting = False
         self._specs = [_spec(name) for name in _TOOLS]
+        self.generation = 0  # the list never changes
         self._next_inputs: tuple[object, list[str]] | None = None
 
     @contextlib.contextmanager

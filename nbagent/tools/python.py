@@ -268,6 +268,7 @@ class PythonTools:
             title="Run Python in the kernel",
             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
         )
+        self.generation = 0  # the list never changes
 
     def list_tools(self) -> Sequence[ToolSpec]:
         return [self._spec]
