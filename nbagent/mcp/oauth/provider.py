@@ -10,6 +10,7 @@ server's startup and tool deadlines by ``waiting``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
@@ -33,6 +34,11 @@ from nbagent.mcp.oauth.storage import TokenStore, backend_for
 
 LinkFn = Callable[[str], Awaitable[None]]
 WaitingFn = Callable[[], AbstractContextManager[None]]
+
+logging.getLogger("mcp.client.auth").addHandler(logging.NullHandler())
+"""The SDK logs a failed flow with its traceback; nbagent reports the failure itself, in one line
+naming the server. With a handler here, Python's last-resort handler no longer prints that
+traceback into a notebook cell; handlers a person configures still receive the record."""
 
 
 @dataclass
