@@ -170,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in SIZES:
             _write_thread(root / f"resume{n}", f"thread_r{n}", n)
         _write_threads(root / "list", THREADS)
-        for name in contenders:  # each its own copy, its index built once before any timing
+        _run(sys.executable, "list", str(root / "list"))  # the index, built once before any timing
+        for name in contenders:  # each its own copy (the older code ignores what it does not know)
             shutil.copytree(root / "list", root / f"list-{name}")
-            _run(contenders[name], "list", str(root / f"list-{name}"))
         for r in range(rounds):
             order = list(contenders) if r % 2 == 0 else list(reversed(contenders))
             for n in SIZES:

@@ -132,7 +132,10 @@ def _create_scanned(conn: sqlite3.Connection) -> None:
 
 
 def _scanned_matches(conn: sqlite3.Connection) -> bool:
-    """An index written by a version without ``scanned`` lacks it; its rows are still good."""
+    """An index written by a version without ``scanned`` lacks it (its rows are still good); a
+    view or other columns in its place are replaced, since a scan must be able to record itself."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='scanned'").fetchone():
+        return False
     return {row[1] for row in conn.execute("PRAGMA table_info(scanned)")} == {"dir", "dev", "ino", "mtime_ns"}
 
 
