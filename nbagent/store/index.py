@@ -3,6 +3,11 @@
 The index holds no fact of its own: every row is derived from one rollout by ``ThreadStats``,
 both live (fed line by line by the writer) and on rebuild (fed from the file), so the two
 agree by construction. Losing or corrupting it costs a rebuild, never data.
+
+Beside the rows it keeps the identity and modification time of every directory its last scan of
+the rollouts read (``scanned``): adding, removing or renaming a rollout changes its directory's
+time, so while no time changed the rows are known to cover exactly the files, and a listing needs
+no scan (see ``ThreadStore.list_threads``).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -23,6 +28,7 @@ __all__ = [
     "PREVIEW_CHARS",
     "SCHEMA_VERSION",
     "IndexCorrupt",
+    "Scanned",
     "ThreadIndex",
     "ThreadStats",
     "ThreadSummary",
@@ -69,6 +75,22 @@ CREATE INDEX IF NOT EXISTS threads_name ON threads(name, updated_at);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads(updated_at);
 """
 
+_SCANNED = """
+CREATE TABLE IF NOT EXISTS scanned (
+    dir TEXT PRIMARY KEY,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL
+)
+"""
+
+Scanned = dict[str, tuple[int, int, int]]
+"""Directory -> (device, inode, mtime in ns) as the last scan of the rollouts found it."""
+
+_VALUES = f"INTO threads ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})"
+_INSERT = f"INSERT OR REPLACE {_VALUES}"
+_INSERT_NEW = f"INSERT OR IGNORE {_VALUES}"
+
 
 def _schema_matches(conn: sqlite3.Connection) -> bool:
     """This version's table, with exactly its columns (an older or foreign ``threads`` is not)."""
@@ -77,6 +99,16 @@ def _schema_matches(conn: sqlite3.Connection) -> bool:
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='threads'").fetchone():
         return False
     return {row[1] for row in conn.execute("PRAGMA table_info(threads)")} == set(_COLUMNS)
+
+
+def _in_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], None]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 class IndexCorrupt(sqlite3.DatabaseError):
@@ -88,13 +120,32 @@ def _is_corrupt(error: sqlite3.Error) -> bool:
     return isinstance(error, IndexCorrupt) or getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 
+def _drop(conn: sqlite3.Connection, name: str) -> None:
+    for (kind,) in conn.execute("SELECT type FROM sqlite_master WHERE name=?", (name,)).fetchall():
+        conn.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} {name}")
+
+
+def _create_scanned(conn: sqlite3.Connection) -> None:
+    """An empty ``scanned`` (whatever it was): the rows were never checked against the files."""
+    _drop(conn, "scanned")
+    conn.execute(_SCANNED)
+
+
+def _scanned_matches(conn: sqlite3.Connection) -> bool:
+    """An index written by a version without ``scanned`` lacks it (its rows are still good); a
+    view or other columns in its place are replaced, since a scan must be able to record itself."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='scanned'").fetchone():
+        return False
+    return {row[1] for row in conn.execute("PRAGMA table_info(scanned)")} == {"dir", "dev", "ino", "mtime_ns"}
+
+
 def _create_schema(conn: sqlite3.Connection) -> None:
-    """Drop and create the table inside the caller's transaction (whatever ``threads`` was)."""
-    for (kind,) in conn.execute("SELECT type FROM sqlite_master WHERE name='threads'").fetchall():
-        conn.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} threads")
+    """Drop and create the tables inside the caller's transaction (whatever ``threads`` was)."""
+    _drop(conn, "threads")
     for stmt in _SCHEMA.split(";"):
         if stmt.strip():
             conn.execute(stmt)
+    _create_scanned(conn)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
@@ -237,14 +288,10 @@ class ThreadIndex:
             if not ok or ok[0] != "ok":
                 raise IndexCorrupt(f"quick_check: {ok[0] if ok else 'no answer'}")
             if not _schema_matches(conn):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    _create_schema(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                _in_transaction(conn, _create_schema)
                 self.needs_rebuild = True
+            elif not _scanned_matches(conn):
+                _in_transaction(conn, _create_scanned)
         except BaseException:
             conn.close()
             raise
@@ -294,12 +341,8 @@ class ThreadIndex:
     # -- writes --------------------------------------------------------------------------
 
     def upsert(self, s: ThreadSummary) -> None:
-        row = s.model_dump()
         with self._lock:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO threads ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
-                [row[c] for c in _COLUMNS],
-            )
+            self._conn.execute(_INSERT, _row(s))
 
     def update_progress(self, s: ThreadSummary) -> None:
         """The columns a writer changes (cheaper than a replace); inserts the row if missing."""
@@ -311,28 +354,33 @@ class ThreadIndex:
             if cur.rowcount == 0:
                 self.upsert(s)
 
-    def delete(self, thread_id: str) -> None:
-        with self._lock:
-            self._conn.execute("DELETE FROM threads WHERE id=?", (thread_id,))
+    def replace_all(self, summaries: Iterable[ThreadSummary], scanned: Scanned | None = None) -> int:
+        """Drop and recreate the table with exactly these rows, in one transaction; ``scanned`` is
+        what the scan that found them read."""
+        rows = [_row(s) for s in summaries]
 
-    def replace_all(self, summaries: Iterable[ThreadSummary]) -> int:
-        """Drop and recreate the table with exactly these rows, in one transaction."""
-        rows = [[s.model_dump()[c] for c in _COLUMNS] for s in summaries]
+        def work(c: sqlite3.Connection) -> None:
+            _create_schema(c)
+            c.executemany(_INSERT, rows)
+            _record_scanned(c, scanned or {})
+
         with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                _create_schema(c)
-                c.executemany(
-                    f"INSERT OR REPLACE INTO threads ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
-                    rows,
-                )
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
+            _in_transaction(self._conn, work)
             self.needs_rebuild = False
-            return c.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+
+    def apply_scan(self, found: Iterable[ThreadSummary], gone: Iterable[tuple[str, str]], scanned: Scanned) -> None:
+        """In one transaction: rows for rollouts the index lacked, none for ``gone`` (id, path)
+        rollouts, and what the scan read. A row another process wrote meanwhile is kept: its
+        writer knows better than a scan of a file it is still writing."""
+
+        def work(c: sqlite3.Connection) -> None:
+            c.executemany("DELETE FROM threads WHERE id=? AND rollout_path=?", gone)
+            c.executemany(_INSERT_NEW, [_row(s) for s in found])
+            _record_scanned(c, scanned)
+
+        with self._lock:
+            _in_transaction(self._conn, work)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -367,3 +415,19 @@ class ThreadIndex:
         """rollout path -> thread id, for syncing with the files on disk."""
         with self._lock:
             return {p: i for i, p in self._conn.execute("SELECT id, rollout_path FROM threads").fetchall()}
+
+    def scanned(self) -> Scanned:
+        """What the last scan of the rollouts read (empty: never scanned, or since recreated)."""
+        with self._lock:
+            return {d: (dev, ino, m) for d, dev, ino, m in self._conn.execute("SELECT dir, dev, ino, mtime_ns FROM scanned")}
+
+
+def _row(s: ThreadSummary) -> list[object]:
+    row = s.model_dump()
+    return [row[c] for c in _COLUMNS]
+
+
+def _record_scanned(c: sqlite3.Connection, scanned: Scanned) -> None:
+    c.execute("DELETE FROM scanned")
+    c.executemany("INSERT INTO scanned (dir, dev, ino, mtime_ns) VALUES (?, ?, ?, ?)",
+                  [(d, *fp) for d, fp in scanned.items()])

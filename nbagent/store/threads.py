@@ -5,6 +5,11 @@ even when the index is gone) and ``home/state.sqlite``. The rollouts are the tru
 index is refreshed from them whenever it is found missing, stale, of another schema or corrupt.
 Only files inside ``home/threads`` are threads: an index row or a symlink that leads elsewhere
 is ignored with a warning, so nothing outside the home is read as history or appended to.
+
+A listing is answered by the index alone while the directories of the rollouts keep the times
+the last scan recorded (a rollout added, removed or renamed, by any process, changes its
+directory's time); otherwise the directories are scanned again, names only, and the index
+brought in line.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from nbagent.protocol.items import Item
-from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, ThreadMeta, TurnRecord
-from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout, thread_meta
+from nbagent.protocol.rollout import ItemRecord, RolloutLine, ThreadMeta, TurnRecord
+from nbagent.store.index import Scanned, ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout, thread_meta
 from nbagent.store.lock import LOCK_WAIT_SEC, ThreadLock
 from nbagent.store.rollout import RolloutWriter, read_rollout
 
@@ -44,6 +49,10 @@ an index write costs ~70 µs, which back-to-back calls (``Session.call_tool``) w
 pay. Without a running event loop, a start is written with the next record instead. The rollout
 line itself is never deferred. A rename, a creation and a close write at once; listing threads in
 this process writes what is pending first."""
+MTIME_GRAIN_NS = 2_000_000_000
+"""A directory changed less than this before it was scanned is scanned again next time: a file
+system may keep times this coarse (FAT: 2 s), so a change just after the scan could leave the
+same time behind."""
 
 
 class ThreadNotFound(KeyError):
@@ -211,15 +220,59 @@ class ThreadStore:
         except OSError:
             return False
 
-    def _rollouts(self, pattern: str = "*.jsonl") -> list[Path]:
-        """The rollouts under ``home/threads``; a link leading out of it is not one."""
-        found = []
-        for path in sorted(self.threads_dir.rglob(pattern)):
-            if self._inside(path):
-                found.append(path)
-            elif path.is_symlink():
-                self._warn(f"{path} links to {os.path.realpath(path)}, outside {self.threads_dir}; ignored")
-        return found
+    def _scan(self) -> tuple[list[Path], Scanned]:
+        """The rollouts under ``home/threads`` in path order (a link leading out of it is not one;
+        a linked directory is not entered), and each directory's identity and time as read.
+
+        Names only: a regular file in the tree is inside it without resolving its path; only a
+        link is followed to see where it leads.
+        """
+        found: list[Path] = []
+        scanned: Scanned = {}
+        pending = [str(self.threads_dir)]
+        while pending:
+            directory = pending.pop()
+            try:
+                st = os.stat(directory)  # before reading: a change during the scan shows next time
+                with os.scandir(directory) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            recent = time.time_ns() - st.st_mtime_ns < MTIME_GRAIN_NS
+            scanned[directory] = (st.st_dev, st.st_ino, -1 if recent else st.st_mtime_ns)
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        if entry.name.endswith(".jsonl"):
+                            self._linked(Path(entry.path), found)
+                    elif entry.is_dir():
+                        pending.append(entry.path)
+                    elif entry.name.endswith(".jsonl") and entry.is_file():
+                        found.append(Path(entry.path))
+                except OSError:
+                    continue
+        found.sort()
+        return found, scanned
+
+    def _linked(self, path: Path, found: list[Path]) -> None:
+        if self._inside(path):
+            found.append(path)
+        else:
+            self._warn(f"{path} links to {os.path.realpath(path)}, outside {self.threads_dir}; ignored")
+
+    def _scan_current(self) -> bool:
+        """No directory the last scan read has changed since: the index knows every rollout."""
+        scanned = self._index_call(lambda ix: ix.scanned(), {})
+        if str(self.threads_dir) not in scanned:
+            return False
+        for directory, (dev, ino, mtime_ns) in scanned.items():
+            try:
+                st = os.stat(directory)
+            except OSError:
+                return False
+            if mtime_ns < 0 or (st.st_dev, st.st_ino, st.st_mtime_ns) != (dev, ino, mtime_ns):
+                return False
+        return True
 
     def _row_path(self, row: ThreadSummary | None) -> Path | None:
         """A row's rollout when it is inside the home; a row leading elsewhere is ignored."""
@@ -242,7 +295,7 @@ class ThreadStore:
         usual = self.threads_dir / f"{thread_id}.jsonl"
         if self._inside(usual):
             return usual
-        return next(iter(self._rollouts(f"{thread_id}.jsonl")), None)
+        return next((p for p in self._scan()[0] if p.name == usual.name), None)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -322,22 +375,21 @@ class ThreadStore:
         meta, rest = found
         items: list[Item] = []
         turns: list[TurnRecord] = []
-        name = meta.name
         stats = ThreadStats(meta, path)
+        feed, add_item, add_turn = stats.feed, items.append, turns.append
         for line in rest:
-            stats.feed(line)
-            if isinstance(line, ItemRecord):
-                items.append(line.item)
-            elif isinstance(line, TurnRecord):
-                turns.append(line)
-            elif isinstance(line, NameRecord):
-                name = line.name
-            else:
+            feed(line)
+            kind = line.type
+            if kind == "item":
+                add_item(line.item)  # type: ignore[union-attr]
+            elif kind == "turn":
+                add_turn(line)  # type: ignore[arg-type]
+            elif kind == "thread_meta":
                 warnings.append(f"{path}: extra thread_meta line ignored")
         summary = stats.summary()
         if self._index_call(lambda ix: ix.get(meta.thread_id), None) != summary:
             self._index_call(lambda ix: ix.upsert(summary), None)
-        loaded = LoadedThread(meta=meta, items=items, turns=turns, name=name, warnings=warnings, path=path)
+        loaded = LoadedThread(meta=meta, items=items, turns=turns, name=stats.name, warnings=warnings, path=path)
         return loaded, stats
 
     def take_warnings(self) -> list[str]:
@@ -371,12 +423,15 @@ class ThreadStore:
         return None
 
     def _sync(self) -> None:
-        """Index rollouts the index lacks and drop rows whose rollout is gone (or outside)."""
-        known = self._index_call(lambda ix: ix.paths(), {})
-        files = {str(p): p for p in self._rollouts()}
-        for p, tid in known.items():
-            if p not in files:
-                self._index_call(lambda ix, tid=tid: ix.delete(tid), None)
+        """Unless no rollout came or went since the last scan: index the rollouts the index lacks
+        and drop rows whose rollout is gone (or outside)."""
+        if self._scan_current():
+            return
+        known = self._index_call(lambda ix: ix.paths(), {})  # before the scan: a row's file predates it
+        paths, scanned = self._scan()
+        files = {str(p): p for p in paths}
+        gone = [(tid, p) for p, tid in known.items() if p not in files]
+        found = []
         for p, path in files.items():
             if p in known:
                 continue
@@ -384,10 +439,11 @@ class ThreadStore:
             for warning in warnings:
                 self._warn(warning)
             if stats is not None:
-                self._index_call(lambda ix, s=stats.summary(): ix.upsert(s), None)
+                found.append(stats.summary())
+        self._index_call(lambda ix: ix.apply_scan(found, gone, scanned), None)
 
     def list_threads(self, limit: int = 50) -> list[ThreadSummary]:
-        """Newest (last updated) first."""
+        """Newest (last updated) first; another process's new thread and a deleted rollout included."""
         self._flush_deferred()
         self._sync()
         return self._index_call(lambda ix: ix.list(limit), [])
@@ -395,7 +451,8 @@ class ThreadStore:
     def rebuild_index(self) -> int:
         """Drop the index and recreate it from the rollouts alone; returns the thread count."""
         summaries: dict[str, ThreadSummary] = {}
-        for path in self._rollouts():
+        paths, scanned = self._scan()
+        for path in paths:
             stats, warnings = summarize_rollout(path)
             for warning in warnings:
                 self._warn(warning)
@@ -409,4 +466,4 @@ class ThreadStore:
                     continue
             summaries[s.id] = s
         with self._lock:
-            return self._index.replace_all(summaries.values())
+            return self._index.replace_all(summaries.values(), scanned)
