@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from nbagent.protocol.items import Item
+from nbagent.protocol.ops import OUTSIDE_ENTRY
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, ThreadMeta, TurnRecord
 from nbagent.store.index import Scanned, ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout, thread_meta
 from nbagent.store.lock import LOCK_WAIT_SEC, ThreadLock
@@ -43,8 +44,9 @@ _T = TypeVar("_T")
 FLUSH_INTERVAL = 1.0
 """A thread's index row is at most this many seconds behind the turn records of its rollout.
 
-A turn record (a turn or an outside call started or ended) writes the row at once when the last
-write is older than this, else once at the end of the interval, however many turns ended in it:
+A model turn's end writes the row at once. A turn's start and an outside call's records write
+it at once when the last write is older than this, else once at the end of the interval, however
+many came in it:
 an index write costs ~70 µs, which back-to-back calls (``Session.call_tool``) would otherwise each
 pay. Without a running event loop, a start is written with the next record instead. The rollout
 line itself is never deferred. A rename, a creation and a close write at once; listing threads in
@@ -106,7 +108,10 @@ class _Tracker:
         if isinstance(line, ItemRecord):
             return
         wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
-        if not isinstance(line, TurnRecord) or wait <= 0:
+        # A model turn's end is what a listing shows (its prompt, how it ended): written at once,
+        # so a process killed right after still leaves it. Starts and outside calls may wait.
+        ended_turn = isinstance(line, TurnRecord) and line.status != "started" and line.entry != OUTSIDE_ENTRY
+        if not isinstance(line, TurnRecord) or ended_turn or wait <= 0:
             self.flush()
         elif self._pending is None:
             try:
