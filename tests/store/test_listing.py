@@ -175,6 +175,8 @@ def test_objects_someone_froze_stay_frozen(tmp_path: Path) -> None:
     try:
         frozen = gc.get_freeze_count()
         read_rollout(tmp_path / "threads" / "t.jsonl")
-        assert gc.get_freeze_count() >= frozen
+        # Frozen objects may still be freed by their refcount while it reads (the count drops a
+        # little in a long process); an unfreeze would have left none frozen at all.
+        assert gc.get_freeze_count() > frozen // 2
     finally:
         gc.unfreeze()
