@@ -13,6 +13,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
 from nbagent.protocol import ApprovalDecision, Event
+from tests.config.test_mcp_json import mcp_json
 from tests.mcp.conftest import records, server_cfg
 
 SECRET = "sk-live-0123456789abcdef"
@@ -24,13 +25,6 @@ def user_file(tmp_path: Path, text: str) -> Path:
     home.mkdir()
     (home / "config.toml").write_text(text)
     return home
-
-
-def mcp_json(tmp_path: Path, servers: dict) -> Path:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    (work / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
-    return work
 
 
 @pytest.mark.parametrize(
