@@ -10,6 +10,8 @@ from pathlib import Path
 
 import nbformat
 
+from nbagent.examples.cells import CellKind, build_notebook
+
 SETUP = r'''import json, os, sys
 from pathlib import Path
 from importlib.resources import files
@@ -57,7 +59,7 @@ if nb.headless():
     session.subscribe(answer)
     print("headless: approvals and the question are answered by the cell above")'''
 
-CELLS: list[tuple[str, str]] = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# nbagent quickstart
 
 This notebook runs an agent **inside the kernel**, fully offline:
@@ -119,14 +121,7 @@ every call, its approval record, the question and its answer. Threads are saved,
 
 
 def build() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for kind, source in CELLS:
-        cell = nbformat.v4.new_markdown_cell(source) if kind == "markdown" else nbformat.v4.new_code_cell(source)
-        cell.id = f"quickstart-{len(nb.cells):02d}"
-        nb.cells.append(cell)
-    return nb
+    return build_notebook(CELLS, "quickstart")
 
 
 def write(path: str | Path) -> Path:

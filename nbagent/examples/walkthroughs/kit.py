@@ -1,0 +1,84 @@
+"""What a walkthrough's cells import: a scratch workspace, an autopilot for runs nobody clicks
+through, and the exercise check.
+
+Kept small and visible on purpose: a reader should be able to open this file from a cell and see
+there is no trick in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbagent.core.session import Session
+    from nbagent.protocol import Event
+
+AUTOPILOT_ENV = "NBAGENT_AUTOPILOT"
+"""Set (to ``1``) by the executor that runs walkthroughs for CI and the docs: the notebook renders
+its widgets, and nobody is there to click them."""
+
+
+def data(name: str) -> Path:
+    """A file shipped with the walkthroughs (a replay script), as a path."""
+    return Path(str(files("nbagent.examples.walkthroughs") / name))
+
+
+def workspace(name: str, config: str = "") -> Path:
+    """Make ``./NAME-work``, move into it, keep threads and logs inside (``$NBAGENT_HOME``), and
+    write ``config`` as its ``nbagent.toml``; print the config and return the folder.
+
+    ``$python`` in ``config`` becomes this kernel's interpreter (to start the example MCP servers)
+    and ``$data`` the folder of the walkthroughs' files, both as TOML strings.
+    """
+    work = Path(f"{name}-work").resolve()
+    work.mkdir(exist_ok=True)
+    os.chdir(work)
+    os.environ["NBAGENT_HOME"] = str(work / "home")
+    text = Template(config).substitute(python=json.dumps(sys.executable), data=json.dumps(str(data(""))))
+    (work / "nbagent.toml").write_text(text)
+    print(text.strip())
+    return work
+
+
+def nobody_clicks() -> bool:
+    """True when no person is at the notebook: a headless run, or the walkthrough executor."""
+    import nbagent.notebook as nb
+
+    return os.environ.get(AUTOPILOT_ENV) == "1" or nb.headless()
+
+
+def autopilot(session: Session, answer: Callable[[Any], Any | None]) -> bool:
+    """When nobody clicks, answer each approval and question with ``answer(msg)``: an
+    ``ApprovalDecision`` / ``ElicitationResponse`` (the very ops the buttons send) or None to leave
+    it. Returns whether the autopilot is on."""
+    if not nobody_clicks():
+        return False
+
+    def on_event(event: Event) -> None:
+        if event.msg.type in ("approval_requested", "elicitation_requested"):
+            op = answer(event.msg)
+            if op is not None:
+                session.submit(op)
+
+    session.subscribe(on_event)
+    return True
+
+
+def check(answer: Any, expected: Any, *, hint: str, why: str) -> None:
+    """The exercise check: say how to start while ``answer`` is still ``...``, raise with ``hint``
+    when it is wrong, print ``why`` when it is right. ``expected`` is a value, or a predicate on
+    the answer; compute it from the live runtime where you can."""
+    if answer is Ellipsis:
+        print("Exercise: replace `answer = ...` in the cell above with your answer, run it, then run this cell.")
+        return
+    right = expected(answer) if callable(expected) else answer == expected
+    if not right:
+        raise AssertionError(f"Not yet: {hint}")
+    print(f"Right. {why}")
