@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -50,8 +50,6 @@ class Walkthrough:
     wrong_answer: str
     timeout: int = 120
     """Seconds any one cell may run."""
-    files: tuple[str, ...] = field(default=())
-    """Package data (e.g. a replay script) the notebook reads, relative to this package."""
 
     def build(self) -> nbformat.NotebookNode:
         nb = build_notebook(self.cells, self.name)
