@@ -19,7 +19,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "nbagent"
 
 # The package root is a face too: it re-exports Session (core) and loads the notebook extension.
-FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli")
+# The walkthroughs sit on top like a person at a notebook: they drive the notebook front end.
+FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli", "nbagent.examples.walkthroughs")
 BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config")
 
 

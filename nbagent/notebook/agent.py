@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.deliver import deliver
+from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import Frontend, detect
 from nbagent.notebook.views import View
 from nbagent.protocol import (
@@ -49,6 +51,10 @@ class KernelAgent:
         self.error: str | None = None
         self.configured: SessionConfigured | None = None
         self.views: dict[str, View] = {}
+        self.cells: dict[str, CellContext] = {}
+        """The context of the cell each turn was started from: its view's widget updates are sent
+        as that cell's messages, so a client recording the cell (nbclient saving widget state for
+        a rendered page) sees them, not only the cell that opened the session."""
         self.watchers: list[View] = []
         """Views that see session-level events (startup status displays)."""
         self.endings: dict[str, asyncio.Future[Event]] = {}
@@ -181,6 +187,7 @@ class KernelAgent:
     def watch_turn(self, turn_id: str, view: View) -> asyncio.Future[Event]:
         """Route ``turn_id``'s events to ``view``; the future ends with its terminal event."""
         self.views[turn_id] = view
+        self.cells[turn_id] = CellContext()
         future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
         self.endings[turn_id] = future
         return future
@@ -199,9 +206,11 @@ class KernelAgent:
         if view is None and msg.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view
         if view is not None:
-            deliver(view.handle, event, _log)
+            cell = self.cells.get(turn_id) if turn_id else None
+            deliver(view.handle if cell is None else functools.partial(cell.run, view.handle), event, _log)
         if turn_id and msg.type in TERMINAL_TYPES:
             self.views.pop(turn_id, None)
+            self.cells.pop(turn_id, None)
             future = self.endings.pop(turn_id, None)
             if future is not None and not future.done():
                 future.set_result(event)
