@@ -1,13 +1,14 @@
 """A small, real MCP server for the "fix a failing test" walkthroughs: one project folder, three tools.
 
-``run_tests`` runs pytest on the folder (read-only: no cache, no bytecode written; a failing run is
-a tool error carrying pytest's report), ``read_file`` returns one file, ``apply_patch`` replaces
+``run_tests`` runs pytest on the folder (read-only: no cache, no bytecode written; no plugins
+autoloaded, so the run depends on the project alone; a failing run is a tool error carrying
+pytest's report), ``read_file`` returns one file, ``apply_patch`` replaces
 one exact piece of one file and returns the diff (destructive: it needs approval). Every path is
 relative to ``--root`` and must stay inside it once ``..`` and symlinks are followed; anything
 else is refused naming the path. No shell is ever used.
 
 Every execution is appended as one JSON line (tool, arguments, the text returned, whether it was
-an error) to ``--record FILE``: what the server sent, to set beside what the model saw.
+an error) to ``--record FILE``: what the tool gave the MCP SDK to send, to set beside what the model saw.
 
 Run: ``python -m nbagent.examples.workspace_server --root DIR [--record FILE]``.
 """
@@ -86,8 +87,8 @@ server = MCPServer(
 def run_tests(path: str = ".") -> str:
     """Run pytest on a folder or file of the project; fails with pytest's report when a test fails."""
     target = inside(_State.root, path)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(target)]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", str(target)]
     try:
         done = subprocess.run(
             command, cwd=_State.root, env=env, capture_output=True, text=True, timeout=TEST_TIMEOUT_SEC, check=False
