@@ -111,7 +111,8 @@ def read_file(path: str) -> str:
     target = inside(_State.root, path)
     if not target.is_file():
         raise ToolError(f"no file {path!r} in the workspace")
-    return target.read_bytes()[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    with target.open("rb") as fh:  # at most the cap is read, however large the file
+        return fh.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
 
 
 @server.tool(
@@ -124,7 +125,10 @@ def apply_patch(path: str, old: str, new: str) -> str:
     target = inside(_State.root, path)
     if not target.is_file():
         raise ToolError(f"no file {path!r} in the workspace")
-    before = target.read_text(encoding="utf-8")
+    try:
+        before = target.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{path}: not UTF-8 text, so it cannot be patched") from exc
     count = before.count(old) if old else 0
     if count != 1:
         raise ToolError(f"{path}: the text to replace occurs {count} times, not once")

@@ -187,11 +187,13 @@ CODEX = """## Where this lives in Codex
   caller then writes that result into the history (result backfill).
 * `codex-rs/core/src/session/mcp.rs`: the session's side of MCP, where server requests such as
   elicitations become session events and wait for the user.
-* `codex-rs/mcp-server/src/codex_tool_runner.rs`: Codex run as an MCP server. It runs a session
-  for the caller and forwards each event to it as a notification. The same event stream feeds
-  another front end, which is why events are a stable API and not UI calls.
-* `codex-rs/mcp-server/src/message_processor.rs`: entry normalisation for that front end. JSON-RPC
-  requests become the ops the core understands.
+* `codex-rs/mcp-server/src/codex_tool_runner.rs`: Codex run as an MCP server. The caller's prompt
+  becomes the same `Op::UserInput` submission a terminal sends, which is entry normalisation. Every
+  event of the session is forwarded to the caller as a notification, and the `tools/call` is
+  answered with the last agent message once the task completes. The same event stream feeds a
+  different front end, which is why events are a stable API and not UI calls.
+* `codex-rs/mcp-server/src/message_processor.rs`: receives that front end's JSON-RPC requests and
+  hands a call of the `codex` tool to the runner.
 
 How rollouts and the SQLite state database are stored is outside the lesson's files. In Codex they
 are their own crates. Here, `nbagent/store/` plays that part."""

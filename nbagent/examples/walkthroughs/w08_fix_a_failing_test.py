@@ -140,18 +140,16 @@ display(Markdown(table))'''
 
 CODEX = """## Where this lives in Codex
 
-* `codex-rs/core/src/tools/handlers/mcp.rs`: the tool handler that sends a model call of an MCP
-  tool to the MCP path. Routing uses the call's raw identity (server and tool), not the
-  model-visible name.
+* `codex-rs/core/src/tools/handlers/mcp.rs`: the handler for one MCP tool. It builds the spec
+  the model sees from the server's tool. On a call, it hands `handle_mcp_tool_call` the raw server
+  name and the tool's own name, not the model-visible one.
 * `codex-rs/core/src/mcp_tool_call.rs`: `handle_mcp_tool_call` runs the "tool call" row of the
   table. It parses the arguments, emits `McpToolCallBegin`, asks for approval (accept, accept for
   the session, decline, cancel), calls the server, makes the result fit the model, and emits
-  `McpToolCallEnd`.
-* `codex-rs/codex-mcp/src/tools.rs` and `codex-rs/codex-mcp/src/connection_manager.rs`: where a
-  server's tools get the names and schemas the model sees, and where each call reaches the right
-  connection.
-* `codex-rs/core/src/session/mcp.rs`: the session side, where a server's requests during a call
-  (such as elicitations) become events the front end answers."""
+  `McpToolCallEnd` with the duration.
+* `codex-rs/core/src/session/mcp.rs`: the session side. `Session::call_tool` reaches the server
+  through the connection manager (`codex-rs/codex-mcp/src/connection_manager.rs`). A server's
+  request during a call, such as an elicitation, becomes an event the front end answers."""
 
 NBAGENT = """## Where this lives in nbagent
 
