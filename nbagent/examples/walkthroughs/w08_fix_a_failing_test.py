@@ -1,0 +1,248 @@
+"""Walkthrough 08: the lesson's running example, "fix a failing test", end to end.
+
+A small package with a failing pytest test; the agent runs the tests, reads the file, proposes a
+patch (an approval panel), applies it and reruns the tests green through a real MCP server; then
+the lesson's table "stage / surface action / what the runtime really handles" is filled from this
+run's recorded events and items.
+"""
+
+from __future__ import annotations
+
+from nbagent.examples.walkthroughs import Walkthrough
+
+SETUP = r'''import json, sys
+from nbagent.examples.walkthroughs.kit import autopilot, check, data, workspace
+
+CONFIG = f"""
+model = "replay:{data('08-fix-a-failing-test.json')}"   # a scripted model, offline
+approval_policy = "on-request"                           # ask unless a call is known to be safe
+
+[mcp_servers.workspace]                                  # a real MCP server over stdio
+command = $python
+args = ["-m", "nbagent.examples.workspace_server", "--root", "project", "--record", "server-record.jsonl"]
+trusted = true                                           # read-only hints may skip approval
+"""
+work = workspace("08-fix-a-failing-test", CONFIG)
+
+# The project: a package with a bug, and the test that catches it.
+project = work / "project"
+files = {
+    "calc/__init__.py": "from calc.core import add\n",
+    "calc/core.py": 'def add(a, b):\n    """The sum of a and b."""\n    return a - b\n',
+    "tests/test_core.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+}
+for name, text in files.items():
+    (project / name).parent.mkdir(parents=True, exist_ok=True)
+    (project / name).write_text(text)
+(work / "server-record.jsonl").unlink(missing_ok=True)
+print("\n".join(sorted(files)))'''
+
+TAPS = r'''import nbagent.notebook as nb
+from nbagent.protocol import ApprovalDecision
+
+session = await nb.ready()
+
+def answer(msg):
+    """What a person would click when nobody is there: approve the patch as proposed."""
+    if msg.type == "approval_requested":
+        return ApprovalDecision(call_id=msg.call_id, decision="approve")
+    return None
+
+print("autopilot:", autopilot(session, answer))
+
+events = []                                  # every event, as the widgets get them
+session.subscribe(events.append)
+requests = []                                # every model request the turns build
+client = session.model_client()
+play = client.stream
+client.stream = lambda request: (requests.append(request), play(request))[1]'''
+
+CALLS = r'''from nbagent.protocol import ApprovalRecord, FunctionCall, FunctionCallOutput
+items = session.thread.items
+outputs = {i.call_id: i for i in items if isinstance(i, FunctionCallOutput)}
+approvals = {i.call_id: i for i in items if isinstance(i, ApprovalRecord)}
+for call in (i for i in items if isinstance(i, FunctionCall)):
+    out, ok = outputs[call.call_id], approvals.get(call.call_id)
+    asked = f"approval: {ok.decision} by {ok.by}" if ok else "no approval asked"
+    print(f"{call.raw_tool:<12} {call.arguments:<72.72} -> {out.status:<9} error={out.is_error!s:<5} {asked}")'''
+
+SAW = r'''spec = next(t for t in session.tools() if t.raw_name == "apply_patch")
+print("The tool as the server named it, and as the model sees it:")
+print(f"    raw identity   ({spec.server!r}, {spec.raw_name!r})    model-visible name  {spec.name!r}")
+print(f"    annotations    {spec.annotations.model_dump(exclude_none=True)}    trusted={spec.trusted}")
+print(f"    parameters     {json.dumps(spec.parameters)[:200]}")
+
+sent = [json.loads(line) for line in (work / "server-record.jsonl").read_text().splitlines()]
+calls = [i for i in items if isinstance(i, FunctionCall)]
+print("\nWhat the server sent, next to the output item the model saw on its next request:")
+for record, call in zip(sent, calls):
+    out = outputs[call.call_id]
+    seen = any(any(i.id == out.id for i in r.items) for r in requests)
+    print(f"--- {record['tool']} (server: is_error={record['is_error']}; item: is_error={out.is_error}; on a later request: {seen})")
+    print("  tool returned:", record["sent"][:240].replace("\n", "\n" + " " * 16))
+    print("  model saw:   ", out.output[:240].replace("\n", "\n" + " " * 16))'''
+
+VERIFY = r'''import os, subprocess
+print((project / "calc" / "core.py").read_text())
+env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider"], cwd=project,
+                      env=env, capture_output=True, text=True, timeout=120)
+print("pytest, run by this notebook itself, exits with", done.returncode, "-", done.stdout.strip().splitlines()[-1])'''
+
+TABLE = r'''from IPython.display import Markdown, display
+from nbagent.store import read_rollout
+import sqlite3
+
+turn_id = next(e.turn_id for e in events if e.msg.type == "turn_started")
+mine = [e for e in events if e.turn_id == turn_id]
+first = lambda kind: next(e.msg for e in mine if e.msg.type == kind)
+started, done_msg = first("turn_started"), first("turn_completed")
+begins = [e.msg for e in mine if e.msg.type == "tool_call_begin"]
+ends = [e.msg for e in mine if e.msg.type == "tool_call_end"]
+asked = [e.msg for e in mine if e.msg.type == "approval_requested"]
+resolved = [e.msg for e in mine if e.msg.type == "approval_resolved"]
+texts = [e.msg.text for e in mine if e.msg.type == "agent_message"]
+mcp_tools = sorted({t.name for t in requests[0].tools if t.server})
+
+rollout = work / "home" / "threads" / f"{session.thread.id}.jsonl"
+lines, _ = read_rollout(rollout)
+db = sqlite3.connect(f"file:{work / 'home' / 'state.sqlite'}?mode=ro", uri=True)
+row = db.execute("SELECT turns, items FROM threads WHERE id = ?", (session.thread.id,)).fetchone()
+db.close()
+
+def calls_line():
+    parts = []
+    for b, e in zip(begins, ends):
+        gate = next((f"asked, {r.decision} by {r.by}" for r in resolved if r.call_id == b.call_id), "no ask (read-only, trusted)")
+        parts.append(f"`{b.tool}` → `{b.server}/{b.raw_tool}`: {gate}; {e.status} in {e.duration_ms:.0f} ms")
+    return "<br>".join(parts)
+
+rows = [
+    ("User input", f"“{started.prompt}”",
+     f"thread `{session.thread.id}` bound; entry `{started.entry}`, policy `{started.policy}`, "
+     f"cwd `{session.cwd}`; MCP tools offered: {', '.join(f'`{t}`' for t in mcp_tools)}"),
+    ("Model understanding", f"“{texts[0]}”",
+     f"request 1: {len(requests[0].items)} item(s) of history, {len(requests[0].tools)} tools, "
+     f"{len(requests[0].instructions)} chars of instructions; {len(requests)} requests in this turn"),
+    ("Tool call", ", ".join(f"`{b.raw_tool}`" for b in begins), calls_line()),
+    ("Result backfill", "the model sees the command output",
+     f"{len(ends)} `function_call_output` items, each tied to its `call_id` "
+     f"({', '.join(e.status for e in ends)}); request n+1 carries call n's output "
+     f"(items per request: {[len(r.items) for r in requests]})"),
+    ("Completion", f"“{done_msg.last_message}”",
+     f"rollout: {len(lines)} lines, turn record `{[l.status for l in lines if l.type == 'turn'][-1]}`; "
+     f"index row: turns={row[0]}, items={row[1]}; events seq {mine[0].seq}–{mine[-1].seq}, "
+     f"ending in `{mine[-1].msg.type}`"),
+]
+table = "| stage | surface action | what the runtime really handled (this run) |\n|---|---|---|\n"
+table += "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+display(Markdown(table))'''
+
+CODEX = """## Where this lives in Codex
+
+* `codex-rs/core/src/tools/handlers/mcp.rs`: the handler for one MCP tool. It builds the spec
+  the model sees from the server's tool. On a call, it hands `handle_mcp_tool_call` the raw server
+  name and the tool's own name, not the model-visible one.
+* `codex-rs/core/src/mcp_tool_call.rs`: `handle_mcp_tool_call` runs the "tool call" row of the
+  table. It parses the arguments, emits `McpToolCallBegin`, asks for approval (accept, accept for
+  the session, decline, cancel), calls the server, makes the result fit the model, and emits
+  `McpToolCallEnd` with the duration.
+* `codex-rs/core/src/session/mcp.rs`: the session side. `Session::call_tool` reaches the server
+  through the connection manager (`codex-rs/codex-mcp/src/connection_manager.rs`). A server's
+  request during a call, such as an elicitation, becomes an event the front end answers."""
+
+NBAGENT = """## Where this lives in nbagent
+
+* `nbagent/examples/workspace_server.py`: the MCP server used here. It has three tools, confines
+  every path to its root, uses no shell, and records what it sends back. A failing test run is a
+  tool error that carries pytest's report.
+* `nbagent/mcp/identity.py`: the model-visible name `mcp__workspace__apply_patch` for the raw
+  identity `(workspace, apply_patch)`.
+* `nbagent/core/tool_call.py`: `execute_call` runs resolve, approve, run and finish. It emits
+  `tool_call_begin`, asks the desk, calls the provider, caps the output, then emits
+  `tool_call_end` and records the `function_call_output` item.
+* `nbagent/core/approval.py`: `known_safe` (read-only hints on a trusted server run without
+  asking) and the desk that records every decision as an `ApprovalRecord` before the call runs.
+* `nbagent/core/turn.py`: the loop of requests and calls. `nbagent/models/replay.py`: the
+  scripted model, which branches on what happened to the previous call.
+* `nbagent/notebook/approval.py`: the approval panel you saw. It sends the same
+  `ApprovalDecision` op as the autopilot does here.
+* `nbagent/store/rollout.py` and `nbagent/store/index.py`: the record behind the last row."""
+
+CELLS = [
+    ("markdown", """# 08 · Fix a failing test, end to end
+
+The lesson's running example: "fix this failing test". The user is not waiting for an answer.
+They are starting a **local task**. The runtime decides what history the turn sees, which tools
+the model may use, which calls need approval, how tool output goes back into the context, what is
+saved, and when the UI shows progress. This notebook runs that task for real and then fills in
+the lesson's table from the recorded events."""),
+    ("markdown", """## The problem this boundary solves
+
+The model only *proposes* actions: run this command, read that file, change this line. The local
+runtime routes each action to the right tool. It executes reads freely, stops a write until a
+person decides, and turns every result into an item the model reads next. It records all of this
+so the task can be audited and resumed. Without that boundary, a model's guess would turn
+straight into a change on disk.
+
+Setup: a scripted model (`replay:`, branching on each call's outcome, so its text always matches
+what happened) and the example workspace MCP server over stdio, rooted at `project/`. The cell
+also writes a package with a bug into `project/`."""),
+    ("code", SETUP),
+    ("code", "%load_ext nbagent"),
+    ("markdown", """In a browser you click the approval panel. When nobody can click (CI, the docs
+build), the autopilot below sends the same `ApprovalDecision` op the *Approve* button sends. The
+taps keep every event and every model request for the analysis that follows."""),
+    ("code", TAPS),
+    ("markdown", """## A live demonstration: the agent fixes the test
+
+Watch the cards. `run_tests` and `read_file` are read-only on a trusted server, so they run
+without asking. `apply_patch` is marked destructive, so an approval panel shows the proposed
+`old` → `new` edit as editable JSON, and the call waits for a decision."""),
+    ("code", "%%agent --wait\nThe tests of this project fail. Fix the failing test."),
+    ("markdown", """Each call of the turn, from the thread's items: the raw tool and arguments, how it
+ended, and the recorded approval decision when there was one. The first `run_tests` ended in an
+error (pytest exited 1), which is the outcome the script branched on."""),
+    ("code", CALLS),
+    ("markdown", """## What the model saw vs what the server sent
+
+The server knows its tools as `run_tests`, `read_file` and `apply_patch`. The model knows them by
+names nbagent gives them, with the schema nbagent exposes. Routing, approvals and the rollout
+always use the raw identity. For each call, here is the server's own record of what its tool
+returned, next to the `function_call_output` the model read on its next request. The one
+difference is on the failed run. The tool raised an error, and the MCP SDK inside the server
+prefixed `Error executing tool run_tests:` as it sent that error over the wire as an error
+result. The model reads the text, and `is_error` travels with it."""),
+    ("code", SAW),
+    ("markdown", """The fix is on disk, and the test is green even when pytest is run outside the
+agent:"""),
+    ("code", VERIFY),
+    ("markdown", """## The lesson's table, filled from this run
+
+Each cell of the table below is computed from what this turn recorded: its events (`seq`, type,
+payload), the model requests, the thread's items, the rollout and the index row. None of it is
+typed in by hand. Run the turn again and deny the patch, and the table changes with the run."""),
+    ("code", TABLE),
+    ("markdown", CODEX),
+    ("markdown", NBAGENT),
+    ("markdown", """## Exercise
+
+Only one of the agent's calls needed a **recorded decision** before it ran. Which one? Give the
+model-visible name, as a string."""),
+    ("code", "answer = ..."),
+    ("code", r'''asked_for = {i.tool for i in session.thread.items if isinstance(i, ApprovalRecord)}
+check(answer, lambda a: {a} == asked_for,
+      hint="look for the call with an `approval` item in the thread (the cell listing each call shows it)",
+      why="apply_patch is marked destructive, so it waits for a decision, which is recorded before it runs; "
+          "run_tests and read_file are read-only on a trusted server and run without asking.")'''),
+]
+
+WALKTHROUGH = Walkthrough(
+    name="08-fix-a-failing-test",
+    title="Fix a failing test, end to end",
+    cells=CELLS,
+    answer='answer = "mcp__workspace__apply_patch"',
+    wrong_answer='answer = "mcp__workspace__run_tests"',
+    timeout=120,
+    files=("08-fix-a-failing-test.json",),
+)
