@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from nbagent.examples.walkthroughs import PLACEHOLDER, SEED_FILES, Walkthrough, all_walkthroughs
+from nbagent.examples.walkthroughs import PLACEHOLDER, SEED_FILES, Walkthrough, all_walkthroughs, kit
 from nbagent.examples.walkthroughs.__main__ import EXECUTOR_ENV
 from nbagent.notebook.demo import notebook_kernel
 
@@ -50,6 +50,8 @@ def test_names_only_files_that_exist(walkthrough: Walkthrough):
     assert modules, f"{walkthrough.name} names no nbagent module"
     missing = sorted(m for m in modules if not (REPO / m).is_file())
     assert not missing, f"{walkthrough.name} names modules that do not exist: {missing}"
+    data = [name for name in walkthrough.files if not kit.data(name).is_file()]
+    assert not data, f"{walkthrough.name} reads files that do not ship beside it: {data}"
 
 
 def _errors(nb: nbformat.NotebookNode) -> list[str]:

@@ -50,6 +50,8 @@ class Walkthrough:
     wrong_answer: str
     timeout: int = 120
     """Seconds any one cell may run."""
+    files: tuple[str, ...] = ()
+    """Files beside this module the notebook reads (replay scripts): they must ship with it."""
 
     def build(self) -> nbformat.NotebookNode:
         nb = build_notebook(self.cells, self.name)
