@@ -124,7 +124,7 @@ reverse map is the only way back."""),
     ("markdown", """### What the servers sent, and the names the model gets
 
 `search` stays readable on both servers: the server name is part of the visible name, so two
-servers never collide on a plain tool name. The rest needed a hash suffix."""),
+servers sending the same tool name get two different names. The rest needed a hash suffix."""),
     ("code", TABLE),
     ("markdown", """### How a name is made
 
@@ -151,12 +151,13 @@ unknown name is not guessed at: the model reads an error and no server hears of 
     ("code", ROUTE),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/tools.rs` — normalising the servers' tools into the names the model is
-  offered.
-- `codex-rs/codex-mcp/src/connection_manager.rs` — holds the connections and the map from a
-  model-visible name back to its server and tool.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — the handler that receives the model's call by name
-  and sends it to the server."""),
+- `codex-rs/codex-mcp/src/tools.rs` — the same split: each tool keeps its raw server and tool
+  name for the protocol call, while the model-visible parts are sanitised and, on a clash or past
+  64 characters, given a SHA-1 suffix of the raw identity.
+- `codex-rs/core/src/tools/handlers/mcp.rs` — one handler per MCP tool holds that tool's raw
+  identity; a call made by the visible name reaches it and goes on with the raw server and tool.
+- `codex-rs/codex-mcp/src/connection_manager.rs` — owns the connections whose tools are listed
+  and normalised."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/identity.py` — `qualify_tools`, `base_name`, `hashed_name`, `raw_digest`: the names

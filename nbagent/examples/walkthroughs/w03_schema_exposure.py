@@ -162,10 +162,10 @@ carries the reason and the model retries."""),
     ("code", BACKFILL),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/tools.rs` — turning each MCP tool (its name and `inputSchema`) into the
-  function definition the model is given.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — the model's arguments, as sent, passed on to the
-  server's tool."""),
+- `codex-rs/codex-mcp/src/tools.rs` — tool metadata and schema shaping: the model-visible view
+  of a tool's input schema is made here, while the raw tool stays for execution.
+- `codex-rs/core/src/tools/handlers/mcp.rs` — builds the Responses API function spec from the
+  tool, and passes the model's arguments on to the call as sent."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/schema/sanitize.py` — `sanitize_schema`: the keyword whitelist, the rewrites, the
