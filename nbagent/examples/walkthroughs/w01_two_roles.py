@@ -1,0 +1,173 @@
+"""01-two-roles: nbagent as an MCP client (it consumes a server's tools) and as an MCP server
+(another program's MCP client drives nbagent over stdio)."""
+
+from __future__ import annotations
+
+from nbagent.examples.walkthroughs import Walkthrough
+
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+
+CONFIG = f"""
+model = "replay:{data('01-two-roles.json')}"   # the scripted model's answers (offline)
+approval_policy = "on-request"
+
+[mcp_servers.demo]                # role 1: nbagent is this server's MCP client
+command = $python
+args = ["-m", "nbagent.examples.demo_server", "--dir", "notes", "--record", "calls.jsonl"]
+trusted = true
+"""
+work = workspace("01-two-roles", CONFIG)
+(work / "calls.jsonl").unlink(missing_ok=True)   # the servers' record starts empty on every run'''
+
+READY = '''import nbagent.notebook as nb
+from nbagent.protocol import ApprovalDecision
+
+session = await nb.ready()
+await session.servers.ready()          # the demo server is started in the background
+
+def approve(msg):                      # what the Approve button sends, when nobody clicks
+    if msg.type == "approval_requested":
+        return ApprovalDecision(call_id=msg.call_id, decision="approve")
+autopilot(session, approve)
+
+# A tap on the model client: keep every request the runtime builds for the model.
+requests, begins = [], []
+model = session.model_client()
+play = model.stream
+def recording(request):
+    requests.append(request)
+    return play(request)
+model.stream = recording
+session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
+print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
+
+MODEL_SAW = '''import json
+from nbagent.models.responses import to_tools
+
+sent = to_tools(requests[0].tools)       # the `tools` field of the first model request
+print("the model was offered:", [tool["name"] for tool in sent])
+print(json.dumps(next(t for t in sent if t["name"] == "mcp__demo__write_note"), indent=1))
+
+call = next(item for item in session.thread.items if item.type == "function_call")
+print("\\nthe model called:   ", call.name, call.arguments)
+begin = begins[0]
+print("the runtime routed: ", (begin.server, begin.raw_tool), "policy", session.policy)'''
+
+SERVER_GOT = '''from pathlib import Path
+
+spec = next(s for s in session.tools() if s.raw_name == "write_note")
+print("the server listed:  ", spec.raw_name, json.dumps(spec.input_schema))
+received = [json.loads(line) for line in Path("calls.jsonl").read_text().splitlines()]
+print("the server executed:", received[0]["tool"], received[0]["arguments"])
+output = next(item for item in session.thread.items if item.type == "function_call_output")
+print("the model read back:", output.output)
+print("the thread recorded:", [item.type for item in session.thread.items])'''
+
+CLIENT = '''import os, sys
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+# `python -m nbagent.server` is `nbagent mcp-server`: nbagent itself, served over stdio.
+nbagent_server = StdioServerParameters(
+    command=sys.executable,
+    args=["-m", "nbagent.server", "--model", f"replay:{data('01-two-roles-inner.json')}", "--cwd", str(work)],
+    env={"NBAGENT_HOME": os.environ["NBAGENT_HOME"], "PATH": os.environ.get("PATH", "")},
+)
+with open("nbagent-server.log", "w") as stderr:  # where the server process writes its stderr
+    async with Client(stdio_client(nbagent_server, errlog=stderr)) as client:  # the mcp SDK's client, in this kernel
+        listed = await client.list_tools()
+        result = await client.call_tool("agent", {"prompt": "Which notes are there?"})
+
+for tool in listed.tools:
+    print(f"{tool.name:12} {tool.title!r:34} arguments: {sorted(tool.input_schema['properties'])}")'''
+
+CLIENT_RESULT = '''print("is_error:", result.is_error)
+print("structured:", result.structured_content)
+for line in Path("calls.jsonl").read_text().splitlines():
+    print("demo server executed:", line)'''
+
+EXERCISE = '''# Which tool names does an MCP client see when it connects to `nbagent mcp-server`?
+# (A set of strings. The agent inside can call the demo server's tools: does the client see those?)
+answer = ...'''
+
+CHECK = '''check(answer, {tool.name for tool in listed.tools},
+      hint="look at what `client.list_tools()` printed above, not at the catalogue of the session inside",
+      why="nbagent serves its runtime (a thread, its approvals, its tools) behind two tools; "
+          "the inner session's MCP tools stay inside it, so a client cannot reach around its approvals.")'''
+
+CELLS = [
+    ("markdown", """# 01 · Two roles: nbagent as MCP client and as MCP server
+
+nbagent sits on both sides of MCP. As a **client** it starts other programs' MCP servers and
+brings their tools into its own runtime: its names, its approvals, its thread history, its events.
+As a **server** (`nbagent mcp-server`) it offers that whole runtime to another program — an IDE,
+another agent — as two tools.
+
+## The problem the boundary solves
+
+An MCP server is somebody else's code with somebody else's names and schemas; a caller of nbagent
+is somebody else's program. Neither may reach into the runtime's state. So the client role has one
+job: turn "call tool X on server S" into a call that goes through the session (routing,
+approval, recording, result wrapping). The server role has the mirror job: turn "call `agent`"
+into a turn of a real session, and give back only its result — never a handle on its tools.
+
+We run both, in the running example *fix a failing test*: the test needs a fixture note."""),
+    ("markdown", "## A live demonstration\n\nA scratch folder, a scripted model (offline) and one real MCP server: `nbagent/examples/demo_server.py`, which records every call it executes in `calls.jsonl`."),
+    ("code", SETUP),
+    ("code", "%load_ext nbagent"),
+    ("code", READY),
+    ("markdown", """### Role 1: a server nbagent consumes
+
+The model asks for `mcp__demo__write_note`. The session routes it to the demo server, asks for
+approval (the tool is marked destructive; the autopilot approves when nobody clicks), runs it,
+records it and hands the result back to the model."""),
+    ("code", "%%agent --wait\nThe test fails: its fixture note is missing. Fix it."),
+    ("markdown", """## "What the model saw" vs what the server sent
+
+The model never sees the server. It sees one entry of the `tools` list in its request, under a
+name the runtime made (`mcp__demo__write_note`); it answers with that name. The runtime turns it
+back into `(server, raw tool)` before anything is sent."""),
+    ("code", MODEL_SAW),
+    ("code", SERVER_GOT),
+    ("markdown", """### Role 2: nbagent as a server, driven by an MCP client
+
+Now the other side. The cell below is an outside program: the `mcp` SDK's `Client`, started in this
+kernel, launches `nbagent mcp-server` over stdio, lists its tools and calls `agent`. Inside that
+server process a fresh session runs a turn with its own scripted model; that session is itself a
+client of the demo server (it reads this folder's `nbagent.toml`), so both roles run at once."""),
+    ("code", CLIENT),
+    ("markdown", "The client got a `CallToolResult`: the turn's final text and the `thread_id` to continue with `agent-reply`. The demo server's record shows the inner session's call after ours — the outside client never named it."),
+    ("code", CLIENT_RESULT),
+    ("markdown", """## Where this lives in Codex
+
+- `codex-rs/codex-mcp/src/connection_manager.rs` — the client role: one manager owns the
+  connections to every configured server, and calls go through it.
+- `codex-rs/core/src/mcp_tool_call.rs` — one MCP call inside a turn: begin/end events around it,
+  the result wrapped as a model-readable item.
+- `codex-rs/mcp-server/src/message_processor.rs` — the server role: MCP requests from a caller
+  are dispatched to handlers.
+- `codex-rs/mcp-server/src/codex_tool_runner.rs` — a tool call of the caller runs a session turn
+  and its events become the answer."""),
+    ("markdown", """## Where this lives in nbagent
+
+- `nbagent/mcp/manager.py` — `McpConnectionManager`: every configured server behind one tool
+  provider; `nbagent/mcp/connection.py` is one server's connection.
+- `nbagent/core/tool_call.py` — one call: parse, approve, run, wrap (the `tool_call_begin` event
+  above, with `server` and `raw_tool`).
+- `nbagent/server/app.py` — the MCP server's handlers (`agent`, `agent-reply`);
+  `nbagent/server/tools.py` declares their schemas; `nbagent/server/threads.py` keeps one session
+  per thread alive between calls."""),
+    ("markdown", "## Exercise"),
+    ("code", EXERCISE),
+    ("code", CHECK),
+]
+
+WALKTHROUGH = Walkthrough(
+    name="01-two-roles",
+    title="Two roles: nbagent as MCP client and as MCP server",
+    cells=CELLS,
+    answer='answer = {"agent", "agent-reply"}',
+    wrong_answer='answer = {"agent", "agent-reply", "mcp__demo__list_notes"}',
+    timeout=120,
+    files=("01-two-roles.json", "01-two-roles-inner.json"),
+)

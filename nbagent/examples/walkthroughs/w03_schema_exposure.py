@@ -1,0 +1,192 @@
+"""03-schema-exposure: a server's ``inputSchema`` vs the ``parameters`` the model receives —
+what the sanitiser drops, rewrites or makes strict, and why."""
+
+from __future__ import annotations
+
+from nbagent.examples.walkthroughs import Walkthrough
+
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+
+CONFIG = f"""
+model = "replay:{data('03-schema-exposure.json')}"
+approval_policy = "full-auto"     # approvals are another walkthrough's subject
+
+[mcp_servers.schema]              # one rich schema, one already strict
+command = $python
+args = ["-m", "nbagent.examples.schema_server", "--record", "calls.jsonl"]
+"""
+work = workspace("03-schema-exposure", CONFIG)
+(work / "calls.jsonl").unlink(missing_ok=True)   # the servers' record starts empty on every run'''
+
+READY = '''import nbagent.notebook as nb
+from nbagent.protocol import ApprovalDecision
+
+session = await nb.ready()
+await session.servers.ready()
+autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
+          if msg.type == "approval_requested" else None)
+
+requests = []                         # a tap: every request the runtime builds for the model
+model = session.model_client()
+play = model.stream
+def recording(request):
+    requests.append(request)
+    return play(request)
+model.stream = recording
+
+specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "schema"}
+book, city = specs["book_trip"], specs["lookup_city"]
+print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
+
+RAW_PROBLEMS = '''import json
+from nbagent.schema import openai_schema_problems
+
+raw = book.input_schema              # exactly what the server sent in tools/list
+print("top-level keys the server sent:", list(raw))
+print("\\nwhat the model API would refuse in it:")
+for problem in openai_schema_problems(raw):
+    print("  ", problem)'''
+
+DIFF = '''exposed = book.parameters
+print("top-level keys the model gets:", list(exposed), "\\n")
+for name, schema in raw["properties"].items():
+    print(f"{name:10} server: {json.dumps(schema)}")
+    print(f"{'':10} model:  {json.dumps(exposed['properties'][name])}")'''
+
+WARNINGS = '''print("told to the user (the tool's warnings):")
+for warning in book.warnings:
+    print("  ", warning)
+print("\\nthe exposed schema has no API problems left:", openai_schema_problems(exposed) == [])'''
+
+STRICT = '''from nbagent.models.responses import to_tools
+from nbagent.schema import make_strict
+
+for spec in (book, city):
+    optional = sorted(set(spec.parameters["properties"]) - set(spec.parameters.get("required", [])))
+    print(f"{spec.raw_name:12} strict={spec.strict}  optional properties: {optional}")
+print("\\nmake_strict(book_trip) =", make_strict(book.parameters), " (strict would force the model to invent every optional value)")'''
+
+MODEL_SAW = '''sent = {tool["name"]: tool for tool in to_tools(requests[-1].tools)}
+print(json.dumps(sent[city.name], indent=1))
+print("\\nbook_trip in the request: strict =", sent[book.name]["strict"],
+      "| its parameters are the exposed schema:", sent[book.name]["parameters"] == exposed)'''
+
+SERVER_GOT = '''from pathlib import Path
+from nbagent.mcp.validation import compiled
+
+received = [json.loads(line) for line in Path("calls.jsonl").read_text().splitlines()]
+bookings = [line for line in received if line["tool"] == "book_trip"]
+booking = bookings[0]["arguments"]
+call = next(item for item in session.thread.items if item.type == "function_call" and item.name == book.name)
+print("the server received the model's arguments unchanged:", booking == json.loads(call.arguments))
+print(json.dumps(booking))
+
+def problems(schema, value):
+    return [f"{'/'.join(map(str, e.instance_path)) or '(root)'}: {e.message}" for e in compiled(schema).iter_errors(value)]
+
+print("\\nagainst the schema the model saw:   ", problems(exposed, booking) or "valid")
+print("against the schema the server sent: ")
+for problem in problems(raw, booking):
+    print("  ", problem[:150])'''
+
+BACKFILL = '''for line in bookings:
+    print("server:", line.get("rejected", "accepted"))
+for item in session.thread.items:
+    if item.type == "function_call_output":
+        print(f"model read (is_error={item.is_error}):", item.output[:110])'''
+
+EXERCISE = '''# The model sent `payment` with both a card and an IBAN. Which schema rejects that part:
+# "raw" (the server's inputSchema), "exposed" (what the model saw), "both" or "neither"?
+payment = booking["payment"]
+answer = ...'''
+
+CHECK = '''def rejects(schema):
+    return bool(problems(schema["properties"]["payment"], payment))
+
+expected = {(True, False): "raw", (False, True): "exposed", (True, True): "both", (False, False): "neither"}
+check(answer, expected[rejects(raw), rejects(exposed)],
+      hint="compare the two `payment` lines in the side-by-side view: oneOf vs anyOf",
+      why="oneOf became anyOf (the API has no oneOf), so exclusivity is lost in the model's view; "
+          "the sanitiser warned, and the server, which keeps its own schema, stays the authority.")'''
+
+CELLS = [
+    ("markdown", """# 03 · Schema exposure: the server's inputSchema vs what the model receives
+
+## The problem the boundary solves
+
+An MCP server describes its arguments in any JSON Schema it likes — `$ref` into `$defs`, `oneOf`,
+`const`, `prefixItems`, `nullable`, formats of its own. The model API takes a small subset and
+*refuses the whole request* over one keyword it does not accept. One careless server must not
+break every turn, and a tool must not silently become uncallable.
+
+So nbagent keeps both schemas. The server's `inputSchema` stays as sent (it is what approvals
+are hashed over and what edited arguments are checked against). The model gets a **sanitised**
+copy: what constrains the arguments in a form the API takes, rewrites where the meaning survives,
+drops with a warning where it does not — and **strict** mode only where it changes nothing."""),
+    ("markdown", "## A live demonstration\n\nOne real MCP server, `nbagent/examples/schema_server.py`: `book_trip` with a rich schema, `lookup_city` with one that is already strict. It records every call in `calls.jsonl`."),
+    ("code", SETUP),
+    ("code", "%load_ext nbagent"),
+    ("code", READY),
+    ("markdown", "### What the server sent\n\nSent to the API as is, `book_trip`'s schema would fail the request:"),
+    ("code", RAW_PROBLEMS),
+    ("markdown", """### Raw -> exposed, property by property
+
+Read each pair: `$ref` is inlined (the definition copied where it is used, `$defs` gone);
+`const` becomes a one-value `enum`; a missing `type` is inferred from the `enum`; `oneOf`
+becomes `anyOf`; `allOf` is merged into one schema; `nullable` becomes a `null` type; tuple
+`prefixItems` becomes `items`; `uniqueItems`, `examples` and `$schema` are dropped silently (too
+minor to tell anyone); `patternProperties`, `not` and the unknown format are dropped *with* a
+warning."""),
+    ("code", DIFF),
+    ("code", WARNINGS),
+    ("markdown", """### Strict, only where it keeps the meaning
+
+Strict mode makes the API guarantee arguments that match the schema, but it requires every
+property to be required and objects closed. `lookup_city` already is; `book_trip` has optional
+properties, and forcing them required would make the model invent values — so it is sent
+non-strict."""),
+    ("code", STRICT),
+    ("markdown", "### A turn that uses them\n\nThe scripted model looks up the city, then books the trip — with a payment that matches *both* `oneOf` branches."),
+    ("code", "%%agent --wait\nThe trip-booking test fails: book the trip it expects."),
+    ("markdown", """## "What the model saw" vs what the server sent
+
+The first is the tool entry of the model request the runtime built (recorded by the tap);
+the second is what the server received, checked against both schemas."""),
+    ("code", MODEL_SAW),
+    ("code", SERVER_GOT),
+    ("markdown", """The arguments reach the server exactly as the model sent them: nbagent does not re-check a
+model's arguments, nor "fix" them. What the model's view lost — here `oneOf` exclusivity and the
+`not` on `flexible` — only the server's own schema still says, and this server enforces it. Its
+refusal comes back as a tool result the model reads (result backfill), so the next model request
+carries the reason and the model retries."""),
+    ("code", BACKFILL),
+    ("markdown", """## Where this lives in Codex
+
+- `codex-rs/codex-mcp/src/tools.rs` — tool metadata and schema shaping: the model-visible view
+  of a tool's input schema is made here, while the raw tool stays for execution.
+- `codex-rs/core/src/tools/handlers/mcp.rs` — builds the Responses API function spec from the
+  tool, and passes the model's arguments on to the call as sent."""),
+    ("markdown", """## Where this lives in nbagent
+
+- `nbagent/schema/sanitize.py` — `sanitize_schema`: the keyword whitelist, the rewrites, the
+  warnings; it never raises.
+- `nbagent/schema/subset.py` — the subset the API takes (`ALLOWED_KEYWORDS`, `FORMATS`, limits).
+- `nbagent/schema/check.py` — `openai_schema_problems`, the checker the output is held to.
+- `nbagent/schema/strict.py` — `make_strict`: strict only when it keeps the meaning.
+- `nbagent/mcp/catalog.py` — builds each `ToolSpec` with `input_schema` (raw) beside
+  `parameters` (exposed), sanitising each distinct schema once.
+- `nbagent/models/responses.py` — `to_tools`: the `tools` field of the model request."""),
+    ("markdown", "## Exercise"),
+    ("code", EXERCISE),
+    ("code", CHECK),
+]
+
+WALKTHROUGH = Walkthrough(
+    name="03-schema-exposure",
+    title="Schema exposure: the server's inputSchema vs what the model receives",
+    cells=CELLS,
+    answer='answer = "raw"',
+    wrong_answer='answer = "both"',
+    timeout=120,
+    files=("03-schema-exposure.json",),
+)
