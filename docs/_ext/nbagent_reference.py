@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import json
 import os
@@ -71,9 +72,9 @@ def type_text(annotation: object) -> str:
     if annotation is type(None):
         return "unset"
     if origin is typing.Literal:
-        return " \\| ".join(json.dumps(a) for a in args)
+        return " | ".join(f"`{json.dumps(a)}`" for a in args)
     if origin in (typing.Union, types.UnionType):
-        return " \\| ".join(type_text(a) for a in args)
+        return " | ".join(type_text(a) for a in args)
     if origin is list:
         return f"list of {type_text(args[0])}"
     if origin is dict:
@@ -106,35 +107,47 @@ def constraints_text(field: FieldInfo) -> str:
 
 
 def description_text(doc: str) -> str:
-    """A docstring as one Markdown table cell: roles become code, ``x`` stays code."""
+    """A docstring as one line of Markdown: roles become code, ``x`` stays code."""
     doc = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", doc)
-    return " ".join(doc.split()).replace("|", "\\|")
+    return " ".join(doc.split())
+
+
+def rows(model: type[BaseModel]) -> Iterator[tuple[str, str, str, str]]:
+    """``(key, type, default, description)`` for each key of the table ``model`` reads."""
+    docs = attribute_docstrings(model)
+    for name, field in model.model_fields.items():
+        if field.exclude:  # internal or environment-only (api_key): not a key of the file
+            continue
+        yield name, type_text(field.annotation) + constraints_text(field), default_text(field), description_text(docs.get(name, ""))
 
 
 def config_markdown() -> Iterator[str]:
+    """Each table as a heading and a definition list (a table's description column would be too
+    narrow to read on a page)."""
     for header, model, where in tables():
-        docs = attribute_docstrings(model)
         yield f"## `{header}`" if header.startswith("[") else f"## {header}"
         yield ""
         yield where
         yield ""
-        yield "| key | type | default | description |"
-        yield "| --- | --- | --- | --- |"
-        for name, field in model.model_fields.items():
-            if field.exclude:  # internal or environment-only (api_key): not a key of the file
-                continue
-            description = description_text(docs.get(name, ""))
-            yield (f"| `{name}` | {type_text(field.annotation)}{constraints_text(field)} | {default_text(field)} "
-                   f"| {description} |")
-        yield ""
+        for name, type_, default, description in rows(model):
+            yield f"`{name}`"
+            given = "required" if default == "required" else f"default {default}"
+            yield f": *{type_}*, {given}. {description}".rstrip()
+            yield ""
+
+
+def note_sources(directive: SphinxDirective, *modules: str) -> None:
+    """Rebuild the page when these modules (or this extension) change."""
+    for module in modules:
+        directive.env.note_dependency(inspect.getsourcefile(importlib.import_module(module)))
+    directive.env.note_dependency(__file__)
 
 
 class ConfigReference(SphinxDirective):
     """``{nbagent-config}``: the config tables, generated."""
 
     def run(self) -> list[nodes.Node]:
-        for module in ("nbagent.config", "nbagent.config.oauth"):
-            self.env.note_dependency(inspect.getsourcefile(__import__(module, fromlist=["_"])))
+        note_sources(self, "nbagent.config", "nbagent.config.oauth")
         return self.parse_markdown(list(config_markdown()))
 
     def parse_markdown(self, lines: list[str]) -> list[nodes.Node]:
@@ -188,8 +201,7 @@ class CliReference(SphinxDirective):
     """``{nbagent-cli}``: every command's ``--help``, generated."""
 
     def run(self) -> list[nodes.Node]:
-        for module in ("nbagent.cli", "nbagent.cli_mcp", "nbagent.server.cli"):
-            self.env.note_dependency(inspect.getsourcefile(__import__(module, fromlist=["_"])))
+        note_sources(self, "nbagent.cli", "nbagent.cli_mcp", "nbagent.server.cli")
         lines: list[str] = []
         for command, parser in commands():
             lines += [f"## `{command}`", "", "```text", *help_text(parser).rstrip().splitlines(), "```", ""]

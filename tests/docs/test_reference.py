@@ -12,34 +12,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
 import nbagent_reference as ref  # noqa: E402
 
-ROWS = "\n".join(ref.config_markdown())
+TABLES = {header: model for header, model, _ in ref.tables()}
 
 
-def _row(key: str, after: str) -> str:
-    """The table row of ``key`` in the section headed ``after``."""
-    heading = f"## `{after}`" if after.startswith("[") else f"## {after}"
-    section = ROWS[ROWS.index(heading + "\n"):]
-    return next(line for line in section.splitlines() if line.startswith(f"| `{key}` |"))
+def _row(header: str, key: str) -> tuple[str, str, str]:
+    return next(row[1:] for row in ref.rows(TABLES[header]) if row[0] == key)
 
 
-@pytest.mark.parametrize("header,model", [(h, m) for h, m, _ in ref.tables()], ids=[h for h, _, _ in ref.tables()])
-def test_every_key_has_its_row_with_a_description(header: str, model):
+@pytest.mark.parametrize("header", TABLES)
+def test_every_key_has_its_entry_with_a_description(header: str):
+    model = TABLES[header]
+    listed = {name: description for name, _, _, description in ref.rows(model)}
     for name, field in model.model_fields.items():
         if field.exclude:
-            assert f"| `{name}` |" not in ROWS, f"{name} is not a key of the file and must not be listed"
-            continue
-        cells = [c.strip() for c in _row(name, header).split(" | ")]
-        assert cells[-1].rstrip("|").strip(), f"{header} {name}: no description (give the field a docstring)"
+            assert name not in listed, f"{name} is not a key of the file and must not be listed"
+        else:
+            assert listed[name], f"{header} {name}: no description (give the field a docstring)"
+    text = "\n".join(ref.config_markdown())
+    assert all(f"`{name}`\n: *" in text for name in listed)
 
 
 def test_types_and_defaults_come_from_the_models():
-    assert _row("tool_output_max_bytes", "Top level") == (
-        "| `tool_output_max_bytes` | integer (≥ 256) | `16384` | Cap on what the model sees of one tool result. |")
-    assert "| `mcp_servers` | tables `[mcp_servers.NAME]` | empty |" in ROWS
-    row = _row("default_tools_approval_mode", "[mcp_servers.NAME]")
-    assert '"auto" \\| "prompt" \\| "writes" \\| "approve"' in row and '| `"auto"` |' in row
-    assert "| `oauth` | table `[mcp_servers.NAME.oauth]` \\| unset | unset |" in ROWS
-    assert "api_key" not in ROWS and "| `sources` |" not in ROWS
+    assert _row("Top level", "tool_output_max_bytes") == (
+        "integer (≥ 256)", "`16384`", "Cap on what the model sees of one tool result.")
+    assert _row("Top level", "mcp_servers")[:2] == ("tables `[mcp_servers.NAME]`", "empty")
+    assert _row("[mcp_servers.NAME]", "default_tools_approval_mode")[:2] == (
+        '`"auto"` | `"prompt"` | `"writes"` | `"approve"`', '`"auto"`')
+    assert _row("[mcp_servers.NAME]", "oauth")[:2] == ("table `[mcp_servers.NAME.oauth]` | unset", "unset")
+    assert _row("[mcp_servers.NAME.tools.TOOL.approved_definition]", "input_schema")[1] == "required"
+    assert "api_key" not in {row[0] for row in ref.rows(TABLES["Top level"])}
 
 
 def test_cli_reference_uses_the_parsers_that_parse():
