@@ -1,9 +1,9 @@
-# Two entry points: `make demo` (the quickstart walkthrough, offline) and `make test`.
+# Entry points: `make demo` (the quickstart walkthrough, offline), `make test`, `make docs`.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-deps npm-deps bench bench-peers labextension
+.PHONY: setup demo test test-deps npm-deps bench bench-peers labextension docs docs-screenshot
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,7 @@ demo: setup
 # What the tests need besides .venv, so that none is skipped: the npm packages of the Node test
 # servers, the extension, the browser tests and the conformance suite, the built extension, and
 # Chromium (installed with apt where this runs as root; otherwise one line says what to install).
-NPM_DIRS := tests/node labextension ui-tests conformance
+NPM_DIRS := tests/node labextension ui-tests conformance docs
 CHROMIUM ?= /usr/bin/chromium
 
 # The built extension is rebuilt whenever its sources are newer (a stale build tests old code).
@@ -67,3 +67,23 @@ $(PEERS)/bin/python:
 	$(PEERS)/bin/pip install -q openai-agents 'pydantic-ai-slim[mcp]' fastmcp
 
 labextension: $(EXT_BUILT)
+
+# The docs site: the walkthroughs (and the quickstart) executed afresh with their widgets rendered,
+# then Sphinx with warnings as errors. The widget manager comes from docs/node_modules (npm ci),
+# so the built site needs no network to draw the panels.
+DOCS_OUT := build/docs/html
+WALKTHROUGHS_OUT := build/walkthroughs
+$(BIN)/sphinx-build: pyproject.toml | setup
+	$(BIN)/pip install -q -e '.[docs]'
+	@touch $@
+
+docs: $(BIN)/sphinx-build npm-deps
+	rm -rf $(WALKTHROUGHS_OUT)
+	$(BIN)/python -m nbagent.examples.walkthroughs execute --out $(WALKTHROUGHS_OUT)
+	NBAGENT_WALKTHROUGHS=$(CURDIR)/$(WALKTHROUGHS_OUT) $(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_OUT)
+
+# Screenshots of built pages' approval panels (into test-artifacts/docs); fails when a panel is not
+# drawn from its saved widget state. 04-approval is shot once that walkthrough exists.
+DOCS_SHOT_PAGES ?= 00-quickstart $(if $(wildcard nbagent/examples/walkthroughs/w04_*.py),04-approval)
+docs-screenshot:
+	CHROMIUM=$(CHROMIUM) node ui-tests/docs_screenshot.mjs $(DOCS_SHOT_PAGES) --site $(DOCS_OUT) --out test-artifacts/docs

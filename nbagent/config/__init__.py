@@ -62,12 +62,17 @@ class ApprovedDefinition(_Strict):
     changed definition can be named ("its description changed") without storing its text."""
 
     description: str
+    """Hash of the tool's description when it was approved."""
     input_schema: str
+    """Hash of its input schema."""
     annotations: str
+    """Hash of its annotations."""
 
 
 class ToolConfig(_Strict):
     approval_mode: ApprovalMode | None = None
+    """This tool's approval mode (values as ``default_tools_approval_mode``); "Always" in an
+    approval panel writes ``approve`` here."""
     approved_definition: ApprovedDefinition | None = None
     """Written with "always": ``approve`` holds only while the server's definition matches."""
 
@@ -78,7 +83,9 @@ class McpServerConfig(_Strict):
     ``trusted``, ``protocol``, ``sampling`` and ``env_clear_parent``."""
 
     command: str | None = None
+    """Program of a stdio server."""
     args: list[str] = Field(default_factory=list)
+    """Its arguments."""
     env: dict[str, str] = Field(default_factory=dict)
     """Set in the server's (otherwise cleared) environment. Values are never logged."""
     env_vars: list[str] = Field(default_factory=list)
@@ -87,29 +94,44 @@ class McpServerConfig(_Strict):
     """Start the server under a launcher whose environment is the server's own, so the parent
     process the server can read holds no secret (docs/security.md, "Processes servers start")."""
     cwd: str | None = None
+    """Working directory of a stdio server (``~`` expanded); the session's when unset."""
     url: str | None = None
+    """Streamable HTTP (or SSE) endpoint of an HTTP server."""
     http_headers: dict[str, str] = Field(default_factory=dict)
+    """Fixed headers sent to an HTTP server."""
     env_http_headers: dict[str, str] = Field(default_factory=dict)
     """Header name -> environment variable holding its value."""
     bearer_token_env_var: str | None = None
+    """Environment variable whose value is sent as ``Authorization: Bearer``."""
     scopes: list[str] | None = None
     """OAuth scopes to request when logging in to this HTTP server (Codex's ``scopes``)."""
     oauth_resource: str | None = None
     """The ``resource`` (RFC 8707) to ask tokens for, when it differs from ``url``."""
     oauth: OAuthSettings | None = None
+    """OAuth client settings (``[mcp_servers.NAME.oauth]``)."""
     transport: Literal["stdio", "http", "sse"] | None = None
     """Inferred from ``command`` / ``url`` when absent."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    """``auto`` (2026-07-28 if the server offers it, else the legacy handshake), ``legacy`` or ``2026-07-28``."""
     startup_timeout_sec: float = 30.0
+    """Seconds to start, initialise and list tools."""
     startup_timeout_ms: int | None = Field(default=None, gt=0)
     """Codex's other spelling of the startup timeout; ``startup_timeout_sec`` wins when both are set."""
     tool_timeout_sec: float = 300.0
+    """Seconds one call may take; time waiting for a person's elicitation answer does not count."""
     enabled: bool = True
+    """``false``: configured but not started."""
     required: bool = False
+    """This server failing to start is an error (``nbagent tools`` exits non-zero)."""
     enabled_tools: list[str] | None = None
+    """Allow list of raw tool names; all when unset."""
     disabled_tools: list[str] = Field(default_factory=list)
+    """Deny list of raw tool names, applied after ``enabled_tools``."""
     default_tools_approval_mode: ApprovalMode = "auto"
+    """``auto`` (from annotations), ``prompt`` (always ask), ``writes`` (ask unless
+    ``readOnlyHint``) or ``approve`` (never ask)."""
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    """Per-tool settings, by raw tool name."""
     trusted: bool = False
     """Let this server's annotations (e.g. ``readOnlyHint``) relax approval defaults."""
     sampling: bool = False
@@ -175,24 +197,37 @@ class McpServerConfig(_Strict):
 
 class ModelProviderConfig(_Strict):
     name: str | None = None
+    """A display name."""
     base_url: str | None = None
+    """The OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:11434/v1`` for Ollama; OpenAI's when unset."""
     wire_api: Literal["responses", "chat"] = "responses"
+    """``responses`` or ``chat`` (Chat Completions: Ollama, vLLM, llama.cpp, LM Studio)."""
     env_key: str | None = None
     """Environment variable holding the API key."""
     query_params: dict[str, str] = Field(default_factory=dict)
+    """Sent with every request."""
     http_headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with every request."""
     request_max_retries: int = Field(default=4, ge=0, le=20)
+    """Retries on 429, 5xx and connection errors, with backoff."""
     stream_idle_timeout_sec: float = Field(default=300.0, gt=0)
+    """Seconds a response stream may stay silent before the request fails."""
     model_context_window: int | None = Field(default=None, gt=0)
     """Overrides the top-level key for models of this provider (a local server's own limit)."""
     model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    """Overrides the top-level key for models of this provider."""
 
 
 class Config(_Strict):
     model: str | None = None
+    """Model name, or ``replay:PATH`` for the scripted model."""
     model_provider: str = "openai"
+    """A name under ``[model_providers]`` (``openai`` is built in)."""
     model_providers: dict[str, ModelProviderConfig] = Field(default_factory=dict)
+    """OpenAI-compatible endpoints by name."""
     approval_policy: Policy = "on-request"
+    """When calls need a person's approval: ``untrusted``, ``on-request``, ``never`` (declined,
+    never asked) or ``full-auto``."""
     instructions: str | None = None
     """Extra system instructions prepended to every request."""
     model_context_window: int | None = Field(default=None, gt=0)
@@ -206,15 +241,21 @@ class Config(_Strict):
     project_root_markers: list[str] = Field(default_factory=lambda: [".git"])
     """What marks the project root, where the search for ``AGENTS.md`` starts."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers by name."""
     tool_output_max_bytes: int = Field(default=16_384, ge=256)
     """Cap on what the model sees of one tool result."""
     rollout_output_max_bytes: int = Field(default=1_048_576, ge=1024)
+    """What the rollout keeps of one result's blocks."""
     server_instructions_max_bytes: int = Field(default=4096, ge=0)
+    """Cap on each MCP server's ``instructions`` passed to the model."""
     approval_timeout_sec: float | None = Field(default=None, gt=0)
     """Unanswered approvals are denied after this long; ``None`` waits until interrupted."""
     elicitation_timeout_sec: float = Field(default=600.0, gt=0)
+    """Unanswered elicitations are cancelled after this long."""
     max_tool_rounds: int = Field(default=50, ge=1)
+    """Model rounds per turn before the turn fails."""
     parallel_tool_calls: bool = True
+    """Let known-safe read-only calls run together."""
     mcp_oauth_credentials_store: Literal["auto", "file", "keyring"] = "auto"
     """Where OAuth tokens of MCP servers are kept: ``keyring`` (the OS keyring), ``file`` (0600
     files under the home) or ``auto`` (the keyring when available, else files), as in Codex."""

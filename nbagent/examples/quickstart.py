@@ -38,12 +38,13 @@ approval_mode = "approve"          # this tool asks its own question instead
 print((work / "nbagent.toml").read_text())'''
 
 HEADLESS = r'''import nbagent.notebook as nb
+from nbagent.examples.walkthroughs.kit import nobody_clicks
 from nbagent.protocol import ApprovalDecision, ElicitationResponse
 
 session = await nb.ready()          # the kernel's one Session (the one %%agent uses)
 print("front end:", nb.frontend())
 
-if nb.headless():
+if nobody_clicks():                 # headless, or the executor that renders the docs
     # Nobody can click in CI or `nbagent demo`: answer through the Python API instead,
     # with exactly the ops the buttons send.
     def answer(event):              # an Event: seq, thread_id, turn_id, at around msg
@@ -57,7 +58,7 @@ if nb.headless():
                          "optimizer": "adam", "tags": ["nlp"]},
             ))
     session.subscribe(answer)
-    print("headless: approvals and the question are answered by the cell above")'''
+    print("nobody clicks here: this cell answers the approvals and the question")'''
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# nbagent quickstart
