@@ -18,7 +18,8 @@ demo: setup
 
 # What the tests need besides .venv, so that none is skipped: the npm packages of the Node test
 # servers, the extension, the browser tests and the conformance suite, the built extension, and
-# Chromium (installed with apt where this runs as root; otherwise one line says what to install).
+# Chromium (installed with apt where this runs as root; otherwise one line says what to install),
+# and the docs tools (tests/docs checks the generated references as Sphinx builds them).
 NPM_DIRS := tests/node labextension ui-tests conformance docs
 CHROMIUM ?= /usr/bin/chromium
 
@@ -38,7 +39,7 @@ $(EXT_BUILT): $(EXT_SOURCES) | setup npm-deps
 	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build
 	@touch $@
 
-test-deps: setup npm-deps $(EXT_BUILT)
+test-deps: setup npm-deps $(EXT_BUILT) $(BIN)/sphinx-build
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "apt-get install chromium"; \
