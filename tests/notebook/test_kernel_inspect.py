@@ -63,7 +63,7 @@ def test_inspect_shows_the_request_sent_the_turn_and_the_redacted_wire(openai_se
 
         # the tools: identity, approval under the session's policy (on-request), not the turn's
         tools = _json_output(kernel, "%agent inspect tools --json")
-        [tool] = [t for t in tools if t["server"] == "leaky"]
+        [tool] = [t for t in tools if t["name"] == "mcp__leaky__whoami"]
         assert {t["name"]: t["source"] for t in tools}["run_python"] != "mcp"
         assert (tool["name"], tool["server"], tool["raw_name"]) == ("mcp__leaky__whoami", "leaky", "whoami")
         assert tool["effective"] == "asks" and "read-only" in tool["why"]
