@@ -33,7 +33,7 @@ from nbagent.core.inspect import (
 )
 from nbagent.mcp.wire import WIRE_KEEP, WireMessage
 from nbagent.protocol.ops import POLICIES
-from nbagent.textsafe import VisibleWriter, describe_for_display
+from nbagent.textsafe import VisibleWriter
 
 __all__ = [
     "WIRE_DEFAULT",
@@ -269,9 +269,4 @@ def main(argv: list[str], cwd: str | None = None) -> int:
             return 130
         except signals.Stopped as stop:
             return stop.exit_code
-
-
-def safe(text: str) -> str:
-    """Text for a terminal or a notebook's text output: controls shown, not obeyed."""
-    return describe_for_display(text)
 

@@ -154,10 +154,7 @@ def tool_views(specs: list[ToolSpec], policy: Policy, memory: ApprovalMemory | N
 # -- the request -------------------------------------------------------------------------------
 
 
-class RequestView(BaseModel):
-    """The last model request, as the model client was given it."""
-
-    thread_id: str
+class _Request(BaseModel):
     turn_id: str | None
     at: float
     model: str
@@ -166,21 +163,20 @@ class RequestView(BaseModel):
     tools: list[dict[str, Any]]
     """Each tool as the model sees it: name, description, parameters, strict."""
     parallel_tool_calls: bool
+
+
+class RequestView(_Request):
+    """The last model request, as the model client was given it."""
+
+    thread_id: str
     items: list[dict[str, Any]]
     """The thread's view the request carried (compaction applied), oldest first."""
 
 
-class RequestRecord(BaseModel):
+class RequestRecord(_Request):
     """What is written to disk of the last request: everything but the items (they are the
     rollout's: the first ``item_count`` of them, seen through the context view)."""
 
-    turn_id: str | None
-    at: float
-    model: str
-    purpose: str
-    instructions: str | None
-    tools: list[dict[str, Any]]
-    parallel_tool_calls: bool
     item_count: int
 
 
