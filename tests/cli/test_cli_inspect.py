@@ -90,6 +90,9 @@ def test_inspect_request_and_turn_read_what_the_run_recorded(openai_server, tmp_
     types = [e["type"] for e in turn["entries"]]
     assert types[0] == "turn_started" and "tool_call_end" in types and types[-1] == "turn_completed"
 
+    named = _json(nbagent("-C", str(project), "inspect", "turn", thread, turn["turn_id"], "--json", home=home))
+    assert named == turn
+
     (home / "threads" / f"{thread}.turns.ndjson").unlink()  # a thread from before timelines were kept
     recorded = _json(nbagent("-C", str(project), "inspect", "turn", thread, "--json", home=home))
     assert recorded["source"] == "rollout" and recorded["turn_id"] == turn["turn_id"]

@@ -87,6 +87,11 @@ def test_inspect_shows_the_request_sent_the_turn_and_the_redacted_wire(openai_se
         kernel.run("%agent inspect wire leaky")
         accordion = kernel.wait_for("AccordionModel")
         assert any("tools/call" in title for title in accordion.state["titles"])
+        kernel.run("%agent inspect tools")
+        tools_view = [w for w in kernel.find("AccordionModel") if "mcp__leaky__when (asks)" in w.state["titles"]]
+        assert tools_view, "the tools accordion"
+        html = " ".join(str(w.state.get("value")) for w in kernel.find("HTMLModel"))
+        assert "When &lt;b&gt;now&lt;/b&gt;" in html and "properties.at.format" in html
         shown = [w.state for key, w in kernel.widgets.items() if key not in before]
         assert len(shown) >= 5 and SECRET not in json.dumps(shown, default=str)
 
@@ -96,5 +101,7 @@ def test_inspect_shows_the_request_sent_the_turn_and_the_redacted_wire(openai_se
         assert "tools/call" in out and "[redacted]" in out and SECRET not in out
         _, out = kernel.run("%agent inspect tools")
         assert "mcp__leaky__whoami  <- leaky/whoami" in out and "under policy on-request: asks" in out
+        _, out = kernel.run("%agent inspect wire ghost")
+        assert "no MCP server named 'ghost'" in out and "usage: %agent" in out
     finally:
         kernel.close()
