@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import cli_mcp, signals
+from nbagent import cli_inspect, cli_mcp, signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
@@ -290,6 +290,8 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
         p.add_argument("rest", nargs="*", metavar=more.split()[0], help=f"with SERVER: {more}")
         p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
     sub.add_parser("mcp", help="manage MCP servers: list, get, add, remove, login, logout, import", add_help=False)
+    sub.add_parser("inspect", help="what the runtime sees and sends: tools, request, turn, wire (see: nbagent inspect --help)",
+                   add_help=False)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
@@ -305,7 +307,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if unknown:
         where.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
-        parser.error(f"a command is required: one of {', '.join(commands)}, mcp, mcp-server")
+        parser.error(f"a command is required: one of {', '.join(commands)}, inspect, mcp, mcp-server")
     return args
 
 
@@ -317,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_mcp_server(argv[1:])
     if (mcp := cli_mcp.invoked(argv)) is not None:
         return cli_mcp.main(mcp[1], cwd=mcp[0])
+    if (inspect := cli_mcp.invoked(argv, "inspect")) is not None:
+        return cli_inspect.main(inspect[1], cwd=inspect[0])
     args = _parse(argv)
     prog = f"nbagent {args.command}"
     try:

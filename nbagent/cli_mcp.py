@@ -108,12 +108,13 @@ def parse(argv: list[str], prog: str = "nbagent mcp") -> argparse.Namespace:
     return args
 
 
-def invoked(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """``(DIR, words)`` when ``argv`` is ``[-C DIR] mcp WORDS...``; otherwise None."""
+def invoked(argv: list[str], command: str = "mcp") -> tuple[str | None, list[str]] | None:
+    """``(DIR, words)`` when ``argv`` is ``[-C DIR] COMMAND WORDS...``; otherwise None (also for
+    ``inspect``, the other command with a parser of its own)."""
     cwd = None
     if argv[:1] == ["-C"] and len(argv) > 2:
         cwd, argv = argv[1], argv[2:]
-    return (cwd, argv[1:]) if argv[:1] == ["mcp"] else None
+    return (cwd, argv[1:]) if argv[:1] == [command] else None
 
 
 # -- what a server is, as list and get show it ---------------------------------------------

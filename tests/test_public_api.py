@@ -45,7 +45,7 @@ SESSION = {
     "tools": "(self) -> 'list[ToolSpec]'",
     "warn": "(self, message: 'str') -> 'None'",
 }
-SESSION_FIELDS = ["approvals", "config", "cwd", "elicitations", "interactive", "servers", "thread"]
+SESSION_FIELDS = ["approvals", "config", "cwd", "elicitations", "inspector", "interactive", "servers", "thread"]
 """Attributes set per session. ``approvals``/``elicitations`` are the core's desks, not surface."""
 
 THREAD = {
@@ -71,6 +71,7 @@ SERVERS = {
     "restart": "(self, name: 'str') -> 'bool'",
     "start": "(self) -> 'None'",
     "status": "(self) -> 'dict[str, ServerStatus]'",
+    "wire": "(self, name: 'str', last: 'int | None' = None) -> 'list[WireMessage]'",
 }
 
 OPS = {

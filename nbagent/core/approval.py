@@ -125,6 +125,11 @@ class ApprovalMemory:
         what = changed_parts(fingerprint(approved), fingerprint(spec)) or "definition"
         return False, changed_since("You approved this tool earlier", what)
 
+    def knows(self, spec: ToolSpec) -> bool:
+        """Whether ``check`` would let this definition run, without forgetting a stale one."""
+        approved = self._approved.get(identity(spec))
+        return approved is not None and approved.definition_hash == spec.definition_hash
+
     def remember(self, spec: ToolSpec) -> None:
         self._approved[identity(spec)] = spec
 

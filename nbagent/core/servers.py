@@ -10,6 +10,7 @@ from nbagent.config import McpServerConfig
 from nbagent.mcp import offers
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.mcp.status import ServerStatus
+from nbagent.mcp.wire import WireMessage
 
 
 class McpServers:
@@ -37,6 +38,10 @@ class McpServers:
 
     def status(self) -> dict[str, ServerStatus]:
         return self._manager.status()
+
+    def wire(self, name: str, last: int | None = None) -> list[WireMessage]:
+        """The last JSON-RPC messages to and from ``name``, secrets redacted (``inspect wire``)."""
+        return self._manager.wire(name, last)
 
     async def add(self, name: str, cfg: McpServerConfig) -> bool:
         """Add (or replace) a server and start it; ``True`` when it is ready."""

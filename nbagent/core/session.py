@@ -31,6 +31,7 @@ from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextBudget, compact, text_tokens, tools_tokens
 from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
+from nbagent.core.inspect import Inspector
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
@@ -69,6 +70,7 @@ from nbagent.protocol import (
 )
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.store import RolloutWriteError, ThreadStore
+from nbagent.store.inspect_files import InspectFiles
 
 BASE_INSTRUCTIONS = (
     "You are an agent working inside a Jupyter notebook session. Use the tools you are given to "
@@ -140,6 +142,10 @@ class Session:
             config=self.config,
         )
         self.servers = McpServers(self._mcp)
+        self.inspector = Inspector(self.config, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.id else None)
+        """The last request and the last turns' events, for ``inspect`` (DESIGN §12.3)."""
+        self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
+        self._bus.subscribe(self.inspector.on_event)
         self._router.add(self._mcp)
         self._interrupt_reason: str | None = None
         self._requested_thread = thread
@@ -318,7 +324,7 @@ class Session:
     def model_client(self, model: str | None = None) -> ModelClient:
         name = model or self.config.require_model()
         if name not in self._models:
-            self._models[name] = make_model(self.config, name, cwd=self.cwd)
+            self._models[name] = self.inspector.watch(make_model(self.config, name, cwd=self.cwd))
         return self._models[name]
 
     def tools(self) -> list[ToolSpec]:

@@ -35,6 +35,7 @@ from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.mcp.validation import OutputCheck
+from nbagent.mcp.wire import WireTap
 from nbagent.protocol import (
     ElicitationRequested,
     EventMsg,
@@ -218,6 +219,8 @@ class McpConnection:
         self._serving = False
         self._inflight: set[CallControl] = set()
         self._startup: CallControl | None = None
+        self.wire = WireTap()
+        """This server's last JSON-RPC messages, for ``inspect wire`` (one append per message)."""
         self.generation = 0
         """Bumped whenever the tool list or the state changes, so catalogues know to rebuild."""
 
@@ -305,7 +308,7 @@ class McpConnection:
         """The owner task: every SDK context is entered and exited here."""
         try:
             async with AsyncExitStack() as stack:
-                transport = self._transport(stack)
+                transport = self.wire.tap(self._transport(stack))
                 client = Client(
                     transport,
                     mode=self.mode,

@@ -22,6 +22,7 @@ from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.catalog import CatalogBuilder, ServerTools
 from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
+from nbagent.mcp.wire import WireMessage, server_secrets
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
 from nbagent.mcp.status import ServerStatus
@@ -162,6 +163,11 @@ class McpConnectionManager:
 
     def connection(self, name: str) -> McpConnection | None:
         return self._conns.get(name)
+
+    def wire(self, name: str, last: int | None = None) -> list[WireMessage]:
+        """``name``'s last JSON-RPC messages, redacted now (``inspect wire``); none before it started."""
+        conn = self._conns.get(name)
+        return conn.wire.messages(server_secrets(name, conn.cfg, self._config), last) if conn is not None else []
 
     def status(self) -> dict[str, ServerStatus]:
         out: dict[str, ServerStatus] = {}

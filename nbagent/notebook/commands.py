@@ -334,6 +334,11 @@ HELP = """%agent commands:
   %agent prompts SERVER NAME [KEY=VALUE]...   a prompt's messages, filled in
   %agent context [on|off]         let the model see the cells and the kernel's names (types, shapes; no values)
   %agent compact                  summarise this thread for the model now (the record keeps everything)
+  %agent inspect tools            each tool: server, raw and visible name, annotations, approval now, schema raw -> exposed
+  %agent inspect request          the last model request as sent: instructions, tools, items
+  %agent inspect turn [ID]        a turn's events as a timeline (seq, type, +ms); default the last turn
+  %agent inspect wire SERVER [-n N]   the last JSON-RPC messages to and from a server, secrets redacted
+                                  (each inspect view takes --json)
   %agent stop                     interrupt the running turn
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -376,6 +381,10 @@ def run_line(agent: KernelAgent, line: str) -> None:
             mcp(agent, rest)
         elif cmd in ("resources", "prompts"):
             offered(agent, cmd, rest)
+        elif cmd == "inspect":
+            from nbagent.notebook.inspect_view import run_inspect
+
+            run_inspect(agent, rest)
         elif cmd == "stop":
             _out("interrupting the running turn" if agent.stop() else "no turn is running")
         elif cmd in ("approve", "deny"):

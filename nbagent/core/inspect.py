@@ -1,0 +1,372 @@
+"""What ``inspect`` shows (DESIGN §12.3): the data as pydantic models, built only when asked.
+
+A model request is a projection of runtime state, so the inspector keeps no copy of it: it keeps
+a *reference* to the last request a model client was given (``Inspector.watch``) and the events
+of the last turns (a bounded deque the bus appends to). At each turn's end it writes, beside the
+thread's rollout, what a process that was not there needs: the last request's instructions and
+tools with the number of items it was built from (the items themselves are the rollout's, and the
+view is a function of them), and the turn's timeline. Both are redacted like the rollout. They
+are views, not facts: deleting them loses nothing of the thread.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from nbagent.config import Config
+from nbagent.core.approval import ApprovalMemory, ask_reason
+from nbagent.core.context import ContextView
+from nbagent.core.thread import rollout_secrets
+from nbagent.models.base import ModelClient, ModelEvent, ModelRequest
+from nbagent.protocol import Event, Item, ItemRecord, Policy, RolloutLine, ToolSpec, TurnRecord
+from nbagent.store.inspect_files import InspectFiles
+from nbagent.store.rollout import Redactor
+from nbagent.store.secrets import process_secrets
+
+__all__ = [
+    "EVENTS_KEPT",
+    "Inspector",
+    "RequestView",
+    "SchemaChange",
+    "TimelineEntry",
+    "ToolView",
+    "TurnView",
+    "redacted",
+    "redactor_for",
+    "request_from_record",
+    "timeline",
+    "tool_views",
+    "turn_from_rollout",
+]
+
+EVENTS_KEPT = 5000
+"""Events kept in memory for ``inspect turn``: the last few turns of any size."""
+ENTRIES_PER_TURN = 1000
+"""A turn's timeline as written to disk is cut after this many entries (deltas coalesced)."""
+_COALESCED = frozenset({"agent_message_delta", "reasoning_delta", "progress", "mcp_log"})
+_TURN_ENDS = frozenset({"turn_completed", "turn_aborted", "turn_failed"})
+_DETAIL_FIELDS = ("tool", "server", "status", "decision", "action", "message", "text", "delta", "reason", "error")
+DETAIL_CHARS = 120
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def redactor_for(config: Config) -> Redactor:
+    """What every inspect view is redacted by, on screen as on disk: the rollout's secrets."""
+    return Redactor([*rollout_secrets(config), *process_secrets()])
+
+
+def redacted(view: M, redactor: Redactor) -> M:
+    """``view`` with every secret in it replaced (the model saw it; a notebook output must not)."""
+    return type(view).model_validate_json(redactor.text(view.model_dump_json())) if redactor else view
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+class SchemaChange(BaseModel):
+    """One difference between the schema a server gave and the one the model sees."""
+
+    path: str
+    """Where, as ``properties.when.format`` (``$`` for the whole schema)."""
+    change: Literal["removed", "added", "changed"]
+    raw: Any = None
+    exposed: Any = None
+
+
+class ToolView(BaseModel):
+    """One tool: who it really is, what the model sees of it and what a call would do now."""
+
+    name: str
+    """Model-visible name."""
+    server: str | None
+    raw_name: str
+    source: str
+    title: str
+    description: str
+    annotations: dict[str, Any]
+    approval_mode: str
+    """As configured (per tool over per server over the default)."""
+    effective: Literal["runs", "asks", "declined"]
+    """What the approval logic would do with a call now, under ``policy``."""
+    policy: Policy
+    why: str
+    schema_changes: list[SchemaChange] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    """What sanitising the schema said it changed or dropped."""
+
+
+def _effective(spec: ToolSpec, policy: Policy, remembered: bool) -> tuple[Literal["runs", "asks", "declined"], str]:
+    reason = ask_reason(spec, policy, remembered)
+    if reason is None:
+        why = (
+            f"policy {policy!r}" if policy == "full-auto" else "approved for this session" if remembered
+            else "approval_mode 'approve'" if spec.approval_mode == "approve" else "it says it is read-only"
+        )
+        return "runs", f"runs without asking: {why}"
+    if policy == "never":
+        return "declined", f"would ask ({reason}), and policy 'never' declines it without running"
+    return "asks", reason
+
+
+def schema_changes(raw: Any, exposed: Any, path: str = "$") -> list[SchemaChange]:
+    """Every leaf where ``exposed`` differs from ``raw`` (keys added, removed or changed)."""
+    if isinstance(raw, dict) and isinstance(exposed, dict):
+        out: list[SchemaChange] = []
+        for key in [*raw, *(k for k in exposed if k not in raw)]:
+            where = key if path == "$" else f"{path}.{key}"
+            if key not in exposed:
+                out.append(SchemaChange(path=where, change="removed", raw=raw[key]))
+            elif key not in raw:
+                out.append(SchemaChange(path=where, change="added", exposed=exposed[key]))
+            else:
+                out += schema_changes(raw[key], exposed[key], where)
+        return out
+    if isinstance(raw, list) and isinstance(exposed, list) and len(raw) == len(exposed):
+        return [c for i, (a, b) in enumerate(zip(raw, exposed, strict=True)) for c in schema_changes(a, b, f"{path}[{i}]")]
+    return [] if raw == exposed else [SchemaChange(path=path, change="changed", raw=raw, exposed=exposed)]
+
+
+def tool_views(specs: list[ToolSpec], policy: Policy, memory: ApprovalMemory | None = None) -> list[ToolView]:
+    views = []
+    for spec in specs:
+        effective, why = _effective(spec, policy, memory is not None and memory.knows(spec))
+        views.append(
+            ToolView(
+                name=spec.name, server=spec.server, raw_name=spec.raw_name or spec.name, source=spec.source,
+                title=spec.display_name, description=spec.description,
+                annotations=spec.annotations.model_dump(exclude_none=True) if spec.annotations else {},
+                approval_mode=spec.approval_mode, effective=effective, policy=policy, why=why,
+                schema_changes=schema_changes(spec.input_schema, spec.parameters) if spec.input_schema else [],
+                warnings=list(spec.warnings),
+            )
+        )
+    return views
+
+
+# -- the request -------------------------------------------------------------------------------
+
+
+class _Request(BaseModel):
+    turn_id: str | None
+    at: float
+    model: str
+    purpose: str
+    instructions: str | None
+    tools: list[dict[str, Any]]
+    """Each tool as the model sees it: name, description, parameters, strict."""
+    parallel_tool_calls: bool
+
+
+class RequestView(_Request):
+    """The last model request, as the model client was given it."""
+
+    thread_id: str
+    items: list[dict[str, Any]]
+    """The thread's view the request carried (compaction applied), oldest first."""
+
+
+class RequestRecord(_Request):
+    """What is written to disk of the last request: everything but the items (they are the
+    rollout's: the first ``item_count`` of them, seen through the context view)."""
+
+    item_count: int
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters, "strict": spec.strict}
+
+
+def _view(thread_id: str, record: RequestRecord, items: list[Item]) -> RequestView:
+    return RequestView(
+        thread_id=thread_id, items=[i.model_dump(mode="json", exclude_none=True) for i in items],
+        **record.model_dump(exclude={"item_count"}),
+    )
+
+
+def request_from_record(thread_id: str, record: RequestRecord, lines: list[RolloutLine]) -> RequestView:
+    """The request rebuilt from its record and the thread's rollout."""
+    items = [line.item for line in lines if isinstance(line, ItemRecord)][: record.item_count]
+    return _view(thread_id, record, list(ContextView().sync(items)))
+
+
+# -- the turn ----------------------------------------------------------------------------------
+
+
+class TimelineEntry(BaseModel):
+    seq: int
+    """The event's sequence number in its session (a rollout line number when read from disk)."""
+    type: str
+    at: float
+    offset_ms: float
+    """Since the turn started."""
+    count: int = 1
+    """Consecutive events of this type folded into this entry (text deltas)."""
+    detail: str = ""
+
+
+class TurnView(BaseModel):
+    thread_id: str
+    turn_id: str
+    source: Literal["events", "rollout"]
+    """``events``: what the session emitted; ``rollout``: only the recorded lines were there."""
+    status: str | None
+    """How the turn ended; ``None`` while it runs."""
+    duration_ms: float | None
+    entries: list[TimelineEntry]
+
+
+def _detail(msg: Any) -> str:
+    for name in _DETAIL_FIELDS:
+        value = getattr(msg, name, None)
+        if value:
+            return " ".join(str(value).split())[:DETAIL_CHARS]
+    return ""
+
+
+def timeline(thread_id: str, turn_id: str, events: list[Event], limit: int | None = None) -> TurnView:
+    entries: list[TimelineEntry] = []
+    start = events[0].at if events else 0.0
+    status = None
+    for event in events:
+        kind = event.msg.type
+        if kind in _TURN_ENDS:
+            status = kind.removeprefix("turn_")
+        last = entries[-1] if entries else None
+        if last is not None and last.type == kind and kind in _COALESCED:
+            last.count += 1
+            continue
+        if limit is not None and len(entries) >= limit:
+            break
+        entries.append(
+            TimelineEntry(seq=event.seq, type=kind, at=event.at, offset_ms=(event.at - start) * 1000,
+                          detail=_detail(event.msg))  # fmt: skip
+        )
+    duration = (events[-1].at - start) * 1000 if events and status else None
+    return TurnView(thread_id=thread_id, turn_id=turn_id, source="events", status=status, duration_ms=duration,
+                    entries=entries)  # fmt: skip
+
+
+def turn_from_rollout(thread_id: str, turn_id: str | None, lines: list[RolloutLine]) -> TurnView | None:
+    """A turn as its recorded lines tell it (no events were kept for it): the last turn when
+    ``turn_id`` is ``None``."""
+    starts = [line.turn_id for line in lines if isinstance(line, TurnRecord) and line.status == "started"]
+    if turn_id is None:
+        turn_id = starts[-1] if starts else None
+    if turn_id is None or turn_id not in starts:
+        return None
+    entries: list[TimelineEntry] = []
+    start: float | None = None
+    status = None
+    for n, line in enumerate(lines, 1):
+        if isinstance(line, TurnRecord) and line.turn_id == turn_id:
+            start = line.at if start is None else start
+            status = None if line.status == "started" else line.status
+            entries.append(TimelineEntry(seq=n, type=f"turn_{line.status}", at=line.at,
+                                         offset_ms=(line.at - start) * 1000, detail=line.reason or ""))  # fmt: skip
+        elif isinstance(line, ItemRecord) and getattr(line.item, "turn_id", None) == turn_id:
+            entries.append(TimelineEntry(seq=n, type=line.item.type, at=start or 0.0, offset_ms=0.0,
+                                         detail=_detail(line.item)))  # fmt: skip
+    duration = entries[-1].offset_ms if status else None
+    return TurnView(thread_id=thread_id, turn_id=turn_id, source="rollout", status=status, duration_ms=duration,
+                    entries=entries)  # fmt: skip
+
+
+# -- the session's inspector ---------------------------------------------------------------------
+
+
+class Inspector:
+    """Kept by a session for ``inspect``: O(1) per event and per request, written at turn ends."""
+
+    def __init__(self, config: Config, files: Callable[[], InspectFiles | None]) -> None:
+        self._config = config
+        self._files = files
+        self.events: deque[Event] = deque(maxlen=EVENTS_KEPT)
+        self.request: tuple[ModelRequest, int, float, str | None] | None = None
+        """The last request, the number of thread items it was built from, when, and its turn."""
+        self.turn_request: tuple[ModelRequest, int, float, str | None] | None = None
+        """The last request of a turn (not a summary's): what is written for other processes,
+        whose items the rollout's first ``item_count`` items rebuild."""
+        self._items: Callable[[], list[Item]] = list
+        self._turn: Callable[[], str | None] = lambda: None
+
+    def follow(self, items: Callable[[], list[Item]], turn: Callable[[], str | None]) -> None:
+        """Where the thread's items and the running turn are read at each request."""
+        self._items, self._turn = items, turn
+
+    def watch(self, client: ModelClient) -> ModelClient:
+        return _Watched(client, self)
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+        if event.msg.type in _TURN_ENDS and event.turn_id:
+            self._write(event.turn_id)
+
+    def turn(self, thread_id: str, turn_id: str | None = None) -> TurnView | None:
+        """The events of ``turn_id`` (default: the last turn) still kept in memory."""
+        if turn_id is None:
+            turn_id = next((e.turn_id for e in reversed(self.events) if e.msg.type == "turn_started"), None)
+        events = [e for e in self.events if turn_id is not None and e.turn_id == turn_id]
+        return redacted(timeline(thread_id, turn_id, events), self.redactor()) if turn_id and events else None
+
+    def last_request(self, thread_id: str) -> RequestView | None:
+        if self.request is None:
+            return None
+        return redacted(_view(thread_id, _record(*self.request), list(self.request[0].items)), self.redactor())
+
+    def redactor(self) -> Redactor:
+        return redactor_for(self._config)
+
+    def _write(self, turn_id: str) -> None:
+        """The turn's timeline and its last request, redacted, beside the rollout."""
+        files = self._files()
+        if files is None:
+            return
+        with suppress(OSError):  # a view, not a fact: a full disk must not end the turn's last step
+            self._write_to(files, turn_id)
+
+    def _write_to(self, files: InspectFiles, turn_id: str) -> None:
+        redactor = self.redactor()
+        events = [e for e in self.events if e.turn_id == turn_id]
+        view = timeline(events[0].thread_id if events else "", turn_id, events, limit=ENTRIES_PER_TURN)
+        files.append_turn(redactor.text(view.model_dump_json()))
+        if self.turn_request is not None and self.turn_request[3] == turn_id:
+            files.write_request(redactor.text(_record(*self.turn_request).model_dump_json()))
+
+
+def _record(request: ModelRequest, count: int, at: float, turn_id: str | None) -> RequestRecord:
+    return RequestRecord(
+        turn_id=turn_id, at=at, model=request.model, purpose=request.purpose, instructions=request.instructions,
+        tools=[_tool(spec) for spec in request.tools], parallel_tool_calls=request.parallel_tool_calls,
+        item_count=count,
+    )
+
+
+class _Watched:
+    """A model client whose requests the inspector sees (a reference, nothing copied)."""
+
+    def __init__(self, inner: ModelClient, inspector: Inspector) -> None:
+        self._inner = inner
+        self._inspector = inspector
+        self.label = inner.label
+        self.scripted = inner.scripted
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        i = self._inspector
+        i.request = (request, len(i._items()), time.time(), i._turn())
+        if request.purpose == "turn":
+            i.turn_request = i.request
+        return self._inner.stream(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
