@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from nbagent.core.session import Session
     from nbagent.server.notebook_server import NotebookServerHandle
+    from nbagent.store.rollout import Redactor
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ class KernelAgent:
         self.error: str | None = None
         self.configured: SessionConfigured | None = None
         self.views: dict[str, View] = {}
+        self._redactor: Redactor | None = None
         self.cells: dict[str, CellContext] = {}
         """The context of the cell each turn was started from: its view's widget updates are sent
         as that cell's messages, so a client recording the cell (nbclient saving widget state for
@@ -192,10 +194,26 @@ class KernelAgent:
         self.endings[turn_id] = future
         return future
 
+    def _redacted(self, event: Event) -> Event:
+        """``event`` as the rollout would hold it: a server may hand back the secrets it was given
+        (in a result, a description, an error), and a cell's output is saved with the notebook.
+        Deltas pass as they are: the message that ends them replaces their text, redacted."""
+        if event.msg.type in _DELTA_TYPES or self.session is None:
+            return event
+        if self._redactor is None:
+            self._redactor = self.session.inspector.redactor()
+        raw = event.model_dump_json()
+        clean = self._redactor.text(raw)
+        return event if clean == raw else Event.model_validate_json(clean)
+
     def _on_event(self, event: Event) -> None:
         msg = event.msg
         if isinstance(msg, SessionConfigured):
             self.configured = msg
+        if isinstance(msg, (SessionConfigured, McpStartupUpdate)):
+            self._redactor = None  # the servers (and so the secrets) may have changed
+        event = self._redacted(event)
+        msg = event.msg
         if isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
@@ -231,6 +249,8 @@ class KernelAgent:
             return True
         return False
 
+
+_DELTA_TYPES = frozenset({"agent_message_delta", "reasoning_delta"})
 
 _OUTSIDE_TYPES = {
     "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",
