@@ -5,34 +5,22 @@ destructive, ``stamp`` says nothing at all. ``sweep`` starts harmless; each call
 something else (a new description, a new ``remote`` argument, a destructive annotation) and
 sends ``tools/list_changed``: a server changing a tool after the person approved it.
 
-Every execution is appended as one JSON line to ``--record``, with the version of ``sweep`` that
-ran: the server's own word for what executed, to set beside what nbagent recorded.
+Every execution is appended as one JSON line to ``--record`` (``nbagent.examples.recording``),
+with the version of ``sweep`` that ran: the server's own word for what executed.
 
 Run: ``python -m nbagent.examples.approval_server --record FILE``.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import time
-from pathlib import Path
-from typing import Any
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
-RECORD: list[Path] = []
-"""Where executions are appended (set from the command line)."""
+from nbagent.examples.recording import Record, serve
+
+_record = Record()
 
 server = MCPServer(name="approvals", instructions="A workspace janitor. Only peek is read-only.")
-
-
-def _record(tool: str, **data: Any) -> None:
-    for path in RECORD:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"tool": tool, "at": time.time(), **data}, sort_keys=True) + "\n")
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False))
@@ -104,12 +92,7 @@ _install(1)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nbagent.examples.approval_server", description=__doc__)
-    parser.add_argument("--record", help="JSONL file every execution is appended to")
-    args = parser.parse_args(argv)
-    if args.record:
-        RECORD.append(Path(args.record).expanduser().resolve())
-    asyncio.run(server.run_stdio_async())
+    serve(server, _record, argv, prog="python -m nbagent.examples.approval_server", description=__doc__)
 
 
 if __name__ == "__main__":

@@ -13,30 +13,18 @@ Run: ``python -m nbagent.examples.elicit_server --record FILE``.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import time
-from pathlib import Path
-from typing import Any
-
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-RECORD: list[Path] = []
-"""Where executions are appended (set from the command line)."""
+from nbagent.examples.recording import Record, serve
+
+_record = Record()
 
 WORK_SEC = 0.3
 """How long ``book_room`` works before and after its question."""
 
 server = MCPServer(name="rooms", instructions="Meeting rooms. book_room and link_calendar ask the user.")
-
-
-def _record(tool: str, **data: Any) -> None:
-    for path in RECORD:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"tool": tool, "at": time.time(), **data}, sort_keys=True) + "\n")
 
 
 class Booking(BaseModel):
@@ -79,12 +67,7 @@ async def crunch(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nbagent.examples.elicit_server", description=__doc__)
-    parser.add_argument("--record", help="JSONL file every execution is appended to")
-    args = parser.parse_args(argv)
-    if args.record:
-        RECORD.append(Path(args.record).expanduser().resolve())
-    asyncio.run(server.run_stdio_async())
+    serve(server, _record, argv, prog="python -m nbagent.examples.elicit_server", description=__doc__)
 
 
 if __name__ == "__main__":

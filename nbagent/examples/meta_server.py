@@ -15,20 +15,17 @@ Run: ``python -m nbagent.examples.meta_server --record FILE``.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import base64
 import json
-import time
 import zlib
-from pathlib import Path
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 
-RECORD: list[Path] = []
-"""Where calls are appended (set from the command line)."""
+from nbagent.examples.recording import Record, serve
+
+_record = Record()
 
 server = MCPServer(name="meta", instructions="Build statistics. Every tool is read-only.")
 
@@ -51,12 +48,7 @@ def _meta(ctx: Context) -> dict[str, object]:
 
 def _send(ctx: Context, tool: str, result: types.CallToolResult) -> types.CallToolResult:
     """Record the ``_meta`` this call carried and the result about to be sent; send it."""
-    received = _meta(ctx)
-    sent = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    for path in RECORD:
-        with path.open("a", encoding="utf-8") as fh:
-            line = {"tool": tool, "at": time.time(), "meta": received, "sent": sent}
-            fh.write(json.dumps(line, sort_keys=True) + "\n")
+    _record(tool, meta=_meta(ctx), sent=result.model_dump(mode="json", by_alias=True, exclude_none=True))
     return result
 
 
@@ -118,12 +110,7 @@ def dump(lines: int, ctx: Context) -> types.CallToolResult:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nbagent.examples.meta_server", description=__doc__)
-    parser.add_argument("--record", help="JSONL file every call is appended to")
-    args = parser.parse_args(argv)
-    if args.record:
-        RECORD.append(Path(args.record).expanduser().resolve())
-    asyncio.run(server.run_stdio_async())
+    serve(server, _record, argv, prog="python -m nbagent.examples.meta_server", description=__doc__)
 
 
 if __name__ == "__main__":

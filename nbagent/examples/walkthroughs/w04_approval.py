@@ -39,6 +39,14 @@ def click(msg):
     return ApprovalDecision(call_id=msg.call_id, decision=decision)
 autopilot(session, click)
 
+requests = []                                    # a tap: every model request of this session
+model = session.model_client()
+play = model.stream
+def recording(request):
+    requests.append(request)
+    return play(request)
+model.stream = recording
+
 asked = []                                       # every panel shown, whoever answers it
 session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))
 specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "approvals"}
@@ -76,7 +84,12 @@ ALWAYS = '''print(Path("nbagent.toml").read_text().split("[mcp_servers.approvals
 from nbagent.core.approval import fingerprint
 print("\\nfingerprint(tidy as listed):", fingerprint(specs["tidy"]).model_dump())'''
 
-MODEL_SAW = '''before, after = asked[-2], asked[-1]
+MODEL_SAW = '''print("sweep as each model request of that turn offered it:")
+for request in requests[-3:]:
+    sweep = next(t for t in request.tools if t.raw_name == "sweep")
+    print("  ", list(sweep.parameters["properties"]), "-", sweep.description)
+
+before, after = asked[-2], asked[-1]
 print("panel 1 ->", before.description, "| changed:", before.changed)
 print("panel 2 ->", after.description)
 print("           arguments:", after.arguments, "| annotations:", after.annotations)
@@ -164,9 +177,15 @@ the panel appears again and says what changed."""),
     ("code", "%%agent --wait\nSweep the temporary files."),
     ("markdown", """## "What the model saw" vs what the server sent
 
-The two panels for `sweep`, the definition the server serves now, the output the model read for
-the refused call, and the server's own record of what ran — only version 1, once."""),
+What the model was offered of `sweep` in each request of that turn, the two panels, the definition
+the server serves now, the output the model read for the refused call, and the server's own
+record of what ran — only version 1, once."""),
     ("code", MODEL_SAW),
+    ("markdown", """The request right after the change may still offer the old `sweep`: the server's
+`tools/list_changed` starts a re-list that can still be in flight when the model is asked. That
+does not matter for safety, because the approval is not decided from the model's view: the call
+is checked against the definition the server serves when the call is made, and its hash no longer
+matches the one approved."""),
     ("markdown", """### Nobody to ask: `--policy never`
 
 The changed tool once more, under `never`. The session's approval of `sweep` was dropped when the
@@ -176,18 +195,26 @@ definition changed, so nothing lets this call through: no panel, a decision reco
     ("code", NEVER),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/core/src/mcp_tool_call.rs` — runs one MCP tool call: asks for approval first when the
-  call needs it, emits the begin/end events and wraps the result.
-- `codex-rs/core/src/session/mcp.rs` — the session's side of MCP: routing approval requests to
-  the front end and back.
-- `codex-rs/codex-mcp/src/tools.rs` — the tool definitions (annotations included) as listed by
-  each server, from which the decision reads its hints."""),
+- `codex-rs/core/src/mcp_tool_call.rs` — `maybe_request_mcp_tool_approval` decides before each MCP
+  call: the per-tool `approval_mode` from the config (`custom_mcp_tool_approval_mode`), the tool's
+  annotations, and the answers *Allow*, *Allow for this session*, *Allow and don't ask me again*.
+  Its remembered key (`McpToolApprovalKey`) is the server, connector and tool **name**; nbagent
+  binds a remembered approval to the definition hash as well — the rug pull above is what that adds.
+- `codex-rs/core/src/session/mcp.rs` — `request_mcp_server_elicitation` / `resolve_elicitation`:
+  the pending entry of the active turn an approval question can travel as, until the front end
+  answers.
+- `codex-rs/codex-mcp/src/tools.rs` — the listed tool definitions (annotations included) the
+  decision reads."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/core/approval.py` — `ask_reason` (the table), `ApprovalMemory` (bound to
   `definition_hash`), `fingerprint`/`changed_parts` (what changed), `ApprovalDesk` (asks, records).
 - `nbagent/core/pending.py` — one mechanism for every ask: register, emit, wait, resolve once.
-- `nbagent/core/tool_call.py` — every call passes the desk before it reaches a server.
+- `nbagent/core/tool_call.py` — every call passes the desk before it reaches a server;
+  `definition_to_run` fetches the definition the call will run, which the approval is checked
+  against (not the model's possibly older view).
+- `nbagent/mcp/manager.py` — `current_definition` (waits for a re-list in flight), and a last
+  check that the definition approved is the one called.
 - `nbagent/config/edit.py` — `record_always_approval` writes *Always* into the file the server
   came from.
 - `nbagent/schema/hash.py` — `definition_hash`.

@@ -79,7 +79,7 @@ MODEL_SAW = '''from nbagent.models.responses import to_input_items
 
 print("thread items, as nbagent keeps them:", [i.type for i in session.thread.items][-8:])
 sent = to_input_items(session.thread.items)
-print("\\nwhat a model request carries of the same turn:", [i["type"] for i in sent][-6:])
+print("\\nthe same items projected for a model request:", [i["type"] for i in sent][-6:])
 print("\\nthe model read, call by call:")
 for item in sent:
     if item["type"] == "function_call_output":
@@ -159,9 +159,12 @@ shows it only if it is an `http(s)` link — `javascript:` is declined by policy
 - `codex-rs/core/src/session/mcp.rs` — `request_mcp_server_elicitation` parks the server's
   question as a pending entry of the active turn and emits the request event;
   `resolve_elicitation` delivers the front end's answer back to it.
-- `codex-rs/codex-mcp/src/connection_manager.rs` — the client side of each connection, where a
-  server's elicitation request arrives and its response is sent.
-- `codex-rs/core/src/mcp_tool_call.rs` — the tool call during which the question is asked."""),
+- `codex-rs/codex-mcp/src/connection_manager.rs` — the connections; `resolve_elicitation` falls
+  back to the manager for a question no active turn holds, and the response reaches the server
+  through it.
+- `codex-rs/core/src/mcp_tool_call.rs` — the call the question belongs to; Codex also sends its
+  own MCP tool-approval questions through `request_mcp_server_elicitation`, one mechanism for both
+  (as nbagent's `PendingAsks` is)."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/connection.py` — receives `elicitation/create`, pauses the call's deadline while the

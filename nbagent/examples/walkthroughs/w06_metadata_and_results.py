@@ -169,8 +169,8 @@ the card can show it."""),
   for the model (images only for a model that accepts them).
 - `codex-rs/codex-mcp/src/connection_manager.rs` — sends `tools/call` with that `_meta` to the
   right server.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — turns the result into the output item appended to
-  the history."""),
+- `codex-rs/core/src/tools/handlers/mcp.rs` — `McpHandler` wraps the result as the tool output
+  the model reads, with the turn's truncation policy."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped), `trace_id_for_turn`,
