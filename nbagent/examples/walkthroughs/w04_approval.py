@@ -71,6 +71,12 @@ for trusted in (True, False):
 print("why peek asks on an untrusted server:", ask_reason(specs["peek"].model_copy(update={"trusted": False}), "on-request", False))
 print("why stamp never asks under on-request:", ask_reason(specs["stamp"], "on-request", False))'''
 
+MODES = '''# The person's per-tool approval_mode, against the server's hints (policy on-request, server NOT trusted).
+print("approval_mode".ljust(14), *(name.ljust(8) for name in ("peek", "tidy", "wipe", "stamp")))
+for mode in ("auto", "prompt", "approve", "writes"):
+    row = [specs[n].model_copy(update={"trusted": False, "approval_mode": mode}) for n in ("peek", "tidy", "wipe", "stamp")]
+    print(mode.ljust(14), *(verdict(spec, "on-request").ljust(8) for spec in row))'''
+
 RECORDS = '''def approvals(items):
     return [(i.raw_tool, i.decision, i.by) for i in items if i.type == "approval"]
 
@@ -81,8 +87,14 @@ for row in approvals(session.thread.items):
 print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])'''
 
 ALWAYS = '''print(Path("nbagent.toml").read_text().split("[mcp_servers.approvals.tools.tidy]")[1].strip())
-from nbagent.core.approval import fingerprint
-print("\\nfingerprint(tidy as listed):", fingerprint(specs["tidy"]).model_dump())'''
+from nbagent.core.approval import changed_parts, fingerprint
+print("\\nfingerprint(tidy as listed):", fingerprint(specs["tidy"]).model_dump())
+
+# A later session reads that entry back; a tidy whose description changed would be asked about again.
+recorded = session.approvals.recorded_always(specs["tidy"])
+reworded = specs["tidy"].model_copy(update={"description": "Sort a folder's files, and delete the rest."})
+print("changed since 'Always', as listed:  ", changed_parts(recorded, fingerprint(specs["tidy"])))
+print("changed since 'Always', if reworded:", changed_parts(recorded, fingerprint(reworded)))'''
 
 MODEL_SAW = '''print("sweep as each model request of that turn offered it:")
 for request in requests[-3:]:
@@ -152,6 +164,10 @@ answers each approval panel with the op its button sends: *Approve for session* 
 applied to the live tool specs under each policy, with the server trusted and not. Under `never`
 a call that would ask is declined instead — the model is told, nothing hangs."""),
     ("code", TABLE),
+    ("markdown", """The per-tool mode is the person's word, so it counts whether or not the server is trusted:
+`prompt` always asks, `approve` never does (for an *Always* only while the definition it approved is
+unchanged), and `writes` takes the server's `readOnlyHint` at its word for this one tool."""),
+    ("code", MODES),
     ("markdown", """### A turn under `on-request`
 
 `peek` runs by itself (read-only, trusted), `stamp` by the person's rule; `wipe` asks — the panel
@@ -165,7 +181,7 @@ click, `remembered` for the second `wipe`. Calls that needed none (`peek`, `stam
 approval item — there was nothing to decide.
 
 *Always* wrote the person's answer into the `nbagent.toml` the server came from, with one hash
-per part of the definition it approved:"""),
+per part of the definition it approved — so a later session can say *what* changed:"""),
     ("code", ALWAYS),
     ("markdown", """### The rug pull
 
