@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''import os
+from nbagent.examples.walkthroughs.kit import AUTOPILOT_ENV, workspace, autopilot, check, data
 
+# How long a question may wait: short when nobody clicks, a minute for a person in a browser.
+WAIT = 4 if os.environ.get(AUTOPILOT_ENV) == "1" else 60
 CONFIG = f"""
 model = "replay:{data('05-elicitation.json')}"
 approval_policy = "full-auto"     # approvals are 04's subject: here every call runs
-elicitation_timeout_sec = 4       # a question nobody answers is cancelled after this
+elicitation_timeout_sec = {WAIT:<8}# a question nobody answers is settled after this
 
 [mcp_servers.rooms]               # book_room (form), link_calendar (URL), crunch (no question)
 command = $python
@@ -92,7 +95,7 @@ warnings = [i for i in session.thread.items if i.type == "elicitation"][-1]
 print("the javascript: link:", warnings.action, "by", warnings.by)
 print("the server received:", [(r["provider"], r["action"]) for r in received() if r["tool"] == "link_calendar"])'''
 
-EXERCISE = '''# Dijkstra's question was never answered: nbagent settled it after elicitation_timeout_sec.
+EXERCISE = '''# Dijkstra's question was left unanswered: nbagent settled it after elicitation_timeout_sec.
 # Which action did the *server* receive for it: "accept", "decline" or "cancel"?
 answer = ...'''
 
@@ -117,7 +120,7 @@ would kill the call it belongs to."""),
 
 `nbagent/examples/elicit_server.py` is a meeting-rooms server; it appends what it received to
 `received.jsonl`. Its calls get `tool_timeout_sec = 1.5`; a question nobody answers is settled
-after `elicitation_timeout_sec = 4`."""),
+after `elicitation_timeout_sec` (4 s when nobody clicks, 60 s in a browser)."""),
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
     ("markdown", """When nobody is at the notebook the next cell answers each question with the op the form's
@@ -138,7 +141,7 @@ resumed with the time it had left. `crunch`, which asked nothing, was stopped at
     ("markdown", """### Decline, cancel, and nobody answering
 
 Three more bookings. The first question is declined, the second cancelled, the third left
-alone until `elicitation_timeout_sec` passes."""),
+alone until `elicitation_timeout_sec` passes (in a browser: *Decline*, *Cancel*, then wait)."""),
     ("code", "%%agent --wait\nBook Babbage, Curie and Dijkstra."),
     ("code", OUTCOMES),
     ("markdown", """## "What the model saw" vs what the server sent
