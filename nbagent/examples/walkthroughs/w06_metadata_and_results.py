@@ -175,8 +175,8 @@ the card can show it."""),
 
 - `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped), `trace_id_for_turn`,
   `new_traceparent`.
-- `nbagent/mcp/manager.py` — sends each `tools/call` with its `_meta`, the call id as progress
-  token.
+- `nbagent/mcp/manager.py` — builds each call's `_meta` (`call_meta`) and sends the `tools/call`
+  with a progress callback of that call's own.
 - `nbagent/mcp/results.py` — `from_call_result` (schema check, error text), `render_for_model`,
   `truncate_utf8`.
 - `nbagent/mcp/convert.py` — MCP content blocks to nbagent's.
