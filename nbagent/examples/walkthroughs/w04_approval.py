@@ -1,0 +1,251 @@
+"""04-approval: policies x per-tool modes x annotations, remembered decisions, and a tool that
+changes after it was approved (a rug pull) being asked about again."""
+
+from __future__ import annotations
+
+from nbagent.examples.walkthroughs import Walkthrough
+
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+
+CONFIG = f"""
+model = "replay:{data('04-approval.json')}"
+approval_policy = "on-request"   # ask unless a call is known to be safe
+
+[mcp_servers.approvals]          # peek, tidy, wipe, stamp and the shifting sweep
+command = $python
+args = ["-m", "nbagent.examples.approval_server", "--record", "ran.jsonl"]
+trusted = true                   # take this server's readOnlyHint at its word
+
+[mcp_servers.approvals.tools.stamp]
+approval_mode = "approve"        # the person's own rule for one tool
+"""
+work = workspace("04-approval", CONFIG)
+(work / "ran.jsonl").unlink(missing_ok=True)   # the server's record starts empty on every run'''
+
+READY = '''import json
+from pathlib import Path
+import nbagent.notebook as nb
+from nbagent.protocol import ApprovalDecision
+
+session = await nb.ready()
+await session.servers.ready()
+
+# What a person would click, per raw tool; a tool whose definition changed is denied.
+CLICKS = {"wipe": "approve_session", "tidy": "always", "sweep": "approve_session"}
+def click(msg):
+    if msg.type != "approval_requested":
+        return None
+    decision = "deny" if msg.changed else CLICKS.get(msg.raw_tool, "deny")
+    return ApprovalDecision(call_id=msg.call_id, decision=decision)
+autopilot(session, click)
+
+requests = []                                    # a tap: every model request of this session
+model = session.model_client()
+play = model.stream
+def recording(request):
+    requests.append(request)
+    return play(request)
+model.stream = recording
+
+asked = []                                       # every panel shown, whoever answers it
+session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))
+specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "approvals"}
+for name, spec in specs.items():
+    a = spec.annotations
+    print(f"{name:6} readOnly={a and a.read_only_hint!s:5} destructive={a and a.destructive_hint!s:5} "
+          f"trusted={spec.trusted} approval_mode={spec.approval_mode}")'''
+
+TABLE = '''from nbagent.core.approval import ask_reason
+
+POLICIES = ("untrusted", "on-request", "never", "full-auto")
+def verdict(spec, policy):
+    reason = ask_reason(spec, policy, remembered=False)
+    return "runs" if reason is None else ("declined" if policy == "never" else "asks")
+
+for trusted in (True, False):
+    print(f"server trusted={trusted}".ljust(16), *(p.ljust(11) for p in POLICIES))
+    for name, spec in specs.items():
+        spec = spec.model_copy(update={"trusted": trusted})
+        print(f"  {name:14}", *(verdict(spec, p).ljust(11) for p in POLICIES))
+    print()
+print("why peek asks on an untrusted server:", ask_reason(specs["peek"].model_copy(update={"trusted": False}), "on-request", False))
+print("why stamp never asks under on-request:", ask_reason(specs["stamp"], "on-request", False))'''
+
+MODES = '''# The person's per-tool approval_mode, against the server's hints (policy on-request, server NOT trusted).
+print("approval_mode".ljust(14), *(name.ljust(8) for name in ("peek", "tidy", "wipe", "stamp")))
+for mode in ("auto", "prompt", "approve", "writes"):
+    row = [specs[n].model_copy(update={"trusted": False, "approval_mode": mode}) for n in ("peek", "tidy", "wipe", "stamp")]
+    print(mode.ljust(14), *(verdict(spec, "on-request").ljust(8) for spec in row))'''
+
+RECORDS = '''def approvals(items):
+    return [(i.raw_tool, i.decision, i.by) for i in items if i.type == "approval"]
+
+print("panels shown:", [(m.raw_tool, m.reason) for m in asked])
+print("recorded decisions (tool, decision, by):")
+for row in approvals(session.thread.items):
+    print("  ", row)
+print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])'''
+
+ALWAYS = '''print(Path("nbagent.toml").read_text().split("[mcp_servers.approvals.tools.tidy]")[1].strip())
+from nbagent.core.approval import changed_parts, fingerprint
+print("\\nfingerprint(tidy as listed):", fingerprint(specs["tidy"]).model_dump())
+
+# A later session reads that entry back; a tidy whose description changed would be asked about again.
+recorded = session.approvals.recorded_always(specs["tidy"])
+reworded = specs["tidy"].model_copy(update={"description": "Sort a folder's files, and delete the rest."})
+print("changed since 'Always', as listed:  ", changed_parts(recorded, fingerprint(specs["tidy"])))
+print("changed since 'Always', if reworded:", changed_parts(recorded, fingerprint(reworded)))'''
+
+MODEL_SAW = '''print("sweep as each model request of that turn offered it:")
+for request in requests[-3:]:
+    sweep = next(t for t in request.tools if t.raw_name == "sweep")
+    print("  ", list(sweep.parameters["properties"]), "-", sweep.description)
+
+before, after = asked[-2], asked[-1]
+print("panel 1 ->", before.description, "| changed:", before.changed)
+print("panel 2 ->", after.description)
+print("           arguments:", after.arguments, "| annotations:", after.annotations)
+print("           changed:", after.changed)
+
+spec = next(s for s in session.tools() if s.raw_name == "sweep")
+print("\\nserver now serves sweep with schema:", json.dumps(spec.input_schema["properties"]))
+print("bound hash then / now:", specs["sweep"].definition_hash[:12], "/", spec.definition_hash[:12])
+
+outputs = [i for i in session.thread.items if i.type == "function_call_output"]
+print("\\nthe model read for the second sweep:", outputs[-1].status, "-", outputs[-1].output)
+print("the server's own record of sweep:", [(r["folder"], r["version"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines()) if r["tool"] == "sweep"])'''
+
+NEVER = '''last = [i for i in session.thread.items if i.type == "approval"][-1]
+print((last.raw_tool, last.decision, last.by))
+print(last.message)
+print("the model read:", [i for i in session.thread.items if i.type == "function_call_output"][-1].output)'''
+
+EXERCISE = '''# Suppose `trusted = true` were deleted from the config. In a fresh session (nothing remembered),
+# which of the server's tools would still run without asking under `on-request`?
+# A set of raw tool names, e.g. {"peek", "tidy"}.
+answer = ...'''
+
+CHECK = '''untrusted = {name for name, spec in specs.items()
+             if ask_reason(spec.model_copy(update={"trusted": False}), "on-request", remembered=False) is None}
+check(answer, untrusted,
+      hint="annotations are hints from the server: they count only for a trusted one. What else can let a call through?",
+      why="peek's readOnlyHint is the server's claim and stops counting; stamp's approval_mode is the person's own rule and still does.")'''
+
+CELLS = [
+    ("markdown", """# 04 · Approval: who lets a tool call run
+
+## The problem the boundary solves
+
+In "fix a failing test" the model proposes calls — look at a folder, delete temporary files,
+upload something — and the runtime, not the model, decides which of them run. The tools come
+from MCP servers nbagent does not control: a server's `readOnlyHint` and `destructiveHint` are
+*claims*, and a server can change a tool after the person approved it. So the runtime needs a
+rule it can state in one table, a record for every decision, memory for "don't ask me again",
+and that memory bound to *what was approved* — not to a name a server can reuse.
+
+nbagent's rule (`nbagent/core/approval.py`): a **policy** for the turn (`untrusted`,
+`on-request`, `never`, `full-auto`), a per-tool **approval mode** from the person's config
+(`auto`, `prompt`, `approve`, `writes`), and the tool's **annotations**, which count only when its
+server is marked `trusted`."""),
+    ("markdown", """## A live demonstration
+
+`nbagent/examples/approval_server.py` serves five tools, one per kind of annotation, and appends
+every execution to `ran.jsonl`. The config marks the server trusted and sets `stamp` to
+`approval_mode = "approve"`."""),
+    ("code", SETUP),
+    ("code", "%load_ext nbagent"),
+    ("markdown", """The next cell gets the session and, when nobody is at the notebook (CI, the docs build),
+answers each approval panel with the op its button sends: *Approve for session* for `wipe` and
+`sweep`, *Always* for `tidy`, *Deny* for a tool whose definition changed. In a browser you click."""),
+    ("code", READY),
+    ("markdown", """### The table, from the live decision function
+
+`ask_reason(spec, policy, remembered)` is the function every call passes through. Here it is
+applied to the live tool specs under each policy, with the server trusted and not. Under `never`
+a call that would ask is declined instead — the model is told, nothing hangs."""),
+    ("code", TABLE),
+    ("markdown", """The per-tool mode is the person's word, so it counts whether or not the server is trusted:
+`prompt` always asks, `approve` never does (for an *Always* only while the definition it approved is
+unchanged), and `writes` takes the server's `readOnlyHint` at its word for this one tool."""),
+    ("code", MODES),
+    ("markdown", """### A turn under `on-request`
+
+`peek` runs by itself (read-only, trusted), `stamp` by the person's rule; `wipe` asks — the panel
+below shows the server, the raw tool and the model's name for it, the annotations and the
+arguments. After *Approve for session*, the second `wipe` runs without a panel: the decision is
+remembered. `tidy` asks, and *Always* is written to the config."""),
+    ("code", "%%agent --wait\nClean up the build folder."),
+    ("code", RECORDS),
+    ("markdown", """Every call that needed approval has a recorded decision and who made it: `user` for a
+click, `remembered` for the second `wipe`. Calls that needed none (`peek`, `stamp`) have no
+approval item — there was nothing to decide.
+
+*Always* wrote the person's answer into the `nbagent.toml` the server came from, with one hash
+per part of the definition it approved — so a later session can say *what* changed:"""),
+    ("code", ALWAYS),
+    ("markdown", """### The rug pull
+
+`sweep` is approved *for this session*. Its first call runs — and the server then replaces it: a
+new description, a new `remote` argument, `destructiveHint: true`, and a `tools/list_changed`
+notification. The model's next call uses the new argument. The remembered approval is keyed by
+the raw identity `(server, tool)` **and bound to the definition hash**, so it no longer applies:
+the panel appears again and says what changed."""),
+    ("code", "%%agent --wait\nSweep the temporary files."),
+    ("markdown", """## "What the model saw" vs what the server sent
+
+What the model was offered of `sweep` in each request of that turn, the two panels, the definition
+the server serves now, the output the model read for the refused call, and the server's own
+record of what ran — only version 1, once."""),
+    ("code", MODEL_SAW),
+    ("markdown", """The request right after the change may still offer the old `sweep`: the server's
+`tools/list_changed` starts a re-list that can still be in flight when the model is asked. That
+does not matter for safety, because the approval is not decided from the model's view: the call
+is checked against the definition the server serves when the call is made, and its hash no longer
+matches the one approved."""),
+    ("markdown", """### Nobody to ask: `--policy never`
+
+The changed tool once more, under `never`. The session's approval of `sweep` was dropped when the
+definition changed, so nothing lets this call through: no panel, a decision recorded
+`by="policy"`, and a message the model reads saying why it did not run."""),
+    ("code", "%%agent --wait --policy never\nSweep the logs folder."),
+    ("code", NEVER),
+    ("markdown", """## Where this lives in Codex
+
+- `codex-rs/core/src/mcp_tool_call.rs` — `maybe_request_mcp_tool_approval` decides before each MCP
+  call: the per-tool `approval_mode` from the config (`custom_mcp_tool_approval_mode`), the tool's
+  annotations, and the answers *Allow*, *Allow for this session*, *Allow and don't ask me again*.
+  Its remembered key (`McpToolApprovalKey`) is the server, connector and tool **name**; nbagent
+  binds a remembered approval to the definition hash as well — the rug pull above is what that adds.
+- `codex-rs/core/src/session/mcp.rs` — `request_mcp_server_elicitation` / `resolve_elicitation`:
+  the pending entry of the active turn an approval question can travel as, until the front end
+  answers.
+- `codex-rs/codex-mcp/src/tools.rs` — the listed tool definitions (annotations included) the
+  decision reads."""),
+    ("markdown", """## Where this lives in nbagent
+
+- `nbagent/core/approval.py` — `ask_reason` (the table), `ApprovalMemory` (bound to
+  `definition_hash`), `fingerprint`/`changed_parts` (what changed), `ApprovalDesk` (asks, records).
+- `nbagent/core/pending.py` — one mechanism for every ask: register, emit, wait, resolve once.
+- `nbagent/core/tool_call.py` — every call passes the desk before it reaches a server;
+  `definition_to_run` fetches the definition the call will run, which the approval is checked
+  against (not the model's possibly older view).
+- `nbagent/mcp/manager.py` — `current_definition` (waits for a re-list in flight), and a last
+  check that the definition approved is the one called.
+- `nbagent/config/edit.py` — `record_always_approval` writes *Always* into the file the server
+  came from.
+- `nbagent/schema/hash.py` — `definition_hash`.
+- `nbagent/notebook/approval.py` — the panel you saw."""),
+    ("markdown", "## Exercise"),
+    ("code", EXERCISE),
+    ("code", CHECK),
+]
+
+WALKTHROUGH = Walkthrough(
+    name="04-approval",
+    title="Approval: policies, modes, annotations, remembered decisions and the rug pull",
+    cells=CELLS,
+    answer='answer = {"stamp"}',
+    wrong_answer='answer = {"peek", "stamp"}',
+    timeout=120,
+    files=("04-approval.json",),
+)

@@ -1,0 +1,198 @@
+"""06-metadata-and-results: the ``_meta`` a server receives with each call, and each kind of
+result (text, image, resource, structured, error, too long) as the model receives it."""
+
+from __future__ import annotations
+
+from nbagent.examples.walkthroughs import Walkthrough
+
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+
+CONFIG = f"""
+model = "replay:{data('06-metadata-and-results.json')}"
+approval_policy = "full-auto"     # approvals are 04's subject: here every call runs
+tool_output_max_bytes = 1024      # the most of one result the model may read
+
+[mcp_servers.meta]                # records the _meta it receives and the result it sends
+command = $python
+args = ["-m", "nbagent.examples.meta_server", "--record", "wire.jsonl"]
+"""
+work = workspace("06-metadata-and-results", CONFIG)
+(work / "wire.jsonl").unlink(missing_ok=True)   # the server's record starts empty on every run'''
+
+READY = '''import json
+from pathlib import Path
+import nbagent.notebook as nb
+
+session = await nb.ready()
+await session.servers.ready()
+autopilot(session, lambda msg: None)    # nothing here asks: full-auto, and no questions
+
+progress = []                           # progress notifications, as nbagent routed them
+session.subscribe(lambda e: e.msg.type == "progress" and progress.append(e.msg))
+def wire():
+    """What the server recorded: per call, the _meta it received and the result it sent."""
+    return [json.loads(line) for line in Path("wire.jsonl").read_text().splitlines()]
+def outputs():
+    return {i.call_id: i for i in session.thread.items if i.type == "function_call_output"}
+print({name: status.state for name, status in session.servers.status().items()})'''
+
+META = '''calls = [i for i in session.thread.items if i.type == "function_call" and i.name == "mcp__meta__whoami"]
+print("thread:", session.thread.id)
+for call, line in zip(calls, [l for l in wire() if l["tool"] == "whoami"]):
+    print(f"\\nnbagent's call {call.call_id} in turn {call.turn_id}; the server received _meta:")
+    for key, value in line["meta"].items():
+        print(f"   {key:18} {value}")'''
+
+TRACE = '''from nbagent.mcp.meta import trace_id_for_turn, is_valid_traceparent
+
+first, second = [l["meta"] for l in wire() if l["tool"] == "whoami"][:2]
+for meta in (first, second):
+    _, trace, span, _ = meta["traceparent"].split("-")
+    print(f"trace {trace}  span {span}  valid={is_valid_traceparent(meta['traceparent'])}")
+print("trace id = trace_id_for_turn(turn id):", trace == trace_id_for_turn(first["nbagent/turnId"]))
+print("\\nthe progressToken each call carried, and the progress nbagent routed to that call's card:")
+for meta in (first, second):
+    call_id = meta["nbagent/callId"]
+    print(f"   token {meta['progressToken']!r}: {call_id} <- {[(p.progress, p.total, p.message) for p in progress if p.call_id == call_id]}")
+print("\\nkeys nbagent wrote:", sorted(k for k in first if k.startswith("nbagent/") or k == "traceparent"))
+print("keys the MCP client library wrote:", sorted(k for k in first if not k.startswith("nbagent/") and k != "traceparent"))'''
+
+RESULTS = '''from nbagent.models.responses import to_input_items
+
+def short(value):
+    text = json.dumps(value)
+    return text if len(text) < 150 else text[:120] + f"... ({len(text)} characters)"
+
+by_call = outputs()
+sent_items = {i["call_id"]: i for i in to_input_items(session.thread.items) if i["type"] == "function_call_output"}
+rest = [i for i in session.thread.items if i.type == "function_call" and i.name != "mcp__meta__whoami"]
+for call, line in zip(rest, [l for l in wire() if l["tool"] != "whoami"]):
+    out = by_call[call.call_id]
+    print(f"== {line['tool']}")
+    print("   server sent:   ", short(line["sent"]))
+    print("   model read:    ", short(out.output), "| is_error:", out.is_error, "| status:", out.status)
+    if not isinstance(sent_items[call.call_id]["output"], str):
+        print("   request parts: ", [part["type"] for part in sent_items[call.call_id]["output"]])'''
+
+STRUCTURED = '''import mcp_types
+from nbagent.mcp.results import from_call_result, render_for_model, explain_error
+
+schema = next(s for s in session.tools() if s.raw_name == "stats").output_schema
+print("stats declares outputSchema:", json.dumps(schema)[:100], "...")
+lying = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="41 passed")],
+                                 structured_content={"passed": "many", "failed": 1, "slowest": "?"})
+print("\\na result that does not match it, as the model would read it:")
+print(render_for_model(from_call_result(lying, schema)))
+print("\\nwhat an SDK server says when a tool crashes, and what the model reads instead:")
+print(explain_error("Error executing tool stats"))'''
+
+TRUNCATION = '''dump = next(l for l in wire() if l["tool"] == "dump")
+out = next(o for o in outputs().values() if "compiling" in o.output)
+sent = dump["sent"]["content"][0]["text"]
+print("server sent:", len(sent.encode()), "bytes; the model read:", len(out.output.encode()), "bytes",
+      f"(tool_output_max_bytes = {session.config.tool_output_max_bytes})")
+lines = out.output.splitlines()
+cut = next(n for n, line in enumerate(lines) if "bytes cut" in line)
+print("\\n".join(["..."] + lines[cut - 2:cut + 3] + ["..."]))
+print("\\nthe rollout keeps the full block for the card:", len(out.content[0].text.encode()), "bytes")'''
+
+EXERCISE = '''from nbagent.mcp.meta import new_traceparent, trace_id_for_turn
+second_turn = [i for i in session.thread.items if i.type == "function_call"][-1].turn_id
+# Write a traceparent a server would file under the same trace as the second turn's call.
+# (new_traceparent(trace_id) makes one; which trace id?)
+answer = ...'''
+
+CHECK = '''received = [l["meta"] for l in wire() if l["tool"] == "whoami"][-1]["traceparent"]
+check(answer, lambda tp: is_valid_traceparent(tp) and tp.split("-")[1] == received.split("-")[1],
+      hint="every call of a turn shares one trace id; see how nbagent/mcp/meta.py derives it",
+      why="the trace id is derived from the turn id, so a tracing backend lines up every call of a turn, whichever server got it.")'''
+
+CELLS = [
+    ("markdown", """# 06 · Metadata and results: what crosses the boundary each way
+
+## The problem the boundary solves
+
+A tool call crosses the runtime's boundary twice. **Out**, the server should know whose call this
+is — thread, turn, call — so its own logs and traces line up with the agent's, and where to send
+progress; yet nothing else of the runtime (no secrets, no history) may leak. **Back**, the server
+answers in many shapes — text, images, embedded resources, structured JSON, errors, something
+far too long — and all of it is untrusted data. The runtime has to turn each into something the
+model can read, keep the full result for the person, say what it cut, and never hide a failure.
+This is the "result backfill" step: the tool result becomes a history item the next model request
+is projected from."""),
+    ("markdown", """## A live demonstration
+
+`nbagent/examples/meta_server.py` records, for every call, the `_meta` it received and the exact
+`CallToolResult` it sent, in `wire.jsonl`. The model may read at most 1024 bytes of one result."""),
+    ("code", SETUP),
+    ("code", "%load_ext nbagent"),
+    ("code", READY),
+    ("code", "%%agent --wait\nWhy is the build slow?"),
+    ("markdown", """### `_meta` as the server receives it
+
+Two calls of `whoami` in the same model round. nbagent wrote the thread, the turn and the call id
+under its own `nbagent/` prefix, and a W3C `traceparent`. The rest came from the MCP client
+library: the `io.modelcontextprotocol/` envelope the 2026-07-28 protocol puts on every request (a
+prefix nbagent never writes), and the `progressToken`. nbagent's `call_meta` proposes the call id
+as the token, but the library owns progress routing for its requests: it mints its own token and
+hands each progress notification to the callback nbagent gave that call — so the progress still
+lands on the right card."""),
+    ("code", META),
+    ("code", TRACE),
+    ("markdown", """Both calls sit on one trace (one per turn) with a span each. A new turn is a new trace:"""),
+    ("code", "%%agent --wait\nOnce more."),
+    ("code", '''print([l["meta"]["traceparent"] for l in wire() if l["tool"] == "whoami"])'''),
+    ("markdown", """## "What the model saw" vs what the server sent
+
+For every other call: the result the server sent, the text the model read (`FunctionCallOutput.output`,
+at most `tool_output_max_bytes`), and — where it is not plain text — the parts of the model
+request it became. An image is described in the text *and* sent as an `input_image` part; an
+embedded resource is named by its URI; structured content the text already says is not repeated;
+an error is still a result the model reads, marked `is_error`."""),
+    ("code", RESULTS),
+    ("markdown", """### Structured content that breaks its own schema, and errors that say nothing
+
+A server's `outputSchema` is checked (its regular expressions are never run), and a mismatch is
+told to the model next to the content, not hidden. An SDK server answers a crash with only
+`Error executing tool NAME`: the model is told what that means."""),
+    ("code", STRUCTURED),
+    ("markdown", """### Truncation
+
+The log is far longer than the model may read. It keeps the head and the tail around a marker
+saying how much was cut; the rollout keeps the full block (up to `rollout_output_max_bytes`) so
+the card can show it."""),
+    ("code", TRUNCATION),
+    ("markdown", """## Where this lives in Codex
+
+- `codex-rs/core/src/mcp_tool_call.rs` — builds the request `_meta` of each call
+  (`build_mcp_tool_call_request_meta`), wraps the call in a tracing span, and sanitises the result
+  for the model (images only for a model that accepts them).
+- `codex-rs/codex-mcp/src/connection_manager.rs` — sends `tools/call` with that `_meta` to the
+  right server.
+- `codex-rs/core/src/tools/handlers/mcp.rs` — `McpHandler` wraps the result as the tool output
+  the model reads, with the turn's truncation policy."""),
+    ("markdown", """## Where this lives in nbagent
+
+- `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped), `trace_id_for_turn`,
+  `new_traceparent`.
+- `nbagent/mcp/manager.py` — builds each call's `_meta` (`call_meta`) and sends the `tools/call`
+  with a progress callback of that call's own.
+- `nbagent/mcp/results.py` — `from_call_result` (schema check, error text), `render_for_model`,
+  `truncate_utf8`.
+- `nbagent/mcp/convert.py` — MCP content blocks to nbagent's.
+- `nbagent/core/tool_call.py` — the output item: the capped model view beside the rollout's blocks.
+- `nbagent/models/responses.py` — `to_input_items`: how the item is sent (images as parts)."""),
+    ("markdown", "## Exercise"),
+    ("code", EXERCISE),
+    ("code", CHECK),
+]
+
+WALKTHROUGH = Walkthrough(
+    name="06-metadata-and-results",
+    title="Metadata and results: what crosses the boundary each way",
+    cells=CELLS,
+    answer="answer = new_traceparent(trace_id_for_turn(second_turn))",
+    wrong_answer="answer = new_traceparent()",
+    timeout=120,
+    files=("06-metadata-and-results.json",),
+)
