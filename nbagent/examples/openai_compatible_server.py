@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "scripted-local-model"
+MAX_BODY = 16 * 1024 * 1024
+"""Request bodies past this are refused unread (a long thread's request stays far below)."""
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 
 
@@ -98,32 +100,34 @@ def _handler(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _authorised(self) -> bool:
-            if secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {server.token}"):
-                return True
-            self._json(401, {"error": {"message": "missing or wrong bearer token", "type": "invalid_request_error",
-                                       "code": "invalid_api_key"}})  # fmt: skip
-            return False
+        def _admitted(self, route: str) -> bool:
+            """The bearer token, then the route; anything else is answered here."""
+            if not secrets.compare_digest(self.headers.get("Authorization", ""), f"Bearer {server.token}"):
+                self._json(401, {"error": {"message": "missing or wrong bearer token", "type": "invalid_request_error",
+                                           "code": "invalid_api_key"}})  # fmt: skip
+                return False
+            if self.path.rstrip("/") != route:
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+                return False
+            return True
 
         def do_GET(self) -> None:
-            if not self._authorised():
-                return
-            if self.path.rstrip("/") != "/v1/models":
-                self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
-                return
-            self._json(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "script"}]})
+            if self._admitted("/v1/models"):
+                self._json(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "script"}]})
 
         def do_POST(self) -> None:
-            if not self._authorised():
+            if not self._admitted("/v1/chat/completions"):
                 return
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
-                return
-            length = int(self.headers.get("Content-Length") or 0)
             try:
+                length = int(self.headers.get("Content-Length") or 0)
+                if not 0 <= length <= MAX_BODY:
+                    raise ValueError
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError
             except ValueError:
-                self._json(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
+                self._json(400, {"error": {"message": f"the body must be a JSON object of at most {MAX_BODY} bytes",
+                                           "type": "invalid_request_error"}})  # fmt: skip
                 return
             reply = server.next_reply(body)
             if reply is None:

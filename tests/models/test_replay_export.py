@@ -83,6 +83,13 @@ def test_the_scripted_server_answers_only_its_token_on_localhost() -> None:
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(request, timeout=10)
             assert refused.value.code == 401
+        auth = {"Authorization": f"Bearer {server.token}"}
+        for body, length in ((b"[1, 2]", "6"), (b"{}", "-1"), (b"{}", "lots"), (b"{}", str(1 << 40))):
+            request = urllib.request.Request(server.base_url + "/chat/completions", data=body,
+                                             headers={**auth, "Content-Length": length})  # fmt: skip
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == 400 and b"JSON object" in refused.value.read()
         assert server.requests == [] and server.replies == [{"text": "hi"}]
 
 
