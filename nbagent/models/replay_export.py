@@ -105,7 +105,10 @@ class _Builder:
             self.responses.append(response)
             return
         tool = next(i.name for i in reversed(self.items[:at]) if isinstance(i, FunctionCall))
-        self.responses.append({"branch": {key: response, "default": _default(response, key, tool)}})
+        default = _default(response, key, tool)
+        # A call approved (or answered) then failing in the replay must not hear the recorded success.
+        failed = {} if "error" in outcomes else {"error": default}
+        self.responses.append({"branch": {**failed, key: response, "default": default}})
 
     def end_turn(self, at: int) -> None:
         """The request that ended the turn, when it left nothing in the record."""

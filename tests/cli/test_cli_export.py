@@ -84,7 +84,9 @@ async def test_a_thread_from_an_http_model_replays_the_same_calls_and_texts(open
     if wire_api == "responses":  # chat completions carry no reasoning summary
         assert first["reasoning"] == "Read before deleting."
     assert second["text"] == "Now I delete it."  # after a call that simply ran: nothing to branch on
+    assert list(third["branch"]) == ["error", "approved", "default"]
     assert third["branch"]["approved"] == {"text": "Deleted the draft, as you approved."}
+    assert third["branch"]["error"] == third["branch"]["default"]
     assert "approved" in third["branch"]["default"]["text"] and "went otherwise" in third["branch"]["default"]["text"]
     assert fourth == {"text": "Nothing else to do."}  # a new prompt: it does not branch on the last turn's call
 
@@ -107,7 +109,7 @@ async def test_a_denied_call_exports_a_branch_that_replays_the_denial_only_when_
     assert records(record) == []
     assert export(thread, tmp_path / "denied.json", home).returncode == 0
     branch = json.loads((tmp_path / "denied.json").read_text())["responses"][1]["branch"]
-    assert list(branch) == ["denied", "default"]
+    assert list(branch) == ["error", "denied", "default"]  # a replayed call that fails hears the default
 
     model = f"replay:{tmp_path / 'denied.json'}"
     _, denied = await drive(config.model_copy(update={"home": str(tmp_path / "h2")}), ["delete note a"], "deny", model, tmp_path)

@@ -14,7 +14,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.examples.openai_compatible_server import ScriptedChatServer
-from nbagent.models.replay import load_script
+from nbagent.models.replay import choose, load_script
 from nbagent.models.replay_export import script_from_thread
 from nbagent.protocol import (
     ApprovalRecord,
@@ -110,3 +110,17 @@ async def test_the_scripted_server_streams_through_the_real_openai_client(tmp_pa
         bad = openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
             bad.models.list()
+
+
+def test_an_approved_call_that_fails_in_the_replay_does_not_hear_the_recorded_success() -> None:
+    asked = [
+        UserMessage(turn_id="t1", text="write"),
+        FunctionCall(turn_id="t1", call_id="c1", name="mcp__demo__write_note", arguments="{}"),
+        ApprovalRecord(turn_id="t1", call_id="c1", tool="mcp__demo__write_note", decision="approve", by="user"),
+    ]
+    recorded = [*asked, FunctionCallOutput(turn_id="t1", call_id="c1", output="wrote"),
+                AssistantMessage(turn_id="t1", text="Written.")]  # fmt: skip
+    reply = script_from_thread(recorded, turn("t1"))["responses"][1]
+    failed = [*asked, FunctionCallOutput(turn_id="t1", call_id="c1", output="disk full", is_error=True, status="failed")]
+    assert choose(Path("s.json"), 1, reply, recorded[:-1]) == {"text": "Written."}
+    assert "went otherwise" in choose(Path("s.json"), 1, reply, failed)["text"]

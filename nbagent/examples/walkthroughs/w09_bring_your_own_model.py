@@ -123,7 +123,7 @@ print("\\nidentical calls and texts:", calls_and_texts(recorded.items) == calls_
 print("requests to the HTTP server during the replay:", len(local.requests) - served)
 print("demo server executions:", [json.loads(line)["tool"] for line in (work / "calls.jsonl").read_text().splitlines()])'''
 
-EXERCISE = '''# The script's third response is a branch: the reply was filed under the outcome that happened.
+EXERCISE = '''# The script's third response is a branch: the recorded reply is filed under the outcome that happened.
 # Under which outcome key would it be filed if, while recording, you had denied the write?
 answer = ...'''
 
@@ -132,7 +132,7 @@ CHECK = '''from nbagent.models.replay_export import script_from_thread
 denied = [item.model_copy(update={"decision": "deny"}) if item.type == "approval" else item
           for item in recorded.items]
 branch = script_from_thread(denied, recorded.turns)["responses"][2]["branch"]
-check(answer, next(key for key in branch if key != "default"),
+check(answer, next(key for key, reply in branch.items() if reply != branch["default"]),
       hint="the approval record's decision decides the key; look at the outcomes table in docs/replay.md",
       why="the export asks the replay parser's own previous_outcomes what the call's approval was, so a replay "
           "in which you deny plays the reply filed under that key, and the default otherwise.")'''
@@ -206,9 +206,11 @@ knows its tools by their raw names and recorded what it executed."""),
     ("markdown", """## Record once, replay offline
 
 `nbagent export replay THREAD -o FILE` writes the thread as a replay script: each model request's
-text and tool calls, in order. The reply after the approved write becomes a `branch`, filed under
-`approved`, with a `default` for a replay in which the person decides otherwise; the reply after
-`list_notes`, which simply ran, stays plain (docs/replay.md, "Recording a script from a real model")."""),
+text and tool calls, in order. The reply after the approved write becomes a `branch`: the recorded
+reply filed under `approved`, and a `default` for a replay in which the person decides otherwise,
+also played under `error` first (a write approved in the replay that then fails must not hear the
+recorded success). The reply after `list_notes`, which simply ran, stays plain (docs/replay.md,
+"Recording a script from a real model")."""),
     ("code", EXPORT),
     ("code", STOP),
     ("markdown", "The same prompt in a new thread, now with the scripted model playing the script. The MCP server is the real one, so the write asks again and runs again."),
