@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from bisect import bisect_left
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -89,6 +90,8 @@ class _Builder:
         self.after_calls = False
         """The last response of the turn made calls: another request followed them."""
         self.in_turn = 0
+        self.calls: list[int] = []
+        """Indices of every call so far (outside calls too: the replay sees them)."""
 
     def close(self) -> None:
         if self.current is not None:
@@ -99,13 +102,14 @@ class _Builder:
     def _add(self, response: dict[str, Any], at: int) -> None:
         """File ``response`` as the next position, branched when it followed this turn's calls."""
         self.in_turn += 1
-        outcomes = previous_outcomes(self.items[:at]) if self.in_turn > 1 else set()
+        last = bisect_left(self.calls, at) - 1
+        # From the last call on is all previous_outcomes reads: no copy of the whole thread per reply.
+        outcomes = previous_outcomes(self.items[self.calls[last] : at]) if self.in_turn > 1 and last >= 0 else set()
         key = next((k for k in _BRANCHED if k in outcomes), None)
         if key is None or "error" in response or not (response.get("text") or response.get("tool_calls")):
             self.responses.append(response)
             return
-        tool = next(i.name for i in reversed(self.items[:at]) if isinstance(i, FunctionCall))
-        default = _default(response, key, tool)
+        default = _default(response, key, self.items[self.calls[last]].name)
         # A call approved (or answered) then failing in the replay must not hear the recorded success.
         failed = {} if "error" in outcomes else {"error": default}
         self.responses.append({"branch": {**failed, key: response, "default": default}})
@@ -152,6 +156,8 @@ def script_from_thread(items: list[Any], turns: Iterable[TurnRecord]) -> dict[st
     model_turns = {i.turn_id for i in items if isinstance(i, UserMessage) and i.turn_id}
     build = _Builder(items, ends)
     for n, item in enumerate(items):
+        if isinstance(item, FunctionCall):
+            build.calls.append(n)
         if isinstance(item, UserMessage):
             build.end_turn(n)
             build.turn = item.turn_id
