@@ -112,6 +112,24 @@ async def _compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    """``nbagent export replay THREAD -o FILE``: a recorded thread as a replay script."""
+    from nbagent.core.thread import rollout_secrets
+    from nbagent.models.replay_export import ExportError, export_thread
+
+    config = load_config(args.cwd)
+    try:
+        thread, script, warnings = export_thread(
+            config.home_path, args.thread, Path(args.output), force=args.force, secrets=rollout_secrets(config)
+        )
+    except ExportError as exc:
+        raise BadInput(str(exc)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"wrote {args.output}: {len(script['responses'])} responses from thread {thread}")
+    return 0
+
+
 def _threads(args: argparse.Namespace) -> int:
     from nbagent.store import ThreadStore
 
@@ -279,6 +297,12 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     threads = sub.add_parser("threads", help="list threads")
     threads.add_argument("--json", action="store_true")
     threads.add_argument("--limit", type=int, default=50)
+    export = sub.add_parser("export", help="write a recorded thread as a replay script (replay:FILE plays it offline)")
+    export.add_argument("kind", choices=["replay"])
+    export.add_argument("thread", type=_thread_ref)
+    export.add_argument("-o", "--output", required=True, help="the script file to write")
+    export.add_argument("--force", action="store_true", help="overwrite the script file if it exists")
+    export.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
     index = sub.add_parser("index", help="the thread index")
     index.add_argument("action", choices=["rebuild"])
     tools = sub.add_parser("tools", help="the tool catalogue the model sees, and each MCP server's state")
@@ -295,7 +319,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "index": index, "tools": tools, "demo": demo, **offered}
+    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "demo": demo, **offered}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -334,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
             return _threads(args)
         if args.command == "index":
             return _rebuild(args)
+        if args.command == "export":
+            return _export(args)
         if args.command == "tools":
             with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
                 return signals.run(_tools(args))
