@@ -10,7 +10,8 @@ Contenders: ``sdk`` (``mcp.Client.call_tool``, the floor), ``nbagent`` (``Sessio
 router, approval under full-auto, ``_meta``, result wrapping, events, rollout on disk) and, when
 ``make bench-peers`` has made their venv, ``agents`` (OpenAI Agents SDK
 ``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
-``fastmcp`` (``Client.call_tool``).
+``fastmcp`` (``Client.call_tool``). ``--only ... nbagent-mcp`` adds the connection manager's call
+alone (transport, ``_meta``, result wrapping), to show which layer the cost beyond the SDK's is in.
 
 Run: ``.venv/bin/python bench/mcp.py [--quick] [--calls 200 --rounds 10] [--profile FILE]``.
 Targets: nbagent / sdk <= 1.10 in wall and client CPU; nbagent <= every peer.
