@@ -10,7 +10,8 @@ Contenders: ``sdk`` (``mcp.Client.call_tool``, the floor), ``nbagent`` (``Sessio
 router, approval under full-auto, ``_meta``, result wrapping, events, rollout on disk) and, when
 ``make bench-peers`` has made their venv, ``agents`` (OpenAI Agents SDK
 ``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
-``fastmcp`` (``Client.call_tool``).
+``fastmcp`` (``Client.call_tool``). ``--only ... nbagent-mcp`` adds the connection manager's call
+alone (transport, ``_meta``, result wrapping), to show which layer the cost beyond the SDK's is in.
 
 Run: ``.venv/bin/python bench/mcp.py [--quick] [--calls 200 --rounds 10] [--profile FILE]``.
 Targets: nbagent / sdk <= 1.10 in wall and client CPU; nbagent <= every peer.
@@ -47,6 +48,8 @@ HERE = Path(__file__).resolve().parent
 SERVER = HERE.parent / "tests" / "servers" / "echo.py"
 PEERS_PYTHON = HERE.parent / ".venv" / "peers" / "bin" / "python"
 OURS = ("sdk", "nbagent")
+EXTRA = ("nbagent-mcp",)
+"""Run only when named in ``--only``."""
 PEERS = ("agents", "pydantic-ai", "fastmcp")
 WARMUP = 50
 TEXT = "hello"
@@ -84,6 +87,32 @@ async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
             await run(call)
 
 
+async def nbagent_mcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
+    """The layer under ``Session.call_tool``: the connection manager's call (transport, ``_meta``,
+    result wrapping), without router, approval, events or rollout; shows where the rest goes."""
+    from nbagent.config import McpServerConfig
+    from nbagent.mcp.manager import McpConnectionManager
+    from nbagent.protocol import CallInfo, new_id
+
+    with tempfile.TemporaryDirectory() as logs:
+        cfg = McpServerConfig(command=server[0], args=server[1:])
+        manager = McpConnectionManager({"echo": cfg}, on_event=lambda e: None, on_elicit=None, log_dir=Path(logs))
+        await manager.start()
+        try:
+            spec = next(s for s in manager.list_tools() if s.raw_name == "echo")
+            thread = new_id("thread")
+
+            async def call() -> object:
+                info = CallInfo(thread_id=thread, turn_id=new_id("turn"), call_id=new_id("call"))
+                result = await manager.call_tool(spec, {"text": TEXT}, info)
+                assert not result.is_error, result
+                return result
+
+            await run(call)
+        finally:
+            await manager.aclose()
+
+
 async def agents(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
     from agents.mcp import MCPServerStdio
 
@@ -112,7 +141,7 @@ async def fastmcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
 
 
 CONTENDERS = {
-    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "agents": agents, "pydantic-ai": pydantic_ai,
+    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "nbagent-mcp": nbagent_mcp, "agents": agents, "pydantic-ai": pydantic_ai,
     "fastmcp": fastmcp,
 }
 
@@ -197,13 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     calls, rounds = (100, 5) if args.quick else (args.calls, args.rounds)
     names = list(OURS) + (["nbagent-base"] if args.base else []) + (list(PEERS) if PEERS_PYTHON.exists() else [])
     if args.only:
-        names = [n for n in names if n in args.only]
+        names = [n for n in names if n in args.only] + [n for n in EXTRA if n in args.only]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not PEERS_PYTHON.exists():
         print(f"peers skipped: no {PEERS_PYTHON.relative_to(HERE.parent)} (make bench-peers makes it)")
     workers = []
     for name in names:
-        python = sys.executable if name in OURS else args.base if name == "nbagent-base" else str(PEERS_PYTHON)
+        python = sys.executable if name in OURS + EXTRA else args.base if name == "nbagent-base" else str(PEERS_PYTHON)
         profile = f"{args.profile}.{name}" if args.profile else None
         workers.append(Worker(name, python, profile))
     try:

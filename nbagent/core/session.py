@@ -438,7 +438,8 @@ class Session:
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
             instructions=instructions, servers_ready=self.servers.ready,
-            budget=ContextBudget.of(self.config, model_name), preamble=self._turn_context,
+            budget=ContextBudget.of(self.config, model_name) if model is not None else ContextBudget(),
+            preamble=self._turn_context,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from nbagent.config import Config
@@ -124,9 +125,9 @@ class TurnContext:
     begun: dict[str, float] = field(default_factory=dict)
     """Call id -> start time of every call whose ``tool_call_begin`` went out."""
 
-    @property
+    @cached_property
     def trace_id(self) -> str:
-        """One W3C trace per turn; each call is a span of it."""
+        """One W3C trace per turn; each call is a span of it (a hash, made once per turn)."""
         return trace_id_for_turn(self.turn_id)
 
     def emit(self, event: EventMsg) -> Event:

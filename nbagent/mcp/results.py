@@ -58,23 +58,24 @@ def explain_error(text: str) -> str:
 def from_call_result(result: mcp_types.CallToolResult, output_schema: dict[str, Any] | None = None) -> ToolResult:
     """Wrap a server's result; text, images, resources and structured content all survive."""
     converted = result_from_mcp(result)
-    content = list(converted.content)
+    content = converted.content
     if converted.is_error:
         content = [TextBlock(text=explain_error(b.text)) if isinstance(b, TextBlock) else b for b in content]
     structured = converted.structured
     if output_schema is not None and isinstance(output_schema, dict):
         if structured is None:
             if not converted.is_error:
-                content.append(
-                    TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]")
-                )
+                content = [
+                    *content, TextBlock(text="[warning: the tool declares an outputSchema but returned no structured content]")
+                ]
         else:
             problem = _structured_problem(structured, output_schema)
             if problem:
-                content.append(
-                    TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]")
-                )
-    return converted.model_copy(update={"content": content})
+                content = [
+                    *content, TextBlock(text=f"[warning: structured content does not match the tool's outputSchema {problem}]")
+                ]
+    # A copy only when a block changed or was added: most results pass through as converted.
+    return converted if content is converted.content else converted.model_copy(update={"content": content})
 
 
 def _compact_json(value: Any) -> str:

@@ -14,14 +14,14 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO
 
 import anyio
 import mcp_types as types
-from anyio.abc import Process
+from anyio.abc import ByteSendStream, ObjectSendStream, Process
 from mcp.shared.message import SessionMessage
 
 from nbagent.mcp import proctree
@@ -132,6 +132,50 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return exc
 
 
+class _StdinSender(ObjectSendStream[SessionMessage]):
+    """The session's write stream: each message goes to the server's stdin as it is sent.
+
+    A writer task behind a memory stream would cost every request two task switches more; a
+    write here is whole at once (the pipe's transport buffers it), so concurrent senders never
+    interleave and their order is kept. When the server stops reading, the session's read side
+    ends (so no request waits for an answer that cannot come) and later sends fail, as they
+    would on a closed stream."""
+
+    def __init__(self, stdin: ByteSendStream, on_broken: Callable[[], Awaitable[None]]) -> None:
+        self._stdin = stdin
+        self._on_broken = on_broken
+        self._closed = False
+        self._broken = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        try:
+            await self._stdin.send(data.encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self._broken = True
+            await self._on_broken()
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+async def _deliver(stream: anyio.abc.ObjectSendStream, message: SessionMessage | Exception) -> None:
+    """Hand a message straight to a waiting reader, else wait for one. ``send`` alone first yields
+    to the event loop once, a whole loop pass per message; the read of the next chunk yields
+    anyway, and a reader that is not waiting still makes this wait."""
+    try:
+        stream.send_nowait(message)
+    except anyio.WouldBlock:
+        await stream.send(message)
+
+
 @asynccontextmanager
 async def stdio_transport(
     command: str,
@@ -156,7 +200,8 @@ async def stdio_transport(
     info = ChildProcess(pid=process.pid, tag=tag, process=process)
     child.append(info)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    assert process.stdin is not None
+    write_send = _StdinSender(process.stdin, read_send.aclose)
 
     async def reader() -> None:
         assert process.stdout is not None
@@ -179,27 +224,15 @@ async def stdio_transport(
                     buffer = bytearray(rest)
                     for line in lines:
                         if line.strip():
-                            await read_send.send(_parse(line))
+                            await _deliver(read_send, _parse(line))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass
         finally:
             info.exited.set()
 
-    async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_recv:
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode("utf-8"))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The server stopped reading: end the session's read side so no request hangs.
-            await read_send.aclose()
-
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)
-            tg.start_soon(writer)
             try:
                 yield read_recv, write_send
             finally:

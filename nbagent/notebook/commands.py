@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.display import display
 
-from nbagent import cli_mcp
 from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
@@ -144,6 +143,8 @@ def history(agent: KernelAgent) -> None:
 
 
 def mcp(agent: KernelAgent, args: list[str]) -> None:
+    from nbagent import cli_mcp  # the verbs' parsers and texts: loaded at the first ``%agent mcp``, not with the session
+
     s = agent.session
     if not args:
         if s is None:
@@ -170,6 +171,7 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
 def _verb(agent: KernelAgent, words: Any) -> None:
     """``%agent mcp VERB ...`` as ``nbagent mcp VERB ...`` does it, on the files of the session's
     folder; what changes in the files changes in the running session too."""
+    from nbagent import cli_mcp
     from nbagent.config import load_config
 
     s = agent.session
@@ -208,6 +210,7 @@ def _verb(agent: KernelAgent, words: Any) -> None:
 def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None:
     """Sign in in the background: the link is shown in this cell for the person to open (never
     opened by itself); once tokens are stored, a running server restarts to use them."""
+    from nbagent import cli_mcp
     from nbagent.config import load_config
     from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 
