@@ -69,12 +69,6 @@ def canonical_bytes(value: Any) -> bytes | None:
         return None
 
 
-def canonical_json(value: Any) -> str | None:
-    """``canonical_bytes`` as text."""
-    out = canonical_bytes(value)
-    return None if out is None else out.decode("utf-8", "surrogatepass")
-
-
 def definition_hash(description: str | None, input_schema: Any, annotations: Any, *,
                     schema_json: bytes | None = None) -> str:  # fmt: skip
     """Stable short hash of what a tool claims to be; remembered approvals are bound to it.

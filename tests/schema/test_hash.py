@@ -14,17 +14,66 @@ from hypothesis import strategies as st
 from nbagent.schema import canonical_bytes, definition_hash
 
 FIXED: dict[str, tuple[Any, Any, Any]] = {
-    "flat": ("Add numbers", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}, {"readOnlyHint": True}),
-    "pydantic_nulls": ("Find", {"type": "object", "properties": {"q": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Q"}}, "$defs": {"K": {"enum": ["a", "b"]}}}, None),
-    "floats": ("Scale", {"type": "object", "properties": {"f": {"type": "number", "minimum": 1e-07, "maximum": 1e16, "multipleOf": 0.25, "default": 2.5e-05}}}, None),
-    "not_finite": ("Odd", {"type": "object", "properties": {"x": {"type": "number", "maximum": math.nan, "minimum": -math.inf}}}, None),
-    "null_for_nan": ("Odd", {"type": "object", "properties": {"x": {"type": "number", "maximum": None, "minimum": None}}}, None),
-    "unicode": ("Übersetze — 翻訳 😀", {"type": "object", "properties": {"é": {"type": "string", "description": "\u2028\x7f\x00\x1f\"\\/"}, "z": {}, "😀": {}, "\uffff": {}}}, {"title": "Ω"}),
+    "flat": (
+        "Add numbers",
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+        {"readOnlyHint": True},
+    ),
+    "pydantic_nulls": (
+        "Find",
+        {
+            "type": "object",
+            "properties": {"q": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Q"}},
+            "$defs": {"K": {"enum": ["a", "b"]}},
+        },
+        None,
+    ),
+    "floats": (
+        "Scale",
+        {
+            "type": "object",
+            "properties": {
+                "f": {"type": "number", "minimum": 1e-07, "maximum": 1e16, "multipleOf": 0.25, "default": 2.5e-05}
+            },
+        },
+        None,
+    ),
+    "not_finite": (
+        "Odd",
+        {"type": "object", "properties": {"x": {"type": "number", "maximum": math.nan, "minimum": -math.inf}}},
+        None,
+    ),
+    "null_for_nan": (
+        "Odd",
+        {"type": "object", "properties": {"x": {"type": "number", "maximum": None, "minimum": None}}},
+        None,
+    ),
+    "unicode": (
+        "Übersetze — 翻訳 😀",
+        {
+            "type": "object",
+            "properties": {
+                "é": {"type": "string", "description": '\u2028\x7f\x00\x1f"\\/'},
+                "z": {},
+                "😀": {},
+                "\uffff": {},
+            },
+        },
+        {"title": "Ω"},
+    ),
     "surrogate": ("bad \ud800", {"type": "object", "properties": {"\udfff": {"type": "string"}}}, None),
-    "big_int": ("Big", {"type": "object", "properties": {"n": {"type": "integer", "maximum": 2**70, "minimum": -2**63}}}, None),
+    "big_int": (
+        "Big",
+        {"type": "object", "properties": {"n": {"type": "integer", "maximum": 2**70, "minimum": -(2**63)}}},
+        None,
+    ),
     "non_str_keys": ("Keys", {"type": "object", "properties": {1: {"type": "string"}}}, None),
     "tuple": ("Tup", {"type": "object", "properties": {"t": {"enum": ("a", 1, True, None)}}}, None),
-    "bools_ints": ("BI", {"type": "object", "properties": {"b": {"type": "boolean", "default": False, "enum": [True, 0, 1, -5]}}}, {"destructiveHint": False}),
+    "bools_ints": (
+        "BI",
+        {"type": "object", "properties": {"b": {"type": "boolean", "default": False, "enum": [True, 0, 1, -5]}}},
+        {"destructiveHint": False},
+    ),
     "empty": ("", {}, {}),
     "none": (None, None, None),
 }
