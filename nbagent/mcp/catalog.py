@@ -10,6 +10,7 @@ event loop, so the manager runs it in a worker thread.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,11 @@ from nbagent.mcp.convert import annotations_from_mcp
 from nbagent.mcp.identity import Qualified, qualify_tools
 from nbagent.protocol import ToolSpec
 from nbagent.schema import canonical_bytes, definition_hash, make_strict, sanitize_schema
+
+_YIELD_EVERY = 50
+"""Tools built between two offers of the GIL. A build runs in a worker thread, but a waiting
+event loop got the GIL back only after stretches of 60-80 ms (50,000 tools, idle machine);
+offering it every 50 tools (~5 ms) leaves stalls of ~20 ms, at no measurable cost."""
 
 ServerTools = tuple[Hashable, McpServerConfig, list[types.Tool]]
 """One server's input to a build: a key that changes whenever its tools or config do (the
@@ -90,6 +96,7 @@ class CatalogBuilder:
                 if spec.name != name:  # a clash with a changed server renamed it: only the name changes
                     entry.specs[i] = spec.model_copy(update={"name": name})
         entries: dict[str, _Server] = {}
+        built = 0
         for server in sorted(servers):
             if server in kept:
                 entries[server] = kept[server]
@@ -97,6 +104,9 @@ class CatalogBuilder:
             key, cfg, chosen = changed[server]
             entry = entries[server] = _Server(key=key, specs=[], schemas=[])
             for raw in sorted(chosen):
+                built += 1
+                if built % _YIELD_EVERY == 0:
+                    time.sleep(0)  # hands the GIL to the event loop, which may be waiting for it
                 spec, digest = self._spec(by_raw[(server, raw)], server, raw, cfg, chosen[raw])
                 entry.specs.append(spec)
                 if digest is not None:
