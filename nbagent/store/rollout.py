@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from nbagent.gcpause import gc_paused
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
 from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
 
-__all__ = ["REDACTED", "Redactor", "RolloutWriteError", "RolloutWriter", "gc_paused", "read_rollout"]
+__all__ = ["REDACTED", "Redactor", "RolloutWriteError", "RolloutWriter", "read_rollout"]
 
 log = logging.getLogger(__name__)
 
@@ -227,30 +227,6 @@ class RolloutWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Cyclic GC off while a thread loads; what the load made goes straight to the oldest generation.
-
-    A load makes hundreds of thousands of long-lived objects and no garbage cycle. With the
-    collector on, its passes over the growing young generations cost more than the load itself
-    (100,000 items: 4.2 s instead of 1.2 s); merely paused, the first pass after it would walk
-    every one of them anyway. ``freeze`` + ``unfreeze`` moves them to the oldest generation
-    without a walk, where full collections see them at the collector's usual, amortised pace,
-    as they see any long-lived state. Skipped when someone else holds objects frozen, since
-    ``unfreeze`` would release theirs. Reference counting still frees what dies.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if was:
-            gc.enable()
 
 
 def read_rollout(path: Path | str) -> tuple[list[RolloutLine], list[str]]:

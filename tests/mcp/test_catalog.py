@@ -4,6 +4,7 @@ router reads the merged catalogue again only when a provider changed."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -176,3 +177,18 @@ async def test_the_router_merges_again_only_when_a_provider_changed(harness: Har
     await until(lambda: "mcp__feat__extra" in router.catalogue(), "the new tool in the router", 10)
     await manager.remove("feat")
     assert not any(name.startswith("mcp__feat__") for name in router.catalogue())
+
+
+def test_what_a_build_made_waits_for_no_young_collection_and_the_collector_is_left_on() -> None:
+    """A build pauses the cyclic collector; were its objects left young, the first pass after
+    it would walk all of them at once, holding the GIL while the event loop waits."""
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        specs, _ = build_catalog({"one": (CFG, [tool(f"t{i}", rich(["a", str(i)])) for i in range(200)])})
+        assert gc.isenabled()
+        young = {id(o) for o in gc.get_objects(generation=0) + gc.get_objects(generation=1)}
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert len(specs) == 200
+    assert not [s for s in specs if id(s.parameters) in young or id(s.input_schema) in young]

@@ -90,3 +90,16 @@ def test_a_self_containing_schema_is_sanitised_without_the_cache_and_stays_apart
     assert by_name["plain"].warnings == []
     again, _ = builder.build({"s": (2, CFG, tools)})
     assert [s.warnings for s in again] == [s.warnings for s in specs]
+
+
+def test_schemas_a_fast_encoder_would_write_alike_keep_their_own_hash_and_parameters() -> None:
+    """NaN and null are one text to orjson: the definition hash and the schema cache still tell
+    them apart, as Python's encoder, which wrote the hashes approvals remember, did."""
+    values = [float("nan"), None, float("inf"), 1e-07, 1]
+    schemas = [{"type": "object", "properties": {"x": {"type": "number", "maximum": v}}} for v in values]
+    specs, _ = build_catalog({"s": (CFG, _tools(schemas))})
+    mine = sorted(specs, key=lambda s: int(s.raw_name[1:]))
+    assert len({s.definition_hash for s in mine}) == len(schemas)
+    for spec, schema in zip(mine, schemas, strict=True):
+        assert spec.definition_hash == definition_hash("", schema, None)
+        assert json.dumps((spec.parameters, spec.warnings), sort_keys=True) == _alone(schema)
