@@ -85,8 +85,11 @@ try {
       fs.mkdirSync(values.out, { recursive: true });
       const file = path.join(values.out, `${page}-approval.png`);
       const full = path.join(values.out, `${page}.png`);
-      await card.screenshot({ path: file });
       await tab.screenshot({ path: full });
+      // A turn taller than the window is shot in pieces: the theme's sticky header, skip link and
+      // back-to-top button would cover parts of it, so they are hidden for the element's shot.
+      await tab.addStyleTag({ content: '.bd-header, .skip-link, #pst-back-to-top { display: none !important; }' });
+      await card.screenshot({ path: file });
       const text = (await panel.innerText()).replace(/\s+/g, ' ').trim().slice(0, 200);
       log('approval panel', { page, panel: text, shot: file, viewport: full, widgets: await tab.locator('.jupyter-widgets').count() });
     }
