@@ -22,7 +22,7 @@ from nbagent.config.oauth import OAuthSettings
 from nbagent.mcp.connection import McpConnection, McpStartupError
 from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
-from tests.mcp.conftest import Answers, _free_port, http_server  # noqa: F401 - fixture
+from tests.mcp.conftest import Answers, _free_port
 from tests.mcp.oauth_helpers import OAuthServer, Person, follow, serve_oauth
 from tests.waiting import until
 
