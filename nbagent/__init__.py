@@ -22,7 +22,12 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from nbagent.notebook.extension import load
+    from nbagent.gcpause import gc_paused
+
+    # A kernel's heap is large by now: a full collection triggered by the many objects an import
+    # makes walks all of it (~100 ms of the ~350 ms these imports cost in a kernel; bench/startup.py).
+    with gc_paused():
+        from nbagent.notebook.extension import load
 
     load(ipython)
 

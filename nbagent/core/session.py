@@ -23,7 +23,6 @@ from nbagent.config import (
     ConfigError,
     McpServerConfig,
     load_config,
-    record_always_approval,
 )
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
 from nbagent.core.approval import ApprovalDesk, fingerprint
@@ -473,6 +472,8 @@ class Session:
             self._bus.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
             return None
         definition = fingerprint(spec)
+        from nbagent.config.edit import record_always_approval  # the TOML writer, on first use
+
         return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
 
     def _recorded_always(self, spec: ToolSpec) -> ApprovedDefinition | None:

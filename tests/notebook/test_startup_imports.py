@@ -36,3 +36,19 @@ def test_ready_session_and_a_tool_call_import_no_format_checker(
     assert declared == [True]  # the tool has an outputSchema, so its result was checked against it
     loaded = kernel.eval(f"sorted(m for m in __import__('sys').modules if m.split('.')[0] in {FORMAT_EXTRAS!r})")
     assert loaded == []
+
+
+def test_loading_leaves_the_kernels_garbage_collector_as_it_was(tmp_path: Path) -> None:
+    """The extension's imports run with the cyclic collector paused; the kernel gets it back
+    on (a collector left off would let every reference cycle of the user's code pile up), and a
+    kernel whose user turned it off keeps it off."""
+    kernel = Kernel(tmp_path, env={"NBAGENT_HOME": str(tmp_path / "home")})
+    try:
+        kernel.run("%load_ext nbagent")
+        assert kernel.eval("__import__('gc').isenabled()") is True
+        kernel.run("%unload_ext nbagent")
+        kernel.run("import gc, sys; gc.disable(); [sys.modules.pop(m) for m in list(sys.modules) if m.startswith('nbagent.notebook')]")
+        kernel.run("%load_ext nbagent")
+        assert kernel.eval("__import__('gc').isenabled()") is False
+    finally:
+        kernel.close()
