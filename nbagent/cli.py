@@ -338,7 +338,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["mcp-server"]:
-        from nbagent.server.cli import main_mcp_server
+        from nbagent.gcpause import gc_paused
+
+        with gc_paused():  # its client waits for `initialize`: ~10 % of the import is the collector's
+            from nbagent.server.cli import main_mcp_server
 
         return main_mcp_server(argv[1:])
     if (mcp := cli_mcp.invoked(argv)) is not None:
