@@ -2,8 +2,9 @@
 servers are ready, each beside the floor it cannot beat, measured interleaved in one run.
 
 - kernel: ``%load_ext nbagent`` to an open session, in a fresh kernel, against a fresh kernel's
-  ``import openai, mcp, ipywidgets`` (target ratio <= 1.3); then the first tool call against the
-  median of the next ones (target <= 50 ms more).
+  ``import openai, mcp, ipywidgets`` (target ratio <= 1.3), each one cell timed inside the
+  kernel, with the kernel process's CPU beside it; then the first tool call against the median of
+  the next ones (target <= 50 ms more).
 - ``nbagent mcp-server``: process start to the ``initialize`` answer, against
   ``python -c "import openai, mcp"`` (target ratio <= 1.3).
 - many servers: 10 Python and 10 Node (``@modelcontextprotocol/server-memory``) servers started by
