@@ -5,7 +5,8 @@ a *reference* to the last request a model client was given (``Inspector.watch``)
 of the last turns (a bounded deque the bus appends to). At each turn's end it writes, beside the
 thread's rollout, what a process that was not there needs: the last request's instructions and
 tools with the number of items it was built from (the items themselves are the rollout's, and the
-view is a function of them), and the turn's timeline. Both are redacted like the rollout. They
+view is a function of them), and the turn's timeline. Both, like every view here, are redacted by
+the thread's rollout redactor (``ThreadState.redactor``): they hide what the rollout hides. They
 are views, not facts: deleting them loses nothing of the thread.
 """
 
@@ -19,15 +20,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from nbagent.config import Config
 from nbagent.core.approval import ApprovalMemory, ask_reason
 from nbagent.core.context import ContextView
-from nbagent.core.thread import rollout_secrets
+from nbagent.core.thread import redactor_for
 from nbagent.models.base import ModelClient, ModelEvent, ModelRequest
 from nbagent.protocol import Event, Item, ItemRecord, Policy, RolloutLine, ToolSpec, TurnRecord
 from nbagent.store.inspect_files import InspectFiles
 from nbagent.store.rollout import Redactor
-from nbagent.store.secrets import process_secrets
 
 __all__ = [
     "EVENTS_KEPT",
@@ -56,11 +55,6 @@ DETAIL_CHARS = 120
 
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def redactor_for(config: Config) -> Redactor:
-    """What every inspect view is redacted by, on screen as on disk: the rollout's secrets."""
-    return Redactor([*rollout_secrets(config), *process_secrets()])
 
 
 def redacted(view: M, redactor: Redactor) -> M:
@@ -223,15 +217,20 @@ class TurnView(BaseModel):
     entries: list[TimelineEntry]
 
 
-def _detail(msg: Any) -> str:
+def _detail(msg: Any, redact: Callable[[str], str] = str) -> str:
+    """A few words of ``msg``, redacted before they are cut: a secret across the cut would
+    otherwise leave its head, which no redaction of the cut text finds."""
     for name in _DETAIL_FIELDS:
         value = getattr(msg, name, None)
         if value:
-            return " ".join(str(value).split())[:DETAIL_CHARS]
+            return " ".join(redact(str(value)).split())[:DETAIL_CHARS]
     return ""
 
 
-def timeline(thread_id: str, turn_id: str, events: list[Event], limit: int | None = None) -> TurnView:
+def timeline(
+    thread_id: str, turn_id: str, events: list[Event], *, redact: Callable[[str], str], limit: int | None = None
+) -> TurnView:
+    """The turn's events as entries; ``redact`` is applied to each detail (events are raw)."""
     entries: list[TimelineEntry] = []
     start = events[0].at if events else 0.0
     status = None
@@ -247,7 +246,7 @@ def timeline(thread_id: str, turn_id: str, events: list[Event], limit: int | Non
             break
         entries.append(
             TimelineEntry(seq=event.seq, type=kind, at=event.at, offset_ms=(event.at - start) * 1000,
-                          detail=_detail(event.msg))  # fmt: skip
+                          detail=_detail(event.msg, redact))  # fmt: skip
         )
     duration = (events[-1].at - start) * 1000 if events and status else None
     return TurnView(thread_id=thread_id, turn_id=turn_id, source="events", status=status, duration_ms=duration,
@@ -273,7 +272,7 @@ def turn_from_rollout(thread_id: str, turn_id: str | None, lines: list[RolloutLi
                                          offset_ms=(line.at - start) * 1000, detail=line.reason or ""))  # fmt: skip
         elif isinstance(line, ItemRecord) and getattr(line.item, "turn_id", None) == turn_id:
             entries.append(TimelineEntry(seq=n, type=line.item.type, at=start or 0.0, offset_ms=0.0,
-                                         detail=_detail(line.item)))  # fmt: skip
+                                         detail=_detail(line.item)))  # the rollout's text is redacted already  # fmt: skip
     duration = entries[-1].offset_ms if status else None
     return TurnView(thread_id=thread_id, turn_id=turn_id, source="rollout", status=status, duration_ms=duration,
                     entries=entries)  # fmt: skip
@@ -285,8 +284,9 @@ def turn_from_rollout(thread_id: str, turn_id: str | None, lines: list[RolloutLi
 class Inspector:
     """Kept by a session for ``inspect``: O(1) per event and per request, written at turn ends."""
 
-    def __init__(self, config: Config, files: Callable[[], InspectFiles | None]) -> None:
-        self._config = config
+    def __init__(self, redactor: Callable[[], Redactor], files: Callable[[], InspectFiles | None]) -> None:
+        self._redactor = redactor
+        """The thread's rollout redactor (``ThreadState.redactor``): the views hide what it hides."""
         self._files = files
         self.events: deque[Event] = deque(maxlen=EVENTS_KEPT)
         self.request: tuple[ModelRequest, int, float, str | None] | None = None
@@ -314,7 +314,7 @@ class Inspector:
         if turn_id is None:
             turn_id = next((e.turn_id for e in reversed(self.events) if e.msg.type == "turn_started"), None)
         events = [e for e in self.events if turn_id is not None and e.turn_id == turn_id]
-        return redacted(timeline(thread_id, turn_id, events), self.redactor()) if turn_id and events else None
+        return timeline(thread_id, turn_id, events, redact=self.redactor().text) if turn_id and events else None
 
     def last_request(self, thread_id: str) -> RequestView | None:
         if self.request is None:
@@ -322,7 +322,7 @@ class Inspector:
         return redacted(_view(thread_id, _record(*self.request), list(self.request[0].items)), self.redactor())
 
     def redactor(self) -> Redactor:
-        return redactor_for(self._config)
+        return self._redactor()
 
     def _write(self, turn_id: str) -> None:
         """The turn's timeline and its last request, redacted, beside the rollout."""
@@ -335,8 +335,8 @@ class Inspector:
     def _write_to(self, files: InspectFiles, turn_id: str) -> None:
         redactor = self.redactor()
         events = [e for e in self.events if e.turn_id == turn_id]
-        view = timeline(events[0].thread_id if events else "", turn_id, events, limit=ENTRIES_PER_TURN)
-        files.append_turn(redactor.text(view.model_dump_json()))
+        view = timeline(events[0].thread_id if events else "", turn_id, events, redact=redactor.text, limit=ENTRIES_PER_TURN)
+        files.append_turn(view.model_dump_json())
         if self.turn_request is not None and self.turn_request[3] == turn_id:
             files.write_request(redactor.text(_record(*self.turn_request).model_dump_json()))
 

@@ -141,7 +141,7 @@ class Session:
             config=self.config,
         )
         self.servers = McpServers(self._mcp)
-        self.inspector = Inspector(self.config, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.id else None)
+        self.inspector = Inspector(self.thread.redactor, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.id else None)
         """The last request and the last turns' events, for ``inspect`` (DESIGN §12.3)."""
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
         self._bus.subscribe(self.inspector.on_event)

@@ -24,8 +24,9 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
-from nbagent.store import RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
+from nbagent.store import Redactor, RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
 from nbagent.store import ThreadSummary
+from nbagent.store.secrets import process_secrets
 
 
 def rollout_secrets(config: Config) -> list[str]:
@@ -40,6 +41,12 @@ def rollout_secrets(config: Config) -> list[str]:
         secrets += [*named_secrets(server.env), *server.http_headers.values()]
         secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
     return secret_values([*secrets, *named_secrets(env)])
+
+
+def redactor_for(config: Config) -> Redactor:
+    """The rollout's rule over ``config`` as it is now, for views with no thread open (``nbagent
+    inspect tools``, events before the first thread)."""
+    return Redactor([*rollout_secrets(config), *process_secrets()])
 
 
 class ThreadState:
@@ -157,3 +164,9 @@ class ThreadState:
     def rename(self, name: str) -> None:
         self.name = name
         self.write(NameRecord(name=name))
+
+    def redactor(self) -> Redactor:
+        """What this thread's rollout hides, as its writer keeps it (the thread's secrets from
+        when it was opened, and the process's, live): the cell's outputs and the inspect views
+        are redacted by this same one, so every view of the thread hides the same values."""
+        return self._writer.redactor if self._writer is not None else redactor_for(self._config)

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
     from nbagent.core.session import Session
     from nbagent.server.notebook_server import NotebookServerHandle
-    from nbagent.store.rollout import Redactor
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
@@ -52,7 +51,6 @@ class KernelAgent:
         self.error: str | None = None
         self.configured: SessionConfigured | None = None
         self.views: dict[str, View] = {}
-        self._redactor: Redactor | None = None
         self.cells: dict[str, CellContext] = {}
         """The context of the cell each turn was started from: its view's widget updates are sent
         as that cell's messages, so a client recording the cell (nbclient saving widget state for
@@ -200,18 +198,14 @@ class KernelAgent:
         Deltas pass as they are: the message that ends them replaces their text, redacted."""
         if event.msg.type in _DELTA_TYPES or self.session is None:
             return event
-        if self._redactor is None:
-            self._redactor = self.session.inspector.redactor()
         raw = event.model_dump_json()
-        clean = self._redactor.text(raw)
+        clean = self.session.thread.redactor().text(raw)
         return event if clean == raw else Event.model_validate_json(clean)
 
     def _on_event(self, event: Event) -> None:
         msg = event.msg
         if isinstance(msg, SessionConfigured):
             self.configured = msg
-        if isinstance(msg, (SessionConfigured, McpStartupUpdate)):
-            self._redactor = None  # the servers (and so the secrets) may have changed
         event = self._redacted(event)
         msg = event.msg
         if isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):

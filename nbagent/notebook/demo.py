@@ -1,5 +1,9 @@
 """``nbagent demo``: run the quickstart headlessly, then say in a few lines what ran and where the
-executed copy is; and the notebook kernel both it and the walkthroughs run in.
+executed copy is; and the notebook kernel and cell loop it, the docs and the walkthroughs share.
+
+``nbagent demo`` and the docs execute a notebook with nobody at it (``EXECUTOR_ENV``): its widgets
+rendered, the autopilot answering, and the widgets' state at the end saved in it, so opening the
+executed copy shows each approval with its decision.
 
 The kernel is started on IPC sockets in a private temporary folder: nothing listens on TCP, so
 jupyter_client's "running over TCP without encryption" warning (which a demo user can do nothing
@@ -8,6 +12,7 @@ about) has no reason to appear.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -15,14 +20,29 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
+from nbagent.examples.walkthroughs.kit import AUTOPILOT_ENV
 from nbagent.notebook.labels import plural
 from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
 if TYPE_CHECKING:
     from nbclient import NotebookClient
     from nbformat import NotebookNode
+
+EXECUTOR_ENV = {AUTOPILOT_ENV: "1", "NBAGENT_FRONTEND": "widgets"}
+"""How a notebook is executed with nobody at it: the widgets are rendered (and their state saved
+in the notebook) while the autopilot answers what a person would click."""
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+STATE_CODE = "import ipywidgets, json; print(json.dumps(ipywidgets.Widget.get_manager_state(drop_defaults=True)))"
+"""Asks the kernel for every live widget's state. nbclient keeps only the updates a widget sends
+while the cell that made it runs; a turn's panels keep changing after that (a turn started by one
+cell runs on while the next cells run), so the state a page shows is taken from the kernel at the
+end instead."""
+
+WidgetState = Literal["final", "nbclient"]
+"""Which widget state an executed notebook keeps: the kernel's at the end, or nbclient's capture."""
 
 WORK_DIR = "quickstart-work"
 """Where the quickstart's first cell puts its config, notes and threads (``home/``)."""
@@ -80,13 +100,35 @@ def notebook_kernel(nb: NotebookNode, cwd: Path, *, timeout: int, env: Mapping[s
         shutil.rmtree(sockets, ignore_errors=True)
 
 
-def execute(nb: NotebookNode, cwd: Path, *, timeout: int, env: Mapping[str, str] | None = None) -> NotebookNode:
+def final_widget_state(client: NotebookClient) -> dict[str, Any]:
+    """The kernel's widgets as the widget-state document, run as a cell not kept in the notebook."""
+    import nbformat
+
+    probe = nbformat.v4.new_code_cell(STATE_CODE)
+    client.nb.cells.append(probe)  # nbclient writes the executed cell back into the notebook
+    try:
+        client.execute_cell(probe, len(client.nb.cells) - 1, store_history=False)
+    finally:
+        client.nb.cells.pop()
+    printed = "".join(out.get("text", "") for out in probe.outputs if out.get("name") == "stdout")
+    return json.loads(printed)
+
+
+def execute(
+    nb: NotebookNode, cwd: Path, *, timeout: int, env: Mapping[str, str] | None = None, widget_state: WidgetState = "final"
+) -> NotebookNode:
     """Run every cell of ``nb`` in order in a fresh kernel in ``cwd``; keep the widgets' state in
-    the notebook's metadata (so a rendered page shows the panels). A failing cell raises."""
+    the notebook's metadata (so a rendered page shows the panels): the kernel's after the last
+    cell (``final``), or what nbclient saw while each cell ran (``nbclient``). A failing cell raises."""
     with notebook_kernel(nb, cwd, timeout=timeout, env=env) as client:
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
-        client.set_widgets_metadata()
+        if widget_state == "final":
+            state = final_widget_state(client)
+            if state.get("state"):  # no widget (a headless run): no state, as nbclient does
+                nb.metadata["widgets"] = {WIDGET_STATE: state}
+        else:
+            client.set_widgets_metadata()
     return nb
 
 
@@ -101,14 +143,14 @@ def make_output_dir(path: str | Path) -> Path:
 
 
 def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
-    """Execute the quickstart with nbclient in ``output_dir``; print a summary; return the
-    executed notebook."""
+    """Execute the quickstart with nbclient in ``output_dir`` with nobody at it (``EXECUTOR_ENV``);
+    print a summary; return the executed notebook, which keeps its widgets' final state."""
     import nbformat
 
     from nbagent.examples.quickstart import build
 
     out_dir = make_output_dir(output_dir)
-    nb = execute(build(), out_dir, timeout=timeout)
+    nb = execute(build(), out_dir, timeout=timeout, env=EXECUTOR_ENV)
     target = out_dir / "00-quickstart.executed.ipynb"
     nbformat.write(nb, str(target))
     print("\n".join(["nbagent demo: the quickstart ran (scripted model, real MCP server)", *summary(out_dir / WORK_DIR / "home"),

@@ -1,15 +1,17 @@
-"""The quickstart executes headlessly (as in CI and ``nbagent demo``) with no error, and really
-used the approval and the elicitation; the committed ``.ipynb`` matches its source."""
+"""The quickstart executes headlessly (as in CI) with no error, and really used the approval and
+the elicitation; ``nbagent demo`` runs it with its widgets rendered and saves their final state;
+the committed ``.ipynb`` matches its source."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from nbagent.examples.quickstart import build
-from nbagent.notebook.demo import run_demo
+from nbagent.notebook.demo import WIDGET_STATE, execute, run_demo
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(240)
@@ -20,7 +22,30 @@ def test_committed_notebook_matches_its_source():
     assert [c.source for c in committed.cells] == [c.source for c in build().cells]
 
 
-def test_quickstart_runs_headless_without_error(tmp_path, capfd):
+def _no_error(nb: nbformat.NotebookNode) -> str:
+    """The text the cells printed; an error output fails with its traceback."""
+    text = ""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", "".join(out.get("traceback", []))
+            text += out.get("text", "") if out["output_type"] == "stream" else ""
+    return text
+
+
+def test_quickstart_runs_headless_without_error(tmp_path):
+    executed = execute(build(), tmp_path, timeout=120)
+    text = _no_error(executed)
+    assert "front end: headless" in text
+    assert "approval call_replay_3_1: approve (user)" in text
+    assert "accept (user)" in text and "scripted" in text
+    assert text.count("[turn completed]") == 4
+    assert "widgets" not in executed.metadata  # nothing rendered, so no widget state
+    notes = tmp_path / "quickstart-work" / "notes"
+    assert (notes / "hello.md").read_text().startswith("# Hello")
+    assert "owner_email: you@example.com" in (notes / "experiment-baseline.md").read_text()
+
+
+def test_nbagent_demo_saves_the_panels_with_their_decisions(tmp_path, capfd):
     target = run_demo(tmp_path)
     printed, errors = capfd.readouterr()  # capfd: the kernel's own stderr (a child process) too
     assert "without encryption" not in printed + errors  # a warning a demo user cannot act on
@@ -29,14 +54,15 @@ def test_quickstart_runs_headless_without_error(tmp_path, capfd):
     assert "approve by user" in summary and "questions: 1 accept by user" in summary
     assert f"executed notebook: {target}" in summary and len(summary.splitlines()) == 6
     executed = nbformat.read(str(target), as_version=4)
-    text = ""
-    for cell in executed.cells:
-        for out in cell.get("outputs", []):
-            assert out["output_type"] != "error", "".join(out.get("traceback", []))
-            text += out.get("text", "") if out["output_type"] == "stream" else ""
-    assert "approval call_replay_3_1: approve (user)" in text
-    assert "accept (user)" in text and "scripted" in text
-    assert text.count("[turn completed]") == 4
-    notes = tmp_path / "quickstart-work" / "notes"
-    assert (notes / "hello.md").read_text().startswith("# Hello")
-    assert "owner_email: you@example.com" in (notes / "experiment-baseline.md").read_text()
+    assert "front end: widgets" in _no_error(executed)
+    state = executed.metadata.widgets[WIDGET_STATE]["state"]
+    html = [re.sub("<[^>]+>", "", m["state"].get("value", "")) for m in state.values() if m["model_name"] == "HTMLModel"]
+    # what a person opening the notebook sees: the decision and the answer, not a panel still waiting
+    assert any("approved once by you" in h for h in html), "the approval's decision is not in the saved state"
+    assert any("Details for experiment" in h and "answered by you" in h for h in html)
+    assert not any("waiting for" in h or "queued behind the running turn" in h for h in html)
+    shown = [out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for cell in executed.cells if cell.cell_type == "code" for out in cell.outputs
+             if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    assert len(shown) >= 5 and all(model_id in state for model_id in shown)
+    assert len(executed.cells) == len(build().cells)  # the probe that read the state is not kept

@@ -41,7 +41,7 @@ def test_the_approval_panel_of_a_wait_cell_is_in_the_saved_widget_state(tmp_path
         ANSWER,
         "%%agent --wait --policy on-request\nWhat notes do I have?",
     )]
-    execute(nb, tmp_path, timeout=120, env=EXECUTOR_ENV)
+    execute(nb, tmp_path, timeout=120, env=EXECUTOR_ENV, widget_state="nbclient")  # nbclient's own capture
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
     buttons = {m["state"].get("description") for m in state.values() if m["model_name"] == "ButtonModel"}

@@ -7,24 +7,18 @@ the autopilot answering) and writes the executed copies, with their widget state
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import nbformat
 
 from nbagent.examples.walkthroughs import all_walkthroughs, get, write
-from nbagent.examples.walkthroughs.kit import AUTOPILOT_ENV
+from nbagent.notebook.demo import EXECUTOR_ENV, WIDGET_STATE, make_output_dir
+from nbagent.notebook.demo import execute as run_notebook
 
-if TYPE_CHECKING:
-    from nbclient import NotebookClient
-
-EXECUTOR_ENV = {AUTOPILOT_ENV: "1", "NBAGENT_FRONTEND": "widgets"}
-"""How the executor runs a walkthrough: the widgets are rendered (and their state saved in the
-notebook) while the autopilot answers what a person would click."""
+__all__ = ["EXECUTOR_ENV", "QUICKSTART", "WIDGET_STATE", "execute", "main", "names", "run_all"]
 
 QUICKSTART = "00-quickstart"
 """The quickstart's name among the executed notebooks (it is not a ``wNN`` walkthrough module)."""
@@ -45,35 +39,11 @@ def _notebook(name: str) -> tuple[str, nbformat.NotebookNode, int]:
     return walkthrough.name, walkthrough.build(), walkthrough.timeout
 
 
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-STATE_CODE = "import ipywidgets, json; print(json.dumps(ipywidgets.Widget.get_manager_state(drop_defaults=True)))"
-"""Asks the kernel for every live widget's state. nbclient keeps only the updates a widget sends
-while the cell that made it runs; a turn's panels keep changing after that (a turn started by one
-cell runs on while the next cells run), so the state a page shows is taken from the kernel at the
-end instead."""
-
-
-def final_widget_state(client: NotebookClient) -> dict[str, Any]:
-    """The kernel's widgets as the widget-state document, run as a cell not kept in the notebook."""
-    probe = nbformat.v4.new_code_cell(STATE_CODE)
-    client.nb.cells.append(probe)  # nbclient writes the executed cell back into the notebook
-    try:
-        client.execute_cell(probe, len(client.nb.cells) - 1, store_history=False)
-    finally:
-        client.nb.cells.pop()
-    printed = "".join(out.get("text", "") for out in probe.outputs if out.get("name") == "stdout")
-    return json.loads(printed)
-
-
 def execute(name: str, out: Path) -> Path:
-    from nbagent.notebook.demo import make_output_dir, notebook_kernel
-
+    """Run the notebook ``name`` in ``out/work/NAME`` with nobody at it; write it, with its widgets'
+    final state, as ``out/NAME.ipynb``."""
     full_name, nb, timeout = _notebook(name)
-    work = make_output_dir(out / "work" / full_name)
-    with notebook_kernel(nb, work, timeout=timeout, env=EXECUTOR_ENV) as client:
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        nb.metadata["widgets"] = {WIDGET_STATE: final_widget_state(client)}
+    run_notebook(nb, make_output_dir(out / "work" / full_name), timeout=timeout, env=EXECUTOR_ENV)
     # Cells hold magics and top-level await: highlight them as IPython, not Python.
     nb.metadata.setdefault("language_info", {})["pygments_lexer"] = "ipython3"
     target = make_output_dir(out) / f"{full_name}.ipynb"
