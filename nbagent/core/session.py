@@ -362,18 +362,13 @@ class Session:
         turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, None)
         turn.catalogue = self._router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
-        # The start goes out with the next line (the end, or an approval's record): one write a
-        # call; a crash mid-call loses only this start (DESIGN §8).
-        self.thread.hold(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
+        self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
         try:
             output = await execute_call(turn, call, dict(arguments))
         except AbortTurn as exc:
             output = FunctionCallOutput(
                 turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"
             )
-        except BaseException:  # cancelled or failed: the start is written, as a call left open
-            self.thread.flush()
-            raise
         self.thread.write(TurnRecord(turn_id=turn.turn_id, status="completed", entry=entry, policy=turn.policy))
         return output
 

@@ -88,16 +88,6 @@ class ThreadState:
         if self._writer is not None:
             self._writer.append(line)
 
-    def hold(self, line: RolloutLine) -> None:
-        """Write ``line`` with the next line written (``RolloutWriter.hold``)."""
-        if self._writer is not None:
-            self._writer.hold(line)
-
-    def flush(self) -> None:
-        """Write the held lines now."""
-        if self._writer is not None:
-            self._writer.flush()
-
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()

@@ -125,8 +125,7 @@ class RolloutWriter:
     ``on_line`` is told of every appended line as written (redacted) with its bytes, which lets
     the index keep its counters without re-reading the file; it must be cheap and never raise.
     Secrets are the caller's plus the process's own (``add_process_secret``), including those
-    added after the writer was opened. A line may be ``hold``-ed: it goes out in the same write
-    as the next line (before it), which saves a write for a record whose follower comes soon.
+    added after the writer was opened.
     """
 
     def __init__(
@@ -144,7 +143,6 @@ class RolloutWriter:
         self._redactor = Redactor()
         self._on_line = on_line
         self._on_close = on_close
-        self._held: list[RolloutLine] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
         self._fd: int | None = os.open(self.path, flags, 0o600)
@@ -196,47 +194,15 @@ class RolloutWriter:
         return self._fd is None
 
     def append(self, line: RolloutLine) -> None:
-        """Serialize, redact and write one line (after any held ones, in the same write);
-        flushed to the OS before returning.
+        """Serialize, redact and write one line; flushed to the OS before returning.
 
-        Raises ``RolloutWriteError`` (an ``OSError``) when the lines could not be written whole;
-        held lines stay held then.
+        Raises ``RolloutWriteError`` (an ``OSError``) when the line could not be written whole.
         """
         if self._fd is None:
             raise ValueError(f"rollout writer for {self.path} is closed")
-        if self._held:
-            self._write_lines([*self._held, line])
-            return
         raw = line.__pydantic_serializer__.to_json(line)
         data = self.redactor.line(raw)
         self._write_all(data + b"\n")
-        self._told(line, raw, data)
-
-    def hold(self, line: RolloutLine) -> None:
-        """Keep ``line`` for the next ``append`` (or ``flush``, ``close``) to write first. Until
-        then it is not on disk: a crash loses it, so hold only a line whose loss loses nothing
-        else (an outside call's start, whose end follows it, DESIGN §8)."""
-        if self._fd is None:
-            raise ValueError(f"rollout writer for {self.path} is closed")
-        self._held.append(line)
-
-    def flush(self) -> None:
-        """Write the held lines now."""
-        if self._held:
-            self._write_lines(list(self._held))
-
-    def _write_lines(self, lines: list[RolloutLine]) -> None:
-        redactor, written = self.redactor, []
-        for line in lines:
-            raw = line.__pydantic_serializer__.to_json(line)
-            written.append((line, raw, redactor.line(raw)))
-        self._write_all(b"".join(data + b"\n" for _, _, data in written))
-        self._held.clear()
-        for line, raw, data in written:
-            self._told(line, raw, data)
-
-    def _told(self, line: RolloutLine, raw: bytes, data: bytes) -> None:
-        """Tell ``on_line`` of a written line, as written."""
         if self._on_line is not None:
             try:
                 if data is not raw:  # the index holds what the file holds: redacted values
@@ -249,14 +215,8 @@ class RolloutWriter:
         self.append(ItemRecord(item=item))
 
     def close(self) -> None:
-        """Write the held lines and close; a held line that cannot be written is lost, as in a
-        crash, and logged."""
         if self._fd is None:
             return
-        try:
-            self.flush()
-        except RolloutWriteError:
-            log.exception("held rollout line(s) lost at close of %s", self.path)
         os.close(self._fd)
         self._fd = None
         if self._on_close is not None:

@@ -1,6 +1,6 @@
-"""An outside call's rollout (``Session.call_tool``): its start is written with the next line, so
-a finished call reads exactly as before, an approval's record still follows the start, and a
-process killed mid-call leaves nothing of that call but also nothing else lost."""
+"""An outside call's rollout (``Session.call_tool``): a start, any approval's record, an end, one
+turn per call; a start is on disk before the call is asked about, and a process killed mid-call
+loses nothing: the next session closes the open call's turn as aborted."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def approval(decision: str) -> tuple[Any, ...]:
     return ("item", "approval", "write", decision, {"text": "x"})
 
 
-async def test_the_rollout_of_finished_outside_calls_reads_line_for_line_as_before(home: Path, script) -> None:
+async def test_the_rollout_of_outside_calls_reads_line_for_line(home: Path, script) -> None:
     async with Session(model=script(), interactive=True) as session:
         session.register_tool(lambda: "ok", name="noop", read_only=True)
         session.register_tool(lambda text: text, name="write")
@@ -87,7 +87,7 @@ async def test_an_approval_decided_during_a_call_is_written_after_its_start(home
         output = await session.call_tool("write", {"text": "x"})
         thread_id = session.thread.id
     assert output.output == "x"
-    assert [shape(line) for line in on_disk_when_asked[0]] == [("thread_meta",)]  # the start waits for the record
+    assert [shape(line) for line in on_disk_when_asked[0]] == [("thread_meta",), started()]
     assert [shape(line) for line in rollout(home, thread_id)] == [
         ("thread_meta",), started(), approval("approve"), completed()
     ]
@@ -112,7 +112,7 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_a_kill_while_an_outside_call_waits_loses_only_that_call(home: Path) -> None:
+async def test_a_kill_while_an_outside_call_waits_leaves_its_turn_for_resume_to_close(home: Path) -> None:
     env = {**os.environ, "NBAGENT_HOME": str(home)}
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -122,11 +122,14 @@ async def test_a_kill_while_an_outside_call_waits_loses_only_that_call(home: Pat
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
-    assert [shape(line) for line in rollout(home, thread_id)] == [("thread_meta",), *[started(), completed()] * 3]
+    assert [shape(line) for line in rollout(home, thread_id)] == [("thread_meta",), *[started(), completed()] * 3, started()]
     async with Session(model="replay:none", thread="outside") as session:
         assert session.thread.id == thread_id
         session.register_tool(lambda: "ok", name="noop", read_only=True)
         after = await session.call_tool("noop", {})
     assert after.status == "completed"
-    # Nothing was left open to repair: the lost call left no start for resume to abort.
-    assert [shape(line) for line in rollout(home, thread_id)] == [("thread_meta",), *[started(), completed()] * 4]
+    lines = rollout(home, thread_id)
+    closed = lines.pop(8)
+    assert (closed["type"], closed["status"], closed["turn_id"]) == ("turn", "aborted", lines[7]["turn_id"])
+    assert closed["reason"] == "the process ended during this turn"
+    assert [shape(line) for line in lines] == [("thread_meta",), *[started(), completed()] * 3, started(), started(), completed()]
