@@ -65,6 +65,7 @@ from nbagent.protocol import (
 
 TurnStatus = Literal["completed", "aborted", "failed"]
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+_NO_USAGE = TokenUsage()
 
 
 @dataclass(frozen=True)
@@ -118,10 +119,11 @@ class TurnContext:
     """Read once as the turn starts: what a front end shows the model of its workspace (the
     notebook's cells and names, ``%agent context on``), added to the instructions."""
     preamble_text: str = ""
-    budget: ContextBudget = field(default_factory=ContextBudget)
+    budget: ContextBudget = ContextBudget()
     """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: TokenUsage = _NO_USAGE
+    """Replaced, never changed, as the model reports usage: the empty one is shared."""
     begun: dict[str, float] = field(default_factory=dict)
     """Call id -> start time of every call whose ``tool_call_begin`` went out."""
 
