@@ -50,6 +50,8 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
+    if len(result.content) == 1 and type(only := result.content[0]) is TextBlock and len(only.text) <= max_bytes:
+        return result.content  # one text block that fits (most results): kept as it is
     kept, used = [], 0
     for block in result.content:
         size = len(getattr(block, "text", None) or getattr(block, "data", None) or "")
