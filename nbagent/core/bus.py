@@ -21,7 +21,9 @@ _CLOSED: Any = object()
 class EventBus:
     def __init__(self) -> None:
         self._seq = 0
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: tuple[Subscriber, ...] = ()
+        """Replaced, never changed, on (un)subscribe: an emit walks it without a copy, and a
+        subscriber added during an emit sees the next event."""
         self._queues: list[asyncio.Queue[Any]] = []
         self.thread_id = ""
 
@@ -33,7 +35,7 @@ class EventBus:
         """Wrap ``msg`` and deliver it. A failing subscriber is logged, never propagated."""
         self._seq += 1
         event = Event.wrap(msg, seq=self._seq, thread_id=self.thread_id, turn_id=turn_id)
-        for subscriber in tuple(self._subscribers):
+        for subscriber in self._subscribers:
             try:
                 subscriber(event)
             except Exception:  # boundary: a broken renderer must not break the turn
@@ -43,11 +45,12 @@ class EventBus:
         return event
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        self._subscribers.append(callback)
+        self._subscribers = (*self._subscribers, callback)
 
         def unsubscribe() -> None:
             if callback in self._subscribers:
-                self._subscribers.remove(callback)
+                i = self._subscribers.index(callback)
+                self._subscribers = self._subscribers[:i] + self._subscribers[i + 1 :]
 
         return unsubscribe
 

@@ -363,7 +363,7 @@ class Session:
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
         self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
         try:
-            output = await execute_call(turn, call)
+            output = await execute_call(turn, call, dict(arguments))
         except AbortTurn as exc:
             output = FunctionCallOutput(
                 turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"

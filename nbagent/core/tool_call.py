@@ -50,6 +50,8 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
+    if len(result.content) == 1 and type(only := result.content[0]) is TextBlock and len(only.text) <= max_bytes:
+        return result.content  # one text block that fits (most results): kept as it is
     kept, used = [], 0
     for block in result.content:
         size = len(getattr(block, "text", None) or getattr(block, "data", None) or "")
@@ -90,12 +92,13 @@ class _Resolved:
     arguments: dict[str, Any]
 
 
-async def _resolve(turn: TurnContext, call: FunctionCall) -> _Resolved | ToolResult:
-    """Find the tool, parse the arguments, announce the call (its card starts here), and settle
-    the definition it will run; a problem is the output the model reads."""
+async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any] | None) -> _Resolved | ToolResult:
+    """Find the tool, parse the arguments (unless the caller has them parsed), announce the call
+    (its card starts here), and settle the definition it will run; a problem is the output the
+    model reads."""
     entry = turn.catalogue.get(call.name)
     spec = entry[0] if entry else None
-    arguments, problem = parse_arguments(call.arguments)
+    arguments, problem = (parsed, None) if parsed is not None else parse_arguments(call.arguments)
     turn.emit(
         ToolCallBegin(
             call_id=call.call_id,
@@ -182,11 +185,12 @@ def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: S
     return output
 
 
-async def execute_call(turn: TurnContext, call: FunctionCall) -> FunctionCallOutput:
-    """Resolve, approve, run, finish. The duration counts from the run, once approved: a human's
-    wait is not the tool's."""
+async def execute_call(turn: TurnContext, call: FunctionCall, arguments: dict[str, Any] | None = None) -> FunctionCallOutput:
+    """Resolve, approve, run, finish; ``arguments`` are ``call.arguments`` parsed, when the
+    caller has them so (an outside call). The duration counts from the run, once approved: a
+    human's wait is not the tool's."""
     started = time.perf_counter()
-    resolved = await _resolve(turn, call)
+    resolved = await _resolve(turn, call, arguments)
     if isinstance(resolved, ToolResult):
         return _finish(turn, call, resolved, "failed", started)
     approved = await _approve(turn, call, resolved)

@@ -11,7 +11,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
 from nbagent.config import Config
@@ -65,6 +64,7 @@ from nbagent.protocol import (
 
 TurnStatus = Literal["completed", "aborted", "failed"]
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+_NO_USAGE = TokenUsage()
 
 
 @dataclass(frozen=True)
@@ -118,17 +118,21 @@ class TurnContext:
     """Read once as the turn starts: what a front end shows the model of its workspace (the
     notebook's cells and names, ``%agent context on``), added to the instructions."""
     preamble_text: str = ""
-    budget: ContextBudget = field(default_factory=ContextBudget)
+    budget: ContextBudget = ContextBudget()
     """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: TokenUsage = _NO_USAGE
+    """Replaced, never changed, as the model reports usage: the empty one is shared."""
     begun: dict[str, float] = field(default_factory=dict)
     """Call id -> start time of every call whose ``tool_call_begin`` went out."""
 
-    @cached_property
-    def trace_id(self) -> str:
-        """One W3C trace per turn; each call is a span of it (a hash, made once per turn)."""
-        return trace_id_for_turn(self.turn_id)
+    trace_id: str = field(init=False)
+    """One W3C trace per turn; each call is a span of it (a hash, made once per turn)."""
+
+    def __post_init__(self) -> None:
+        # Not a ``cached_property``: on Python 3.11 its first read takes a lock, and an outside
+        # call is a turn of its own that reads it once.
+        self.trace_id = trace_id_for_turn(self.turn_id)
 
     def emit(self, event: EventMsg) -> Event:
         """Announce an event of this turn (it carries the turn's id)."""

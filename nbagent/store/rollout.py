@@ -176,8 +176,12 @@ class RolloutWriter:
         full disk never leaves half a line for the next append to glue onto."""
         fd = self._fd
         assert fd is not None
-        view, done = memoryview(data), 0
+        done = 0
         try:
+            done = os.write(fd, data)  # nearly always whole at once
+            if done == len(data):
+                return
+            view = memoryview(data)
             while done < len(data):
                 n = os.write(fd, view[done:])
                 if n <= 0:
