@@ -165,6 +165,12 @@ class ThreadState:
         self.name = name
         self.write(NameRecord(name=name))
 
+    def refresh_secrets(self) -> None:
+        """Take in the secrets that appeared since the thread opened (``os.environ["X_TOKEN"]``
+        set in a cell): each turn does, as it starts, so its rollout, cell and views hide them."""
+        if self._writer is not None:
+            self._writer.add_secrets(rollout_secrets(self._config))
+
     def redactor(self) -> Redactor:
         """What this thread's rollout hides, as its writer keeps it (the thread's secrets from
         when it was opened, and the process's, live): the cell's outputs and the inspect views

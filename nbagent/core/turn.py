@@ -333,6 +333,7 @@ async def _read_preamble(turn: TurnContext) -> None:
 async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     """Run the turn ``op`` asked for, in ``turn``; ends with exactly one terminal event."""
     tid, policy, model_name = turn.turn_id, turn.policy, turn.model_name
+    turn.thread.refresh_secrets()
     turn.thread.write(TurnRecord(turn_id=tid, status="started", entry=op.entry, model=model_name, policy=policy))
     turn.emit(TurnStarted(prompt=op.prompt, entry=op.entry, model=model_name, policy=policy))
     turn.record(UserMessage(turn_id=tid, text=op.prompt))

@@ -153,6 +153,14 @@ class RolloutWriter:
                 self.close()
                 raise
 
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Hide these too from the next line on (a variable named like a secret set after the
+        thread opened); what was hidden stays hidden."""
+        new = [value for value in values if value not in self._secrets]
+        if new:
+            self._secrets += new
+            self._secrets_version = -1
+
     @property
     def redactor(self) -> Redactor:
         version = process_secrets_version()

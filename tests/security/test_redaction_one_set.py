@@ -2,7 +2,7 @@
 same values: the thread's rollout redactor is the one all of them use. Each kind of secret the
 rollout knows (the API key, a provider's header, a server's secret-named env value, its headers,
 the variables its headers and bearer token come from, a secret-named variable of the process, and
-a process secret added after the thread opened) is hidden in every one of them, and a server's
+a process secret or a secret-named variable added after the thread opened) is hidden in every one of them, and a server's
 plain setting is shown in every one of them."""
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ ENV = {
 CONFIG_SECRETS = ["hdr-provider-secret-01", "tok-server-env-secret-02", "hdr-server-secret-03"]
 LATE = "late-process-secret-07"
 """A process secret added once the session is open and has shown a turn (a server's token)."""
+LATE_ENV = ("LATE_SERVICE_TOKEN", "late-env-secret-08")
+"""A variable named like a secret, set in the process once the thread is open (as a cell would)."""
 PLAIN = "plain-setting-visible"
 """A server's setting not named as a secret: history, shown everywhere."""
-SECRETS = [*ENV.values(), *CONFIG_SECRETS, LATE]
+SECRETS = [*ENV.values(), *CONFIG_SECRETS, LATE, LATE_ENV[1]]
 
 
 def _config(script: Path) -> str:
@@ -76,6 +78,7 @@ async def test_the_cell_the_inspect_views_and_the_rollout_hide_the_same_values(
         for n in range(len(said)):
             if n == 1:
                 add_process_secret(LATE)  # after the first turn's events went through the cell
+                monkeypatch.setenv(*LATE_ENV)
             turn = prepare(agent, "", f"turn {n}")
             assert turn is not None
             assert (await drive(agent, turn)).msg.type == "turn_completed"
