@@ -160,7 +160,23 @@ def _is_plain_count(v: Any) -> bool:
 
 def _clean_text(s: dict[str, Any]) -> bool:
     """``description`` and ``title``, where present, are text the API takes as it is."""
-    return all(ok_str(s[k]) for k in _TEXT_KEYS if k in s)
+    for k in _TEXT_KEYS:
+        if k in s and not _ok_text(s[k]):
+            return False
+    return True
+
+
+def _ok_text(v: Any) -> bool:
+    """``ok_str``, answered without a call for the usual plain ASCII string."""
+    return (v.__class__ is str and v.isascii()) or ok_str(v)
+
+
+_JUST_STR = {str}
+
+
+def _all_ascii_str(values: Any) -> bool:
+    """Every item is a plain ``str`` of ASCII: C-level passes, not a Python loop per item."""
+    return set(map(type, values)) <= _JUST_STR and "".join(values).isascii()
 
 
 def _clean_leaf(s: dict[str, Any]) -> bool:
@@ -171,11 +187,11 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
     if allowed is None or not s.keys() <= allowed:
         return False
     for k, v in s.items():
-        if k == "type":
-            continue
         if k == "description" or k == "title":
-            if not ok_str(v):
+            if not _ok_text(v):
                 return False
+        elif k == "type":
+            continue
         elif k == "default":
             if not is_scalar(v):
                 return False
@@ -183,7 +199,7 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
             if (
                 v.__class__ is not list
                 or not 0 < len(v) <= MAX_ENUM
-                or not all(x.__class__ is str and x.isascii() for x in v)
+                or not _all_ascii_str(v)
                 or len(set(v)) != len(v)
             ):
                 return False
@@ -195,6 +211,9 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
                 return False
         elif k == "pattern":
             if v.__class__ is not str or not v.isascii() or not _compiles(v):
+                return False
+        elif v.__class__ is int:
+            if k == "multipleOf" and v <= 0:
                 return False
         elif not is_num(v) or (k == "multipleOf" and v <= 0):
             return False
@@ -218,6 +237,45 @@ def _compiles(pattern: str) -> bool:
     except (TypeError, re.error, RecursionError, OverflowError):
         return False
     return True
+
+
+def _object_shape(s: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None, Any] | None:
+    """``properties`` (``{}`` when absent), ``required`` and ``additionalProperties`` of an object
+    schema (``type`` is ``"object"``) in the accepted form; ``None`` when any needs the full rules."""
+    if s["type"].__class__ is not str or not s.keys() <= _CLEAN_OBJECT_KEYS or not _clean_text(s):
+        return None
+    props = s.get("properties")
+    req = s.get("required")
+    ap = s.get("additionalProperties", True)
+    if props is None:
+        props = {}
+    elif props.__class__ is not dict or not _all_ascii_str(props):
+        return None
+    if req is not None and (
+        req.__class__ is not list
+        or not req
+        or not set(map(type, req)) <= _JUST_STR
+        or not props.keys() >= set(req)
+        or len(set(req)) != len(req)
+    ):
+        return None
+    if ap.__class__ is not bool and ap.__class__ is not dict:
+        return None
+    return props, req, ap
+
+
+def _array_shape(s: dict[str, Any]) -> Any:
+    """``items`` (``True`` when absent) of an array schema (``type`` is ``"array"``) in the accepted
+    form; ``None`` when anything in it needs the full rules."""
+    if s["type"].__class__ is not str or not s.keys() <= _CLEAN_ARRAY_KEYS or not _clean_text(s):
+        return None
+    items = s.get("items", True)
+    if items is not True and items.__class__ is not dict:
+        return None
+    for k in ("minItems", "maxItems"):
+        if k in s and not _is_plain_count(s[k]):
+            return None
+    return items
 
 
 class _Sanitizer:
@@ -396,54 +454,105 @@ class _Sanitizer:
         finally:
             self.active.discard(id(s))
 
+    def child(self, s: Any, depth: int, refs: tuple[str, ...], *path: str) -> dict[str, Any]:
+        """``walk`` of a child, its path (the parts joined) built only when the subtree is not all
+        in the accepted form: the everyday child needs none, nor the walk's other checks."""
+        if s.__class__ is dict and depth < MAX_DEPTH:
+            start = self.nodes
+            out = self.plain(s, depth)
+            if out is not None:
+                return out
+            self.nodes = start
+        return self.walk(s, "/".join(path), depth, refs)
+
+    def plain(self, s: dict[str, Any], depth: int) -> dict[str, Any] | None:
+        """What ``walk`` gives a subtree every node of which is in the accepted form, counting its
+        nodes as the walk does; ``None`` (nodes uncounted by the caller) when any node is not. It
+        needs no path (no warning is possible) and no ancestor set: a cycle runs into the depth
+        limit, and the walk then tells it apart."""
+        if self.nodes >= MAX_NODES:
+            return None
+        self.nodes += 1
+        if _clean_leaf(s):
+            return _copy_leaf(s)
+        t = s.get("type")
+        below = depth + 1
+        if t == "object":
+            shape = _object_shape(s)
+            if shape is None:
+                return None
+            props, req, ap = shape
+            out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
+            out["type"] = "object"
+            if "properties" in s or depth == 0:
+                kids: dict[str, Any] = {}
+                for k, v in props.items():
+                    if v.__class__ is not dict or below >= MAX_DEPTH:
+                        return None
+                    sub = self.plain(v, below)
+                    if sub is None:
+                        return None
+                    kids[k] = sub
+                out["properties"] = kids
+            if req is not None:
+                out["required"] = list(req)
+            if ap.__class__ is dict:
+                if below >= MAX_DEPTH:
+                    return None
+                sub = self.plain(ap, below)
+                if sub is None:
+                    return None
+                out["additionalProperties"] = sub
+            elif "additionalProperties" in s:
+                out["additionalProperties"] = ap
+            return out
+        if t == "array":
+            items = _array_shape(s)
+            if items is None:
+                return None
+            out = dict(s)
+            if items is True:
+                if self.nodes >= MAX_NODES:
+                    return None
+                self.nodes += 1
+                out["items"] = permissive()
+            elif below >= MAX_DEPTH or (sub := self.plain(items, below)) is None:
+                return None
+            else:
+                out["items"] = sub
+            return out
+        return None
+
     def clean_container(
         self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
     ) -> dict[str, Any] | None:
         """An object or array already in the accepted form, its children walked as usual; ``None``
         when anything in it needs the full rules. Equal to what they would produce, just sooner."""
         t = s.get("type")
-        if t == "object" and t.__class__ is str:
-            if not s.keys() <= _CLEAN_OBJECT_KEYS or not _clean_text(s):
+        if t == "object":
+            shape = _object_shape(s)
+            if shape is None:
                 return None
-            props = s.get("properties")
-            req = s.get("required")
-            ap = s.get("additionalProperties", True)
-            if props is None:
-                props = {}
-            elif props.__class__ is not dict or not all(k.__class__ is str and k.isascii() for k in props):
-                return None
-            if req is not None and (
-                req.__class__ is not list
-                or not req
-                or not all(r.__class__ is str and r in props for r in req)
-                or len(set(req)) != len(req)
-            ):
-                return None
-            if ap.__class__ is not bool and ap.__class__ is not dict:
-                return None
+            props, req, ap = shape
             out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
             out["type"] = "object"
             if "properties" in s or depth == 0:
                 out["properties"] = {
-                    k: self.walk(v, f"{path}/properties/{k}", depth + 1, refs) for k, v in props.items()
+                    k: self.child(v, depth + 1, refs, path, "properties", k) for k, v in props.items()
                 }
             if req is not None:
                 out["required"] = list(req)
             if ap.__class__ is dict:
-                out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
+                out["additionalProperties"] = self.child(ap, depth + 1, refs, path, "additionalProperties")
             elif "additionalProperties" in s:
                 out["additionalProperties"] = ap
             return out
-        if t == "array" and t.__class__ is str:
-            if not s.keys() <= _CLEAN_ARRAY_KEYS or not _clean_text(s):
-                return None
-            items = s.get("items", True)
-            if items is not True and items.__class__ is not dict:
-                return None
-            if not all(_is_plain_count(s[k]) for k in ("minItems", "maxItems") if k in s):
+        if t == "array":
+            items = _array_shape(s)
+            if items is None:
                 return None
             out = dict(s)
-            out["items"] = self.walk(items, f"{path}/items", depth + 1, refs)
+            out["items"] = self.child(items, depth + 1, refs, path, "items")
             return out
         return None
 
@@ -664,7 +773,7 @@ class _Sanitizer:
                 if not ok_str(name) or name in props:
                     self.warn(path, f"property name {name!r} unusable; dropped")
                     continue
-                props[name] = self.walk(v, f"{path}/properties/{name}", depth + 1, refs)
+                props[name] = self.child(v, depth + 1, refs, path, "properties", name)
         req = s.get("required")
         required: list[str] = []
         if isinstance(req, list):
@@ -687,7 +796,7 @@ class _Sanitizer:
         if isinstance(ap, bool):
             out["additionalProperties"] = ap
         elif isinstance(ap, dict):
-            out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
+            out["additionalProperties"] = self.child(ap, depth + 1, refs, path, "additionalProperties")
         elif ap is not None:
             self.warn(path, "invalid additionalProperties dropped")
 
@@ -702,7 +811,7 @@ class _Sanitizer:
         if items is False:
             out["maxItems"] = 0
             items = True
-        out["items"] = self.walk(items if items is not None else True, f"{path}/items", depth + 1, refs)
+        out["items"] = self.child(items if items is not None else True, depth + 1, refs, path, "items")
         for k in ("minItems", "maxItems"):
             if k in s and k not in out:
                 if _is_count(s[k]):
