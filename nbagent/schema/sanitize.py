@@ -523,6 +523,36 @@ class _Sanitizer:
             return out
         return None
 
+    def dialect_root(self, s: dict[str, Any]) -> dict[str, Any] | None:
+        """A root that is an object in the accepted form but for keywords dropped silently (its
+        dialect's ``$schema``, the ``$defs`` its children refer to), as the full rules give it
+        (``type`` first, then its text, unlike ``clean_container``), its children walked as
+        usual; ``None`` for any other root."""
+        extra = s.keys() - _CLEAN_OBJECT_KEYS
+        if not extra or not extra <= _SILENT_DROP or s.get("type") != "object":
+            return None
+        shape = _object_shape({k: v for k, v in s.items() if k not in extra})
+        if shape is None:
+            return None
+        props, req, ap = shape
+        out: dict[str, Any] = {"type": "object"}
+        for k in ("description", "title"):
+            if k in s:
+                out[k] = s[k]
+        self.nodes += 1
+        self.active.add(id(s))
+        try:
+            out["properties"] = {k: self.child(v, 1, (), "", "properties", k) for k, v in props.items()}
+            if req is not None:
+                out["required"] = list(req)
+            if ap.__class__ is dict:
+                out["additionalProperties"] = self.child(ap, 1, (), "", "additionalProperties")
+            elif "additionalProperties" in s:
+                out["additionalProperties"] = ap
+        finally:
+            self.active.discard(id(s))
+        return out
+
     def clean_container(
         self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
     ) -> dict[str, Any] | None:
@@ -928,7 +958,9 @@ def sanitize_schema(schema: object) -> tuple[dict[str, Any], list[str]]:
             out["properties"] = {k: dict(v) for k, v in props.items()}
             return out, []
         san = _Sanitizer(schema)
-        out = san.root_object(san.walk(schema, "", 0, ()))
+        out = san.dialect_root(schema)
+        if out is None:
+            out = san.root_object(san.walk(schema, "", 0, ()))
         return out, san.warnings
     except RecursionError:
         return {"type": "object", "properties": {}}, ["/: schema too deeply nested to read; no parameters exposed"]

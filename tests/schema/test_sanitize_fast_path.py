@@ -1,7 +1,8 @@
-"""The sanitiser's one-pass copy of clean subtrees gives exactly what the full walk gives: the
-same output (key order included) and the same warnings, for fuzzed schemas, realistic ones, and
-the edges where the two could part: a cycle inside clean objects, clean nesting past the depth
-limit, and a clean tree wider than the node budget."""
+"""The sanitiser's one-pass copy of clean subtrees, and its short way with a clean root that
+names its dialect or holds its definitions, give exactly what the full walk gives: the same
+output (key order included) and the same warnings, for fuzzed schemas, realistic ones, and the
+edges where the two could part: a cycle inside clean objects or back to the root, clean nesting
+past the depth limit, and a clean tree wider than the node budget."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def _both(schema: Any) -> tuple[str, str]:
     fast = repr(sanitize_schema(schema))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(sanitize_module._Sanitizer, "plain", lambda self, s, depth: None)
+        m.setattr(sanitize_module._Sanitizer, "dialect_root", lambda self, s: None)
         walked = repr(sanitize_schema(schema))
     return fast, walked
 
@@ -44,6 +46,8 @@ def _edges() -> list[Any]:
     wide = {"type": "object", "properties": {
         f"o{i}": {"type": "object", "properties": {f"l{j}": {"type": "boolean"} for j in range(60)}}
         for i in range(MAX_NODES // 60 + 5)}}  # fmt: skip
+    back: dict[str, Any] = {"$schema": "x", "type": "object", "properties": {"a": {"type": "string"}}}
+    back["properties"]["root"] = {"type": "array", "items": back}
     return [
         {"type": "object", "properties": {"x": _clean_tree(MAX_DEPTH + 4, 2)}},
         {"type": "object", "properties": {"x": _clean_tree(MAX_DEPTH - 2, 3)}, "$schema": "x"},
@@ -51,6 +55,16 @@ def _edges() -> list[Any]:
         wide,
         {"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "object", "additionalProperties": {
             "type": "object", "properties": {"c": {"type": "string", "enum": ["x", "x"]}}}}}},
+        {"title": "T", "$schema": 1, "description": "D", "type": "object", "required": ["a"],
+         "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer", "maximum": 3}},
+        {"$schema": "x", "type": "object"},
+        {"type": "object", "title": "Arguments", "minProperties": 1, "$defs": {"K": {"type": "string", "enum": ["a"]},
+         "M": {"type": "object", "properties": {"k": {"$ref": "#/$defs/K"}}}}, "properties": {
+            "m": {"$ref": "#/$defs/M"}, "n": {"anyOf": [{"$ref": "#/$defs/K"}, {"type": "null"}], "default": None},
+            "o": {"$ref": "#/$defs/missing"}}},
+        {"type": "object", "$defs": {}, "x-vendor": 1, "properties": {}},
+        {"$schema": "x", "type": "object", "description": None, "properties": {"a": {"type": "string"}}},
+        back,
     ]  # fmt: skip
 
 
@@ -61,7 +75,7 @@ def test_the_edges_come_out_as_the_walk_makes_them(case: int) -> None:
 
 
 def test_the_node_budget_and_the_depth_limit_still_warn(monkeypatch: pytest.MonkeyPatch) -> None:
-    deep, _, loop, wide, _ = _edges()
+    deep, _, loop, wide, *_ = _edges()
     assert any("deeper than" in w for w in sanitize_schema(deep)[1])
     assert any("self-containing" in w for w in sanitize_schema(loop)[1])
     assert any(f"larger than {MAX_NODES}" in w for w in sanitize_schema(wide)[1])
