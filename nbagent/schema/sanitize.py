@@ -696,7 +696,7 @@ class _Sanitizer:
             if rest and isinstance(b, dict):
                 b, _ = self.expand(b, path, refs)
                 b = self.merge(rest, b, path) if isinstance(b, dict) else rest
-            sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
+            sub = self.child(b, depth + 1, refs, path, "anyOf", str(i))
             flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
             for f in flat:
                 # A branch is dropped when its JSON text repeats one kept; equal text implies ==
