@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -278,6 +279,17 @@ def _array_shape(s: dict[str, Any]) -> Any:
     return items
 
 
+def _text_first(s: dict[str, Any]) -> dict[str, Any]:
+    """The head of a clean object's output: its text where the server put it, then its type."""
+    out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
+    out["type"] = "object"
+    return out
+
+
+class _NotPlain(Exception):
+    """A node below ``_Sanitizer.plain`` needs the full rules."""
+
+
 class _Sanitizer:
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -459,69 +471,66 @@ class _Sanitizer:
         in the accepted form: the everyday child needs none, nor the walk's other checks."""
         if s.__class__ is dict and depth < MAX_DEPTH:
             start = self.nodes
-            out = self.plain(s, depth)
-            if out is not None:
-                return out
-            self.nodes = start
+            try:
+                return self.plain(s, depth)
+            except _NotPlain:
+                self.nodes = start
         return self.walk(s, "/".join(path), depth, refs)
 
-    def plain(self, s: dict[str, Any], depth: int) -> dict[str, Any] | None:
+    def plain(self, s: dict[str, Any], depth: int) -> dict[str, Any]:
         """What ``walk`` gives a subtree every node of which is in the accepted form, counting its
-        nodes as the walk does; ``None`` (nodes uncounted by the caller) when any node is not. It
-        needs no path (no warning is possible) and no ancestor set: a cycle runs into the depth
-        limit, and the walk then tells it apart."""
+        nodes as the walk does; ``_NotPlain`` (nodes uncounted by the caller) when any node is
+        not. It needs no path (no warning is possible) and no ancestor set: a cycle runs into the
+        depth limit, and the walk then tells it apart."""
         if self.nodes >= MAX_NODES:
-            return None
+            raise _NotPlain
         self.nodes += 1
         if _clean_leaf(s):
             return _copy_leaf(s)
         t = s.get("type")
-        below = depth + 1
         if t == "object":
             shape = _object_shape(s)
             if shape is None:
-                return None
-            props, req, ap = shape
-            out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
-            out["type"] = "object"
-            if "properties" in s or depth == 0:
-                kids: dict[str, Any] = {}
-                for k, v in props.items():
-                    if v.__class__ is not dict or below >= MAX_DEPTH:
-                        return None
-                    sub = self.plain(v, below)
-                    if sub is None:
-                        return None
-                    kids[k] = sub
-                out["properties"] = kids
-            if req is not None:
-                out["required"] = list(req)
-            if ap.__class__ is dict:
-                if below >= MAX_DEPTH:
-                    return None
-                sub = self.plain(ap, below)
-                if sub is None:
-                    return None
-                out["additionalProperties"] = sub
-            elif "additionalProperties" in s:
-                out["additionalProperties"] = ap
-            return out
+                raise _NotPlain
+            below = depth + 1
+            return self.object_out(s, shape, _text_first(s), "properties" in s or depth == 0,
+                                   lambda v, *_: self.plain_below(v, below))  # fmt: skip
         if t == "array":
             items = _array_shape(s)
             if items is None:
-                return None
+                raise _NotPlain
             out = dict(s)
-            if items is True:
-                if self.nodes >= MAX_NODES:
-                    return None
-                self.nodes += 1
-                out["items"] = permissive()
-            elif below >= MAX_DEPTH or (sub := self.plain(items, below)) is None:
-                return None
-            else:
-                out["items"] = sub
+            out["items"] = self.plain_below(items, depth + 1)
             return out
-        return None
+        raise _NotPlain
+
+    def plain_below(self, s: Any, depth: int) -> dict[str, Any]:
+        """``plain`` of a child: ``True`` counts a node and accepts anything, as in the walk."""
+        if s is True:
+            if self.nodes >= MAX_NODES:
+                raise _NotPlain
+            self.nodes += 1
+            return permissive()
+        if s.__class__ is not dict or depth >= MAX_DEPTH:
+            raise _NotPlain
+        return self.plain(s, depth)
+
+    def object_out(
+        self, s: dict[str, Any], shape: tuple[dict[str, Any], list[str] | None, Any], out: dict[str, Any],
+        with_properties: bool, sub: Callable[..., dict[str, Any]],
+    ) -> dict[str, Any]:
+        """``out`` completed from a clean object's ``shape`` (``_object_shape``): properties (when
+        asked), required and additionalProperties, each child schema through ``sub(child, *path)``."""  # fmt: skip
+        props, req, ap = shape
+        if with_properties:
+            out["properties"] = {k: sub(v, "properties", k) for k, v in props.items()}
+        if req is not None:
+            out["required"] = list(req)
+        if ap.__class__ is dict:
+            out["additionalProperties"] = sub(ap, "additionalProperties")
+        elif "additionalProperties" in s:
+            out["additionalProperties"] = ap
+        return out
 
     def dialect_root(self, s: dict[str, Any]) -> dict[str, Any] | None:
         """A root that is an object in the accepted form but for keywords dropped silently (its
@@ -534,7 +543,6 @@ class _Sanitizer:
         shape = _object_shape({k: v for k, v in s.items() if k not in extra})
         if shape is None:
             return None
-        props, req, ap = shape
         out: dict[str, Any] = {"type": "object"}
         for k in ("description", "title"):
             if k in s:
@@ -542,16 +550,9 @@ class _Sanitizer:
         self.nodes += 1
         self.active.add(id(s))
         try:
-            out["properties"] = {k: self.child(v, 1, (), "", "properties", k) for k, v in props.items()}
-            if req is not None:
-                out["required"] = list(req)
-            if ap.__class__ is dict:
-                out["additionalProperties"] = self.child(ap, 1, (), "", "additionalProperties")
-            elif "additionalProperties" in s:
-                out["additionalProperties"] = ap
+            return self.object_out(s, shape, out, True, lambda v, *path: self.child(v, 1, (), "", *path))
         finally:
             self.active.discard(id(s))
-        return out
 
     def clean_container(
         self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
@@ -563,20 +564,8 @@ class _Sanitizer:
             shape = _object_shape(s)
             if shape is None:
                 return None
-            props, req, ap = shape
-            out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
-            out["type"] = "object"
-            if "properties" in s or depth == 0:
-                out["properties"] = {
-                    k: self.child(v, depth + 1, refs, path, "properties", k) for k, v in props.items()
-                }
-            if req is not None:
-                out["required"] = list(req)
-            if ap.__class__ is dict:
-                out["additionalProperties"] = self.child(ap, depth + 1, refs, path, "additionalProperties")
-            elif "additionalProperties" in s:
-                out["additionalProperties"] = ap
-            return out
+            return self.object_out(s, shape, _text_first(s), "properties" in s or depth == 0,
+                                   lambda v, *parts: self.child(v, depth + 1, refs, path, *parts))  # fmt: skip
         if t == "array":
             items = _array_shape(s)
             if items is None:

@@ -21,11 +21,15 @@ from tests.schema.test_catalogue_golden import bench
 from tests.schema.test_schema import schemas
 
 
+def _refuse(self: Any, s: Any, depth: int) -> Any:
+    raise sanitize_module._NotPlain
+
+
 def _both(schema: Any) -> tuple[str, str]:
     """``repr`` of what the sanitiser gives with the one-pass copy, and with the walk alone."""
     fast = repr(sanitize_schema(schema))
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(sanitize_module._Sanitizer, "plain", lambda self, s, depth: None)
+        m.setattr(sanitize_module._Sanitizer, "plain", _refuse)
         m.setattr(sanitize_module._Sanitizer, "dialect_root", lambda self, s: None)
         walked = repr(sanitize_schema(schema))
     return fast, walked
