@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -492,9 +491,7 @@ class _Sanitizer:
             shape = _object_shape(s)
             if shape is None:
                 raise _NotPlain
-            below = depth + 1
-            return self.object_out(s, shape, _text_first(s), "properties" in s or depth == 0,
-                                   lambda v, *_: self.plain_below(v, below))  # fmt: skip
+            return self.object_out(s, shape, _text_first(s), depth, (), "", plain=True)
         if t == "array":
             items = _array_shape(s)
             if items is None:
@@ -517,17 +514,24 @@ class _Sanitizer:
 
     def object_out(
         self, s: dict[str, Any], shape: tuple[dict[str, Any], list[str] | None, Any], out: dict[str, Any],
-        with_properties: bool, sub: Callable[..., dict[str, Any]],
+        depth: int, refs: tuple[str, ...], path: str, *, plain: bool,
     ) -> dict[str, Any]:
-        """``out`` completed from a clean object's ``shape`` (``_object_shape``): properties (when
-        asked), required and additionalProperties, each child schema through ``sub(child, *path)``."""  # fmt: skip
+        """``out`` completed from a clean object's ``shape`` (``_object_shape``): properties (always
+        at the root), required and additionalProperties; each child schema by ``plain_below`` when
+        ``plain``, else by ``child``."""  # fmt: skip
         props, req, ap = shape
-        if with_properties:
-            out["properties"] = {k: sub(v, "properties", k) for k, v in props.items()}
+        below = depth + 1
+        if "properties" in s or depth == 0:
+            if plain:
+                out["properties"] = {k: self.plain_below(v, below) for k, v in props.items()}
+            else:
+                out["properties"] = {k: self.child(v, below, refs, path, "properties", k) for k, v in props.items()}
         if req is not None:
             out["required"] = list(req)
         if ap.__class__ is dict:
-            out["additionalProperties"] = sub(ap, "additionalProperties")
+            out["additionalProperties"] = (
+                self.plain_below(ap, below) if plain else self.child(ap, below, refs, path, "additionalProperties")
+            )
         elif "additionalProperties" in s:
             out["additionalProperties"] = ap
         return out
@@ -550,7 +554,7 @@ class _Sanitizer:
         self.nodes += 1
         self.active.add(id(s))
         try:
-            return self.object_out(s, shape, out, True, lambda v, *path: self.child(v, 1, (), "", *path))
+            return self.object_out(s, shape, out, 0, (), "", plain=False)
         finally:
             self.active.discard(id(s))
 
@@ -564,8 +568,7 @@ class _Sanitizer:
             shape = _object_shape(s)
             if shape is None:
                 return None
-            return self.object_out(s, shape, _text_first(s), "properties" in s or depth == 0,
-                                   lambda v, *parts: self.child(v, depth + 1, refs, path, *parts))  # fmt: skip
+            return self.object_out(s, shape, _text_first(s), depth, refs, path, plain=False)
         if t == "array":
             items = _array_shape(s)
             if items is None:
