@@ -10,6 +10,7 @@ event loop, so the manager runs it in a worker thread.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ ServerTools = tuple[Hashable, McpServerConfig, list[types.Tool]]
 manager uses the connection's generation), its config, and its tools as listed."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Sanitised:
     """One distinct input schema and what the model sees of it."""
 
@@ -43,6 +44,8 @@ class _Sanitised:
     parameters: dict[str, Any]
     warnings: tuple[str, ...]
     strict: bool
+    exact: bytes | None = None
+    """``_exact(schema)``, taken when a second schema with the same canonical JSON arrives."""
 
 
 @dataclass
@@ -122,7 +125,12 @@ class CatalogBuilder:
         schema_json = canonical_bytes(input_schema)
         digest = hashlib.sha256(schema_json).digest() if schema_json is not None else None
         done = self._schemas.get(digest) if digest is not None else None
-        if done is None or not _same_shape(done.schema, input_schema):
+        if done is not None:
+            if done.exact is None:
+                done.exact = _exact(done.schema)
+            if done.exact is None or _exact(input_schema) != done.exact:
+                done = None
+        if done is None:
             done = _sanitised(input_schema)
             if digest is not None:
                 self._schemas.setdefault(digest, done)
@@ -162,21 +170,13 @@ def _sanitised(schema: dict[str, Any]) -> _Sanitised:
     return _Sanitised(schema, strict if strict is not None else parameters, tuple(warnings), strict is not None)
 
 
-def _same_shape(a: Any, b: Any) -> bool:
-    """Whether two schemas with the same canonical JSON are the same schema: the same types
-    throughout (JSON would not tell a tuple from a list) and the same key order (the sanitiser
-    keeps properties in the order a server sent them). A loop, not recursion: schemas are deep."""
-    pending = [(a, b)]
-    while pending:
-        x, y = pending.pop()
-        if x.__class__ is not y.__class__:
-            return False
-        if x.__class__ is dict:
-            if list(x) != list(y):
-                return False
-            pending.extend((v, y[k]) for k, v in x.items())
-        elif x.__class__ is list:
-            if len(x) != len(y):
-                return False
-            pending.extend(zip(x, y))
-    return True
+def _exact(schema: dict[str, Any]) -> bytes | None:
+    """A digest of ``schema`` that two schemas share only when they are the same schema: the same
+    key order (the sanitiser keeps properties in the order a server sent them) and the same types
+    throughout, which JSON would not tell apart (a tuple from a list). ``marshal`` writes exact
+    types in one C-level pass and refuses subclasses (``None``: such a schema is not shared);
+    format 2 has no back-references, whose presence would hang on reference counts."""
+    try:
+        return hashlib.sha256(marshal.dumps(schema, 2)).digest()
+    except ValueError:
+        return None

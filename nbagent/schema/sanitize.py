@@ -160,7 +160,23 @@ def _is_plain_count(v: Any) -> bool:
 
 def _clean_text(s: dict[str, Any]) -> bool:
     """``description`` and ``title``, where present, are text the API takes as it is."""
-    return all(ok_str(s[k]) for k in _TEXT_KEYS if k in s)
+    for k in _TEXT_KEYS:
+        if k in s and not _ok_text(s[k]):
+            return False
+    return True
+
+
+def _ok_text(v: Any) -> bool:
+    """``ok_str``, answered without a call for the usual plain ASCII string."""
+    return (v.__class__ is str and v.isascii()) or ok_str(v)
+
+
+_JUST_STR = {str}
+
+
+def _all_ascii_str(values: Any) -> bool:
+    """Every item is a plain ``str`` of ASCII: C-level passes, not a Python loop per item."""
+    return set(map(type, values)) <= _JUST_STR and "".join(values).isascii()
 
 
 def _clean_leaf(s: dict[str, Any]) -> bool:
@@ -171,11 +187,11 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
     if allowed is None or not s.keys() <= allowed:
         return False
     for k, v in s.items():
-        if k == "type":
-            continue
         if k == "description" or k == "title":
-            if not ok_str(v):
+            if not _ok_text(v):
                 return False
+        elif k == "type":
+            continue
         elif k == "default":
             if not is_scalar(v):
                 return False
@@ -183,7 +199,7 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
             if (
                 v.__class__ is not list
                 or not 0 < len(v) <= MAX_ENUM
-                or not all(x.__class__ is str and x.isascii() for x in v)
+                or not _all_ascii_str(v)
                 or len(set(v)) != len(v)
             ):
                 return False
@@ -195,6 +211,9 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
                 return False
         elif k == "pattern":
             if v.__class__ is not str or not v.isascii() or not _compiles(v):
+                return False
+        elif v.__class__ is int:
+            if k == "multipleOf" and v <= 0:
                 return False
         elif not is_num(v) or (k == "multipleOf" and v <= 0):
             return False
@@ -218,6 +237,56 @@ def _compiles(pattern: str) -> bool:
     except (TypeError, re.error, RecursionError, OverflowError):
         return False
     return True
+
+
+def _object_shape(s: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None, Any] | None:
+    """``properties`` (``{}`` when absent), ``required`` and ``additionalProperties`` of an object
+    schema (``type`` is ``"object"``) in the accepted form; ``None`` when any needs the full rules."""
+    if s["type"].__class__ is not str or not s.keys() <= _CLEAN_OBJECT_KEYS or not _clean_text(s):
+        return None
+    props = s.get("properties")
+    req = s.get("required")
+    ap = s.get("additionalProperties", True)
+    if props is None:
+        props = {}
+    elif props.__class__ is not dict or not _all_ascii_str(props):
+        return None
+    if req is not None and (
+        req.__class__ is not list
+        or not req
+        or not set(map(type, req)) <= _JUST_STR
+        or not props.keys() >= set(req)
+        or len(set(req)) != len(req)
+    ):
+        return None
+    if ap.__class__ is not bool and ap.__class__ is not dict:
+        return None
+    return props, req, ap
+
+
+def _array_shape(s: dict[str, Any]) -> Any:
+    """``items`` (``True`` when absent) of an array schema (``type`` is ``"array"``) in the accepted
+    form; ``None`` when anything in it needs the full rules."""
+    if s["type"].__class__ is not str or not s.keys() <= _CLEAN_ARRAY_KEYS or not _clean_text(s):
+        return None
+    items = s.get("items", True)
+    if items is not True and items.__class__ is not dict:
+        return None
+    for k in ("minItems", "maxItems"):
+        if k in s and not _is_plain_count(s[k]):
+            return None
+    return items
+
+
+def _text_first(s: dict[str, Any]) -> dict[str, Any]:
+    """The head of a clean object's output: its text where the server put it, then its type."""
+    out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
+    out["type"] = "object"
+    return out
+
+
+class _NotPlain(Exception):
+    """A node below ``_Sanitizer.plain`` needs the full rules."""
 
 
 class _Sanitizer:
@@ -396,54 +465,116 @@ class _Sanitizer:
         finally:
             self.active.discard(id(s))
 
+    def child(self, s: Any, depth: int, refs: tuple[str, ...], *path: str) -> dict[str, Any]:
+        """``walk`` of a child, its path (the parts joined) built only when the subtree is not all
+        in the accepted form: the everyday child needs none, nor the walk's other checks."""
+        if s.__class__ is dict and depth < MAX_DEPTH:
+            start = self.nodes
+            try:
+                return self.plain(s, depth)
+            except _NotPlain:
+                self.nodes = start
+        return self.walk(s, "/".join(path), depth, refs)
+
+    def plain(self, s: dict[str, Any], depth: int) -> dict[str, Any]:
+        """What ``walk`` gives a subtree every node of which is in the accepted form, counting its
+        nodes as the walk does; ``_NotPlain`` (nodes uncounted by the caller) when any node is
+        not. It needs no path (no warning is possible) and no ancestor set: a cycle runs into the
+        depth limit, and the walk then tells it apart."""
+        if self.nodes >= MAX_NODES:
+            raise _NotPlain
+        self.nodes += 1
+        if _clean_leaf(s):
+            return _copy_leaf(s)
+        t = s.get("type")
+        if t == "object":
+            shape = _object_shape(s)
+            if shape is None:
+                raise _NotPlain
+            return self.object_out(s, shape, _text_first(s), depth, (), "", plain=True)
+        if t == "array":
+            items = _array_shape(s)
+            if items is None:
+                raise _NotPlain
+            out = dict(s)
+            out["items"] = self.plain_below(items, depth + 1)
+            return out
+        raise _NotPlain
+
+    def plain_below(self, s: Any, depth: int) -> dict[str, Any]:
+        """``plain`` of a child: ``True`` counts a node and accepts anything, as in the walk."""
+        if s is True:
+            if self.nodes >= MAX_NODES:
+                raise _NotPlain
+            self.nodes += 1
+            return permissive()
+        if s.__class__ is not dict or depth >= MAX_DEPTH:
+            raise _NotPlain
+        return self.plain(s, depth)
+
+    def object_out(
+        self, s: dict[str, Any], shape: tuple[dict[str, Any], list[str] | None, Any], out: dict[str, Any],
+        depth: int, refs: tuple[str, ...], path: str, *, plain: bool,
+    ) -> dict[str, Any]:
+        """``out`` completed from a clean object's ``shape`` (``_object_shape``): properties (always
+        at the root), required and additionalProperties; each child schema by ``plain_below`` when
+        ``plain``, else by ``child``."""  # fmt: skip
+        props, req, ap = shape
+        below = depth + 1
+        if "properties" in s or depth == 0:
+            if plain:
+                out["properties"] = {k: self.plain_below(v, below) for k, v in props.items()}
+            else:
+                out["properties"] = {k: self.child(v, below, refs, path, "properties", k) for k, v in props.items()}
+        if req is not None:
+            out["required"] = list(req)
+        if ap.__class__ is dict:
+            out["additionalProperties"] = (
+                self.plain_below(ap, below) if plain else self.child(ap, below, refs, path, "additionalProperties")
+            )
+        elif "additionalProperties" in s:
+            out["additionalProperties"] = ap
+        return out
+
+    def dialect_root(self, s: dict[str, Any]) -> dict[str, Any] | None:
+        """A root that is an object in the accepted form but for keywords dropped silently (its
+        dialect's ``$schema``, the ``$defs`` its children refer to), as the full rules give it
+        (``type`` first, then its text, unlike ``clean_container``), its children walked as
+        usual; ``None`` for any other root."""
+        extra = s.keys() - _CLEAN_OBJECT_KEYS
+        if not extra or not extra <= _SILENT_DROP or s.get("type") != "object":
+            return None
+        shape = _object_shape({k: v for k, v in s.items() if k not in extra})
+        if shape is None:
+            return None
+        out: dict[str, Any] = {"type": "object"}
+        for k in ("description", "title"):
+            if k in s:
+                out[k] = s[k]
+        self.nodes += 1
+        self.active.add(id(s))
+        try:
+            return self.object_out(s, shape, out, 0, (), "", plain=False)
+        finally:
+            self.active.discard(id(s))
+
     def clean_container(
         self, s: dict[str, Any], path: str, depth: int, refs: tuple[str, ...]
     ) -> dict[str, Any] | None:
         """An object or array already in the accepted form, its children walked as usual; ``None``
         when anything in it needs the full rules. Equal to what they would produce, just sooner."""
         t = s.get("type")
-        if t == "object" and t.__class__ is str:
-            if not s.keys() <= _CLEAN_OBJECT_KEYS or not _clean_text(s):
+        if t == "object":
+            shape = _object_shape(s)
+            if shape is None:
                 return None
-            props = s.get("properties")
-            req = s.get("required")
-            ap = s.get("additionalProperties", True)
-            if props is None:
-                props = {}
-            elif props.__class__ is not dict or not all(k.__class__ is str and k.isascii() for k in props):
-                return None
-            if req is not None and (
-                req.__class__ is not list
-                or not req
-                or not all(r.__class__ is str and r in props for r in req)
-                or len(set(req)) != len(req)
-            ):
-                return None
-            if ap.__class__ is not bool and ap.__class__ is not dict:
-                return None
-            out = {k: v for k, v in s.items() if k in _TEXT_KEYS}
-            out["type"] = "object"
-            if "properties" in s or depth == 0:
-                out["properties"] = {
-                    k: self.walk(v, f"{path}/properties/{k}", depth + 1, refs) for k, v in props.items()
-                }
-            if req is not None:
-                out["required"] = list(req)
-            if ap.__class__ is dict:
-                out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
-            elif "additionalProperties" in s:
-                out["additionalProperties"] = ap
-            return out
-        if t == "array" and t.__class__ is str:
-            if not s.keys() <= _CLEAN_ARRAY_KEYS or not _clean_text(s):
-                return None
-            items = s.get("items", True)
-            if items is not True and items.__class__ is not dict:
-                return None
-            if not all(_is_plain_count(s[k]) for k in ("minItems", "maxItems") if k in s):
+            return self.object_out(s, shape, _text_first(s), depth, refs, path, plain=False)
+        if t == "array":
+            items = _array_shape(s)
+            if items is None:
                 return None
             out = dict(s)
-            out["items"] = self.walk(items, f"{path}/items", depth + 1, refs)
+            out["items"] = self.child(items, depth + 1, refs, path, "items")
             return out
         return None
 
@@ -557,7 +688,7 @@ class _Sanitizer:
             if rest and isinstance(b, dict):
                 b, _ = self.expand(b, path, refs)
                 b = self.merge(rest, b, path) if isinstance(b, dict) else rest
-            sub = self.walk(b, f"{path}/anyOf/{i}", depth + 1, refs)
+            sub = self.child(b, depth + 1, refs, path, "anyOf", str(i))
             flat = sub["anyOf"] if set(sub) <= {"anyOf", "description", "title"} and "anyOf" in sub else [sub]
             for f in flat:
                 # A branch is dropped when its JSON text repeats one kept; equal text implies ==
@@ -664,7 +795,7 @@ class _Sanitizer:
                 if not ok_str(name) or name in props:
                     self.warn(path, f"property name {name!r} unusable; dropped")
                     continue
-                props[name] = self.walk(v, f"{path}/properties/{name}", depth + 1, refs)
+                props[name] = self.child(v, depth + 1, refs, path, "properties", name)
         req = s.get("required")
         required: list[str] = []
         if isinstance(req, list):
@@ -687,7 +818,7 @@ class _Sanitizer:
         if isinstance(ap, bool):
             out["additionalProperties"] = ap
         elif isinstance(ap, dict):
-            out["additionalProperties"] = self.walk(ap, f"{path}/additionalProperties", depth + 1, refs)
+            out["additionalProperties"] = self.child(ap, depth + 1, refs, path, "additionalProperties")
         elif ap is not None:
             self.warn(path, "invalid additionalProperties dropped")
 
@@ -702,7 +833,7 @@ class _Sanitizer:
         if items is False:
             out["maxItems"] = 0
             items = True
-        out["items"] = self.walk(items if items is not None else True, f"{path}/items", depth + 1, refs)
+        out["items"] = self.child(items if items is not None else True, depth + 1, refs, path, "items")
         for k in ("minItems", "maxItems"):
             if k in s and k not in out:
                 if _is_count(s[k]):
@@ -819,7 +950,9 @@ def sanitize_schema(schema: object) -> tuple[dict[str, Any], list[str]]:
             out["properties"] = {k: dict(v) for k, v in props.items()}
             return out, []
         san = _Sanitizer(schema)
-        out = san.root_object(san.walk(schema, "", 0, ()))
+        out = san.dialect_root(schema)
+        if out is None:
+            out = san.root_object(san.walk(schema, "", 0, ()))
         return out, san.warnings
     except RecursionError:
         return {"type": "object", "properties": {}}, ["/: schema too deeply nested to read; no parameters exposed"]
