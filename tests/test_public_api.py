@@ -53,6 +53,8 @@ THREAD = {
     "find": "(self, id_or_name: 'str') -> 'str | None'",
     "new": "(self, name: 'str | None' = None) -> 'str'",
     "record": "(self, item: 'Item') -> 'None'",
+    "redactor": "(self) -> 'Redactor'",
+    "refresh_secrets": "(self) -> 'None'",
     "rename": "(self, name: 'str') -> 'None'",
     "resume": "(self, id_or_name: 'str') -> 'str'",
     "saved": "(self, limit: 'int' = 50) -> 'list[ThreadSummary]'",
