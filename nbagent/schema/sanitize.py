@@ -296,6 +296,11 @@ class _Sanitizer:
         self._seen_warnings: set[str] = set()
         self.nodes = 0
         self.active: set[int] = set()
+        self.not_plain: set[int] = set()
+        """Ids of nodes whose subtree ``plain`` found a node in it not in the accepted form: the
+        walk below them does not try ``plain`` on them again, so a node deep down that needs the
+        full rules costs one failed try, not one per ancestor. (An id reused by a new node only
+        sends that node to the walk, which gives the same output.)"""
 
     def warn(self, path: str, msg: str) -> None:
         text = f"{path or '/'}: {msg}"
@@ -468,12 +473,13 @@ class _Sanitizer:
     def child(self, s: Any, depth: int, refs: tuple[str, ...], *path: str) -> dict[str, Any]:
         """``walk`` of a child, its path (the parts joined) built only when the subtree is not all
         in the accepted form: the everyday child needs none, nor the walk's other checks."""
-        if s.__class__ is dict and depth < MAX_DEPTH:
+        if s.__class__ is dict and depth < MAX_DEPTH and id(s) not in self.not_plain:
             start = self.nodes
             try:
                 return self.plain(s, depth)
             except _NotPlain:
                 self.nodes = start
+                self.not_plain.add(id(s))
         return self.walk(s, "/".join(path), depth, refs)
 
     def plain(self, s: dict[str, Any], depth: int) -> dict[str, Any]:
@@ -510,7 +516,11 @@ class _Sanitizer:
             return permissive()
         if s.__class__ is not dict or depth >= MAX_DEPTH:
             raise _NotPlain
-        return self.plain(s, depth)
+        try:
+            return self.plain(s, depth)
+        except _NotPlain:
+            self.not_plain.add(id(s))
+            raise
 
     def object_out(
         self, s: dict[str, Any], shape: tuple[dict[str, Any], list[str] | None, Any], out: dict[str, Any],
