@@ -221,11 +221,8 @@ class McpConnectionManager:
         return list(self._catalog)
 
     def _ready_keys(self) -> dict[str, Hashable]:
-        """What each ready server's catalogue entry is built from: a new connection, a new tool
-        list or a new config gives a new key."""
-        return {
-            name: (id(conn), conn.generation, id(conn.cfg)) for name, conn in self._conns.items() if conn.state == "ready"
-        }
+        """Each ready server's ``_catalog_key``: the catalogue is current when it was built from these."""
+        return {name: _catalog_key(conn) for name, conn in self._conns.items() if conn.state == "ready"}
 
     async def _catalog_current(self) -> None:
         """Wait until the catalogue matches every ready server's current tools."""
@@ -284,7 +281,8 @@ class McpConnectionManager:
             await conn.current_tools(relist=relist)
         except McpUnavailable as exc:
             return f"{exc}; not called"
-        await self._catalog_current()  # rebuilt if the re-list changed anything
+        if self._catalog_key.get(server) != _catalog_key(conn):
+            await self._catalog_current()  # rebuilt if the re-list changed anything
         current = self._catalog_by_raw.get((server, tool))
         if current is None:
             return f"MCP server {server!r} no longer offers the tool {tool!r}; not called"
@@ -306,9 +304,9 @@ class McpConnectionManager:
         if conn.state != "ready":
             reason = f" ({conn.error})" if conn.error else ""
             return ToolResult.error(f"{where}: the server is not connected: {conn.state}{reason}")
-        if not conn.cfg.tool_enabled(tool) or all(t.name != tool for t in conn.info.tools):
+        if not conn.cfg.tool_enabled(tool) or (not spec.definition_hash and all(t.name != tool for t in conn.info.tools)):
             return ToolResult.error(f"{where}: the server does not offer this tool (now)")
-        if spec.definition_hash:
+        if spec.definition_hash:  # the current definition is looked up by name: offered now, or an error
             current = await self.current_definition(spec)
             if isinstance(current, str):
                 return ToolResult.error(current)
@@ -403,6 +401,12 @@ def _build(
     """One build and its routing table, in the worker thread."""
     specs, warnings = builder.build(servers)
     return specs, {(spec.server or "", spec.raw_name): spec for spec in specs}, warnings
+
+
+def _catalog_key(conn: McpConnection) -> Hashable:
+    """What one ready server's catalogue entry is built from: a new connection, a new tool list
+    or a new config gives a new key."""
+    return id(conn), conn.generation, id(conn.cfg)
 
 
 def _check_name(name: str) -> None:
