@@ -5,6 +5,7 @@ front end can change which servers run but never reach a connection."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp import offers
@@ -13,9 +14,14 @@ from nbagent.mcp.status import ServerStatus
 from nbagent.mcp.wire import WireMessage
 
 
+ConfigHook = Callable[[str, McpServerConfig | None], None]
+"""Told of a server added (its config) or removed (``None``) before it starts or after it stops."""
+
+
 class McpServers:
-    def __init__(self, manager: McpConnectionManager) -> None:
+    def __init__(self, manager: McpConnectionManager, on_config: ConfigHook | None = None) -> None:
         self._manager = manager
+        self._on_config = on_config
         self._start: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -44,7 +50,11 @@ class McpServers:
         return self._manager.wire(name, last)
 
     async def add(self, name: str, cfg: McpServerConfig) -> bool:
-        """Add (or replace) a server and start it; ``True`` when it is ready."""
+        """Add (or replace) a server and start it; ``True`` when it is ready. The session knows
+        its config before its process starts: what the server sends back is redacted from the
+        first message on."""
+        if self._on_config is not None:
+            self._on_config(name, cfg)
         return await self._manager.add(name, cfg)
 
     async def restart(self, name: str) -> bool:
@@ -54,6 +64,8 @@ class McpServers:
     async def remove(self, name: str) -> None:
         """Stop a server and forget it; its tools leave the catalogue at once."""
         await self._manager.remove(name)
+        if self._on_config is not None:
+            self._on_config(name, None)
 
     async def resources(self, args: list[str]) -> str:
         """``[SERVER [URI]]``: the resources servers offer, or one read (``nbagent.mcp.offers``)."""

@@ -140,7 +140,7 @@ class Session:
             log_dir=self.config.home_path / "logs",
             config=self.config,
         )
-        self.servers = McpServers(self._mcp)
+        self.servers = McpServers(self._mcp, self._server_configured)
         self.inspector = Inspector(self.thread.redactor, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.id else None)
         """The last request and the last turns' events, for ``inspect`` (DESIGN §12.3)."""
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
@@ -475,6 +475,18 @@ class Session:
         from nbagent.config.edit import record_always_approval  # the TOML writer, on first use
 
         return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
+
+    def _server_configured(self, name: str, cfg: McpServerConfig | None) -> None:
+        """A server added or removed while the session runs (``%agent mcp add``) is in the
+        session's config as in the manager's: its secret-named env values join the rollout's
+        redaction set (what was hidden stays hidden), and its remembered approvals are read."""
+        servers = dict(self.config.mcp_servers)
+        if cfg is None:
+            servers.pop(name, None)
+        else:
+            servers[name] = cfg
+        self.config.mcp_servers = servers
+        self.thread.refresh_secrets()
 
     def _recorded_always(self, spec: ToolSpec) -> ApprovedDefinition | None:
         server = self.config.mcp_servers.get(spec.server or "")
