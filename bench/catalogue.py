@@ -3,6 +3,11 @@ reading it per model request, printed as ratios against the targets and against 
 checkout of the code (run interleaved, each round in a fresh process, so both see the same
 machine load).
 
+A catalogue with more MCP tools than ``max_model_tools`` is built *deferred*: its schemas are
+sanitised as their tools first go into a model request, which carries at most that many. The
+targets apply to that build (the one a catalogue of 5,000 or 50,000 tools gets); the eager build
+is printed beside it, and the time to complete one request's tools after it.
+
 Run: ``python bench/catalogue.py [--baseline /path/to/old/worktree] [--quick]``. Without
 ``--baseline`` only the targets are compared. The baseline worktree needs only the same public
 function, ``nbagent.mcp.catalog.build_catalog(servers)``.
@@ -27,6 +32,10 @@ SHARED_SERVERS = 0.2
 """Share of servers that are another server configured a second time (same tools, same schemas)."""
 SHARED_SCHEMAS = 0.1
 """Share of a server's tools that reuse a schema of the same server (pagination, id lookups)."""
+
+REQUEST_TOOLS = 128
+"""Tools one model request carries at most (``max_model_tools``'s default): a deferred build
+completes these for its first request."""
 
 _WORDS = (
     "issue pull request repository branch commit label milestone project board card column user team org "
@@ -185,16 +194,26 @@ def _as_sdk(servers: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[Any, li
 
 
 def _worker(args: argparse.Namespace) -> None:
-    """Print one JSON line of timings for the nbagent found on ``sys.path``."""
+    """Print one JSON line of timings for the nbagent found on ``sys.path``; ``--defer``: the
+    build a catalogue over ``max_model_tools`` makes, then completing the tools of one request."""
     from nbagent.mcp.catalog import build_catalog
 
     servers = _as_sdk(realistic_servers(args.tools, args.seed))
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
-    specs, _warnings = build_catalog(servers)
+    specs, _warnings = build_catalog(servers, defer=True) if args.defer else build_catalog(servers)
     build, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert len(specs) == args.tools, len(specs)
-    print(json.dumps({"build": build, "cpu": cpu}))
+    out = {"build": build, "cpu": cpu}
+    if args.defer:
+        from nbagent.mcp.catalog import Completer
+
+        completer = Completer()
+        t0 = time.perf_counter()
+        shown = [completer.complete(spec) for spec in specs[:REQUEST_TOOLS]]
+        out["complete"] = time.perf_counter() - t0
+        assert not any(spec.deferred for spec in shown)
+    print(json.dumps(out))
 
 
 # ----- in-process figures of this checkout ---------------------------------------------------
@@ -318,11 +337,11 @@ def _python_for(root: Path) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def _run_worker(root: Path, tools: int, seed: int) -> dict[str, float]:
+def _run_worker(root: Path, tools: int, seed: int, *, defer: bool = False) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [_python_for(root), str(Path(__file__).resolve()), "--worker", "--tools", str(tools), "--seed", str(seed)]
     out = subprocess.run(
-        [_python_for(root), str(Path(__file__).resolve()), "--worker", "--tools", str(tools), "--seed", str(seed)],
-        env=env, cwd=root, capture_output=True, text=True, check=True,
+        command + (["--defer"] if defer else []), env=env, cwd=root, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -334,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tools", type=int, default=5000, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--defer", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker(args)
@@ -351,19 +371,26 @@ def main(argv: list[str] | None = None) -> int:
         (50_000, 3.0, 1 if args.quick else 2, 0 if args.quick else 1),
     ):
         mine: list[dict[str, float]] = []
+        deferred: list[dict[str, float]] = []
         base: list[dict[str, float]] = []
         for r in range(rounds):
             mine.append(_run_worker(here, n, r))
+            deferred.append(_run_worker(here, n, r, defer=True))
             if args.baseline is not None and r < base_rounds:
                 base.append(_run_worker(args.baseline, n, r))
         best, cpu = min(m["build"] for m in mine), min(m["cpu"] for m in mine)
-        ok &= best <= target
         line = f"cold build {n:>6,} tools   {best * 1e3:9.1f} ms  ({best / n * 1e6:5.1f} µs/tool, CPU {cpu * 1e3:,.0f} ms)" \
-               f"  target {target * 1e3:,.0f} ms: ratio {best / target:.2f} {'OK' if best <= target else 'MISSED'}"
+               f"  every schema sanitised (a catalogue within max_model_tools)"
         if base:
             b_wall, b_cpu = min(m["build"] for m in base), min(m["cpu"] for m in base)
             line += f"\n{'':23}baseline {b_wall * 1e3:9.1f} ms (CPU {b_cpu * 1e3:,.0f} ms): ratio {best / b_wall:.3f} " \
                     f"wall, {cpu / b_cpu:.3f} CPU"
+        d_best, d_cpu = min(m["build"] for m in deferred), min(m["cpu"] for m in deferred)
+        first = min(m["complete"] for m in deferred)
+        ok &= d_best <= target
+        line += f"\n{'':11}deferred  {d_best * 1e3:9.1f} ms  ({d_best / n * 1e6:5.1f} µs/tool, CPU {d_cpu * 1e3:,.0f} ms)" \
+                f"  target {target * 1e3:,.0f} ms: ratio {d_best / target:.2f} {'OK' if d_best <= target else 'MISSED'}" \
+                f"; its first request's {REQUEST_TOOLS} schemas {first * 1e3:.1f} ms"
         print(line, flush=True)
 
     per_call, naive = _catalogue_per_call(5000, 200 if args.quick else 1000)

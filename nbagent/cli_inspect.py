@@ -171,7 +171,7 @@ async def _tools(args: argparse.Namespace, config: Config) -> int:
     warnings: list[str] = []
     async with server_manager(config, config.home_path / "logs", warnings) as mcp:
         redactor = redactor_for(config)
-        views = [redacted(v, redactor) for v in tool_views(mcp.list_tools(), args.policy or config.approval_policy)]
+        views = [redacted(v, redactor) for v in tool_views([mcp.complete(spec) for spec in mcp.list_tools()], args.policy or config.approval_policy)]
     _emit(args, {"tools": [v.model_dump(mode="json") for v in views], "warnings": warnings}, tools_text(views))
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

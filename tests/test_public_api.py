@@ -42,7 +42,7 @@ SESSION = {
     "start": "(self, op: 'UserTurn') -> 'asyncio.Future[RunResult]'",
     "submit": "(self, op: 'Op') -> 'str'",
     "subscribe": "(self, callback: 'Callable[[Event], None]') -> 'Callable[[], None]'",
-    "tools": "(self) -> 'list[ToolSpec]'",
+    "tools": "(self, *, complete: 'bool' = False) -> 'list[ToolSpec]'",
     "warn": "(self, message: 'str') -> 'None'",
 }
 SESSION_FIELDS = ["approvals", "config", "cwd", "elicitations", "inspector", "interactive", "servers", "thread"]

@@ -248,6 +248,9 @@ class Config(_Strict):
     """What the rollout keeps of one result's blocks."""
     server_instructions_max_bytes: int = Field(default=4096, ge=0)
     """Cap on each MCP server's ``instructions`` passed to the model."""
+    max_model_tools: int = Field(default=128, ge=2)
+    """Most tools one model request carries (OpenAI's APIs accept 128). A catalogue with more MCP
+    tools than this sanitises each tool's schema only when it first goes into a request."""
     approval_timeout_sec: float | None = Field(default=None, gt=0)
     """Unanswered approvals are denied after this long; ``None`` waits until interrupted."""
     elicitation_timeout_sec: float = Field(default=600.0, gt=0)

@@ -40,3 +40,12 @@ class ChangingToolProvider(ToolProvider, Protocol):
         """``spec`` as a call made now would run it, once any announced change has been listed
         (bounded); ``relist`` asks the source again first. A string says why it cannot run."""
         ...
+
+
+@runtime_checkable
+class DeferringToolProvider(ToolProvider, Protocol):
+    """A source whose specs may be ``deferred`` (their model-visible schema not made yet)."""
+
+    def complete(self, spec: ToolSpec) -> ToolSpec:
+        """``spec`` with the schema the model sees; one that is not deferred as it is."""
+        ...

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import cast
 
-from nbagent.core.provider import ToolProvider
+from nbagent.core.provider import DeferringToolProvider, ToolProvider
 from nbagent.protocol import ToolSpec
 
 Catalogue = Mapping[str, tuple[ToolSpec, ToolProvider]]
@@ -47,6 +48,12 @@ class ToolRouter:
 
     def specs(self) -> Sequence[ToolSpec]:
         return self._current()[2]
+
+    @staticmethod
+    def for_model(entries: Iterable[tuple[ToolSpec, ToolProvider]]) -> list[ToolSpec]:
+        """The specs as a model request carries them: a deferred one is completed by its source
+        (its schema sanitised now, once)."""
+        return [cast(DeferringToolProvider, p).complete(spec) if spec.deferred else spec for spec, p in entries]
 
     def _current(self) -> tuple[tuple[Hashable, ...], Catalogue, Sequence[ToolSpec]]:
         key = tuple(getattr(provider, "generation", _UNVERSIONED) for provider in self._providers)

@@ -326,7 +326,12 @@ class Session:
             self._models[name] = self.inspector.watch(make_model(self.config, name, cwd=self.cwd))
         return self._models[name]
 
-    def tools(self) -> list[ToolSpec]:
+    def tools(self, *, complete: bool = False) -> list[ToolSpec]:
+        """The model-visible catalogue. In one larger than ``max_model_tools`` an MCP tool's
+        schema is made when the tool first goes into a model request (``spec.deferred``);
+        ``complete`` makes every one now (seconds for tens of thousands of tools)."""
+        if complete:
+            return self._router.for_model(self._router.catalogue().values())
         return list(self._router.specs())
 
     def pending_approvals(self) -> dict[str, ApprovalRequested]:

@@ -194,7 +194,7 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
     """One model request whose view fits the window: compacted first when the estimate passes
     the limit, and once more (then retried) when the server still says it is too long."""
     turn.catalogue = turn.router.catalogue()
-    tools = [spec for spec, _ in turn.catalogue.values()]
+    tools = turn.router.for_model(turn.catalogue.values())
     instructions = turn.instructions()
     if turn.preamble_text:
         instructions = f"{instructions}\n\n{turn.preamble_text}"

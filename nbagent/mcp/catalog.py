@@ -67,12 +67,13 @@ class CatalogBuilder:
         self._idents: frozenset[tuple[str, str]] = frozenset()
         self._names = Qualified()
 
-    def build(self, servers: Mapping[str, ServerTools]) -> tuple[list[ToolSpec], list[str]]:
-        """ToolSpecs for every enabled tool of the given (ready) servers, plus warnings to show."""
+    def build(self, servers: Mapping[str, ServerTools], *, defer: bool = False) -> tuple[list[ToolSpec], list[str]]:
+        """ToolSpecs for every enabled tool of the given (ready) servers, plus warnings to show;
+        ``defer``: a schema not sanitised before is left for ``Completer`` (``spec.deferred``)."""
         with gc_paused():
-            return self._build(servers)
+            return self._build(servers, defer)
 
-    def _build(self, servers: Mapping[str, ServerTools]) -> tuple[list[ToolSpec], list[str]]:
+    def _build(self, servers: Mapping[str, ServerTools], defer: bool) -> tuple[list[ToolSpec], list[str]]:
         kept: dict[str, _Server] = {}
         changed: dict[str, tuple[Hashable, McpServerConfig, dict[str, types.Tool]]] = {}
         for server in sorted(servers):
@@ -110,7 +111,7 @@ class CatalogBuilder:
                 built += 1
                 if built % _YIELD_EVERY == 0:
                     time.sleep(0)  # hands the GIL to the event loop, which may be waiting for it
-                spec, digest = self._spec(by_raw[(server, raw)], server, raw, cfg, chosen[raw])
+                spec, digest = self._spec(by_raw[(server, raw)], server, raw, cfg, chosen[raw], defer)
                 entry.specs.append(spec)
                 if digest is not None:
                     entry.schemas.append(digest)
@@ -119,27 +120,19 @@ class CatalogBuilder:
         return [spec for entry in entries.values() for spec in entry.specs], list(self._names.warnings)
 
     def _spec(
-        self, name: str, server: str, raw: str, cfg: McpServerConfig, tool: types.Tool
+        self, name: str, server: str, raw: str, cfg: McpServerConfig, tool: types.Tool, defer: bool
     ) -> tuple[ToolSpec, bytes | None]:
         input_schema: dict[str, Any] = dict(tool.input_schema or {})
         schema_json = canonical_bytes(input_schema)
-        digest = hashlib.sha256(schema_json).digest() if schema_json is not None else None
-        done = self._schemas.get(digest) if digest is not None else None
-        if done is not None:
-            if done.exact is None:
-                done.exact = _exact(done.schema)
-            if done.exact is None or _exact(input_schema) != done.exact:
-                done = None
-        if done is None:
-            done = _sanitised(input_schema)
-            if digest is not None:
-                self._schemas.setdefault(digest, done)
+        digest, done = _cached(self._schemas, input_schema, schema_json, make=not defer)
         annotations = annotations_from_mcp(tool.annotations)
         description = tool.description or ""
+        shown: dict[str, Any] = {"deferred": True} if done is None else {
+            "parameters": done.parameters, "strict": done.strict, "warnings": list(done.warnings)
+        }
         spec = ToolSpec(
             name=name,
             description=description,
-            parameters=done.parameters,
             input_schema=input_schema,
             output_schema=dict(tool.output_schema) if tool.output_schema else None,
             source="mcp",
@@ -150,17 +143,73 @@ class CatalogBuilder:
             approval_mode=cfg.approval_mode_for(raw),
             trusted=cfg.trusted,
             definition_hash=definition_hash(description, input_schema, annotations, schema_json=schema_json),
-            strict=done.strict,
-            warnings=list(done.warnings),
+            **shown,
         )
-        return spec, digest
+        return spec, digest if done is not None else None
+
+
+class Completer:
+    """Completes deferred specs for a model request: each distinct schema is sanitised once, and
+    a completed spec is kept while its tool is in the catalogue. Runs on the event loop (a
+    request completes at most ``max_model_tools`` specs, most of them kept from the last one)."""
+
+    def __init__(self) -> None:
+        self._schemas: dict[bytes, _Sanitised] = {}
+        self._specs: dict[tuple[str, str, str, str], tuple[ToolSpec, bytes | None]] = {}
+
+    def complete(self, spec: ToolSpec) -> ToolSpec:
+        """``spec`` with the schema the model sees; a spec that is not deferred as it is."""
+        if not spec.deferred:
+            return spec
+        key = _identity(spec)
+        kept = self._specs.get(key)
+        if kept is None:
+            schema = spec.input_schema or {}
+            digest, shown = _cached(self._schemas, schema, canonical_bytes(schema), make=True)
+            assert shown is not None
+            done = spec.model_copy(
+                update={"parameters": shown.parameters, "strict": shown.strict, "warnings": list(shown.warnings),
+                        "deferred": False}
+            )
+            kept = self._specs[key] = (done, digest)
+        return kept[0]
+
+    def retain(self, specs: list[ToolSpec]) -> None:
+        """Forget what no tool of this catalogue uses (after each build)."""
+        keys = {_identity(spec) for spec in specs if spec.deferred}
+        self._specs = {key: kept for key, kept in self._specs.items() if key in keys}
+        used = {digest for _, digest in self._specs.values()}
+        self._schemas = {digest: done for digest, done in self._schemas.items() if digest in used}
 
 
 def build_catalog(
-    servers: Mapping[str, tuple[McpServerConfig, list[types.Tool]]],
+    servers: Mapping[str, tuple[McpServerConfig, list[types.Tool]]], *, defer: bool = False
 ) -> tuple[list[ToolSpec], list[str]]:
     """A catalogue built from nothing (what ``CatalogBuilder`` does on its first build)."""
-    return CatalogBuilder().build({name: (None, cfg, tools) for name, (cfg, tools) in servers.items()})
+    return CatalogBuilder().build({name: (None, cfg, tools) for name, (cfg, tools) in servers.items()}, defer=defer)
+
+
+def _identity(spec: ToolSpec) -> tuple[str, str, str, str]:
+    return spec.name, spec.server or "", spec.raw_name, spec.definition_hash
+
+
+def _cached(
+    schemas: dict[bytes, _Sanitised], schema: dict[str, Any], schema_json: bytes | None, *, make: bool
+) -> tuple[bytes | None, _Sanitised | None]:
+    """``schema``'s digest and what the model sees of it, from ``schemas`` when exactly this
+    schema was sanitised before; else sanitised now (and kept) when ``make``, or ``None``."""
+    digest = hashlib.sha256(schema_json).digest() if schema_json is not None else None
+    done = schemas.get(digest) if digest is not None else None
+    if done is not None:
+        if done.exact is None:
+            done.exact = _exact(done.schema)
+        if done.exact is None or _exact(schema) != done.exact:
+            done = None
+    if done is None and make:
+        done = _sanitised(schema)
+        if digest is not None:
+            schemas.setdefault(digest, done)
+    return digest, done
 
 
 def _sanitised(schema: dict[str, Any]) -> _Sanitised:

@@ -20,7 +20,7 @@ import mcp_types as types
 
 from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
-from nbagent.mcp.catalog import CatalogBuilder, ServerTools
+from nbagent.mcp.catalog import CatalogBuilder, Completer, ServerTools
 from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
 from nbagent.mcp.wire import WireMessage, server_secrets
 from nbagent.mcp.meta import call_meta
@@ -30,6 +30,8 @@ from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, Mcp
 from nbagent.protocol import Event, WarningEvent
 from nbagent.protocol.tools import ProgressFn
 
+_DEFAULT_CAP: int = Config.model_fields["max_model_tools"].default
+"""``max_model_tools`` for a manager made without a config."""
 log = logging.getLogger(__name__)
 
 
@@ -58,6 +60,7 @@ class McpConnectionManager:
         """``False`` where no one sees events: a server needing a new login fails, naming the verb."""
         self._conns: dict[str, McpConnection] = {}
         self._builder = CatalogBuilder()
+        self._completer = Completer()
         self._building: asyncio.Task[None] | None = None
         self._catalog: list[ToolSpec] = []
         self._catalog_key: dict[str, Hashable] = {}
@@ -220,6 +223,10 @@ class McpConnectionManager:
             return list(self._shown[1])
         return list(self._catalog)
 
+    def complete(self, spec: ToolSpec) -> ToolSpec:
+        """``spec`` with the schema the model sees, sanitised now if the build deferred it."""
+        return self._completer.complete(spec)
+
     def _ready_keys(self) -> dict[str, Hashable]:
         """Each ready server's ``_catalog_key``: the catalogue is current when it was built from these."""
         return {name: _catalog_key(conn) for name, conn in self._conns.items() if conn.state == "ready"}
@@ -252,8 +259,11 @@ class McpConnectionManager:
             servers: dict[str, ServerTools] = {
                 name: (key[name], self._conns[name].cfg, self._conns[name].info.tools) for name in key
             }
-            specs, by_raw, warnings = await asyncio.to_thread(_build, self._builder, servers)
+            cap = self._config.max_model_tools if self._config is not None else _DEFAULT_CAP
+            defer = sum(len(tools) for _, _, tools in servers.values()) > cap
+            specs, by_raw, warnings = await asyncio.to_thread(_build, self._builder, servers, defer)
             self._catalog, self._catalog_by_raw, self._catalog_key = specs, by_raw, key
+            self._completer.retain(specs)
             self.generation += 1
             for message in warnings:
                 self._emit(WarningEvent(message=message))
@@ -396,10 +406,10 @@ class McpConnectionManager:
 
 
 def _build(
-    builder: CatalogBuilder, servers: Mapping[str, ServerTools]
+    builder: CatalogBuilder, servers: Mapping[str, ServerTools], defer: bool
 ) -> tuple[list[ToolSpec], dict[tuple[str, str], ToolSpec], list[str]]:
     """One build and its routing table, in the worker thread."""
-    specs, warnings = builder.build(servers)
+    specs, warnings = builder.build(servers, defer=defer)
     return specs, {(spec.server or "", spec.raw_name): spec for spec in specs}, warnings
 
 

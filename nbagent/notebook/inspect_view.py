@@ -123,7 +123,7 @@ def run_inspect(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError("no session yet (it opens with the first %%agent cell)")
     if words.view == "tools":
         redactor = s.inspector.redactor()
-        views = [redacted(v, redactor) for v in tool_views(s.tools(), s.policy, s.approvals.memory)]
+        views = [redacted(v, redactor) for v in tool_views(s.tools(complete=True), s.policy, s.approvals.memory)]
         _show(agent, words.json, [v.model_dump(mode="json") for v in views], tools_text(views),
               lambda: tools_widget(views))  # fmt: skip
     elif words.view == "request":

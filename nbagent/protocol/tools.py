@@ -66,6 +66,10 @@ class ToolSpec(ProtocolModel):
     strict: bool = False
     warnings: list[str] = Field(default_factory=list)
     """What sanitising the schema had to change or drop."""
+    deferred: bool = False
+    """The schema the model sees is not made yet: ``parameters``, ``strict`` and ``warnings``
+    are placeholders until the tool first goes into a model request (a catalogue larger than
+    ``max_model_tools`` sanitises each schema then; ``ToolRouter.for_model``)."""
 
     @property
     def display_name(self) -> str:

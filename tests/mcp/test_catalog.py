@@ -140,9 +140,9 @@ async def test_the_build_runs_in_a_worker_thread_and_a_change_keeps_other_server
     threads: list[int] = []
     real = CatalogBuilder.build
 
-    def recording(self: CatalogBuilder, servers: Any) -> Any:
+    def recording(self: CatalogBuilder, servers: Any, **kw: Any) -> Any:
         threads.append(threading.get_ident())
-        return real(self, servers)
+        return real(self, servers, **kw)
 
     monkeypatch.setattr(CatalogBuilder, "build", recording)
     manager = await harness.start({"feat": harness.cfg("features.py"), "other": harness.cfg("crashy.py")})

@@ -5,6 +5,9 @@ the sanitiser (``catalogue_corpus.json``, recorded once), from the hostile schem
 tests and from look-alikes JSON cannot tell apart, against digests recorded before the build
 was made faster (``catalogue_golden.json``).
 
+A deferred build (a catalogue over ``max_model_tools``), each spec completed as a model request
+would complete it, must expose the very same definitions.
+
 A change meant to alter what the model sees rewrites the golden file on purpose:
 ``python -m tests.schema.test_catalogue_golden --write``, and says why in its commit.
 """
@@ -20,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 
 from nbagent.config import McpServerConfig
-from nbagent.mcp.catalog import build_catalog
+from nbagent.mcp.catalog import Completer, build_catalog
 from nbagent.protocol import ToolSpec
 from nbagent.schema import make_strict, sanitize_schema
 
@@ -83,12 +87,21 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(repr(value).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _cases() -> dict[str, Any]:
+def _built(servers: Any, defer: bool) -> list[ToolSpec]:
+    specs, _ = build_catalog(servers, defer=defer)
+    if not defer:
+        return specs
+    assert all(spec.deferred for spec in specs), "a first deferred build sanitised a schema"
+    completer = Completer()
+    return [completer.complete(spec) for spec in specs]
+
+
+def _cases(defer: bool = False) -> dict[str, Any]:
     """Every case's exposed output, by a name that says where it came from."""
     out: dict[str, Any] = {}
     for seed in BENCH_SEEDS:
         servers = bench._as_sdk(bench.realistic_servers(BENCH_TOOLS, seed))
-        for spec in build_catalog(servers)[0]:
+        for spec in _built(servers, defer):
             out[f"bench/{seed}/{spec.server}/{spec.raw_name}"] = _exposed(spec)
     corpus = json.loads(CORPUS.read_text())
     sanitised = [s for kind, s in corpus if kind == "sanitize"]
@@ -96,7 +109,7 @@ def _cases() -> dict[str, Any]:
               "alike": _look_alikes()}  # fmt: skip
     for group, schemas in groups.items():
         # The same tools twice, on two servers, so the second server's come from the cache.
-        specs, _ = build_catalog({"a": (CFG, _tools(schemas)), "b": (CFG, _tools(copy.deepcopy(schemas)))})
+        specs = _built({"a": (CFG, _tools(schemas)), "b": (CFG, _tools(copy.deepcopy(schemas)))}, defer)
         for spec in specs:
             out[f"{group}/{int(spec.raw_name[1:])}/{spec.server}"] = _exposed(spec)
         for i, schema in enumerate(schemas):
@@ -116,9 +129,10 @@ def _golden_from(cases: dict[str, Any]) -> dict[str, Any]:
     return {"digests": {name: _digest(value) for name, value in cases.items()}, "examples": examples}
 
 
-def test_every_exposed_tool_definition_is_what_it_was() -> None:
+@pytest.mark.parametrize("defer", [False, True], ids=["built", "deferred-then-completed"])
+def test_every_exposed_tool_definition_is_what_it_was(defer: bool) -> None:
     golden = json.loads(GOLDEN.read_text())
-    cases = _cases()
+    cases = _cases(defer)
     assert set(cases) == set(golden["digests"]), "the set of cases changed: rewrite the golden file on purpose"
     changed = sorted(name for name, value in cases.items() if _digest(value) != golden["digests"][name])
     assert not changed, f"{len(changed)} tool definitions changed, e.g. {changed[:5]}"
