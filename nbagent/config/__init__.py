@@ -254,6 +254,9 @@ class Config(_Strict):
     """Unanswered elicitations are cancelled after this long."""
     max_tool_rounds: int = Field(default=50, ge=1)
     """Model rounds per turn before the turn fails."""
+    max_model_tools: int = Field(default=128, ge=2)
+    """Most tools one model request carries (OpenAI's APIs refuse more than 128); past it the
+    request carries the non-MCP tools, ``search_tools`` and the MCP tools in view."""
     parallel_tool_calls: bool = True
     """Let known-safe read-only calls run together."""
     mcp_oauth_credentials_store: Literal["auto", "file", "keyring"] = "auto"

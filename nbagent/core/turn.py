@@ -22,6 +22,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
+from nbagent.core.tool_view import ToolView
 from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import (
     Completed,
@@ -121,6 +122,8 @@ class TurnContext:
     budget: ContextBudget = ContextBudget()
     """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
+    tool_view: ToolView | None = None
+    """Picks the tools of each request when the catalogue holds more than the model accepts."""
     usage: TokenUsage = _NO_USAGE
     """Replaced, never changed, as the model reports usage: the empty one is shared."""
     begun: dict[str, float] = field(default_factory=dict)
@@ -193,8 +196,11 @@ async def compact_now(turn: TurnContext, reason: Reason, extra: int) -> bool:
 async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request whose view fits the window: compacted first when the estimate passes
     the limit, and once more (then retried) when the server still says it is too long."""
-    turn.catalogue = turn.router.catalogue()
-    tools = [spec for spec, _ in turn.catalogue.values()]
+    catalogue = turn.router.catalogue()
+    if turn.tool_view is None:
+        turn.catalogue, tools = catalogue, [spec for spec, _ in catalogue.values()]
+    else:
+        turn.catalogue, tools = turn.tool_view.select(catalogue, turn.thread.items)
     instructions = turn.instructions()
     if turn.preamble_text:
         instructions = f"{instructions}\n\n{turn.preamble_text}"
