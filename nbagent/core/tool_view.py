@@ -226,11 +226,12 @@ class ToolView:
         return merged, picked
 
     def _adopt(self, catalogue: Catalogue) -> None:
-        """Per catalogue, once: its non-MCP tools (they come first) and it with ``search_tools``."""
+        """Per catalogue, once: its non-MCP tools (they come first) and it with ``search_tools``
+        (nbagent's own wins over a Python tool of that name, as native tools do)."""
         if catalogue is self._catalogue:
             return
-        own = [spec for spec, _ in catalogue.values() if spec.server is None][: self.cap - 1]
-        self._own = ({SEARCH_TOOL: (self.spec, self), **catalogue}, own)
+        own = [spec for spec, _ in catalogue.values() if spec.server is None and spec.name != SEARCH_TOOL]
+        self._own = ({**catalogue, SEARCH_TOOL: (self.spec, self)}, own[: self.cap - 1])
         self._catalogue, self._index = catalogue, None
 
     def index(self) -> ToolIndex:

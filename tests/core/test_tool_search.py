@@ -84,6 +84,20 @@ async def test_the_model_finds_a_tool_by_searching_calls_it_and_still_sees_it_af
     assert FOUND in tool_names(openai_server.requests[0])
 
 
+async def test_a_found_tool_stays_in_view_after_the_thread_is_compacted(openai_server, home: Path, tmp_path: Path) -> None:
+    config = config_for(openai_server, "responses", home, tmp_path / "r.jsonl")
+    openai_server.script([call("search_tools", query="pull request"), {"text": "found it"}, {"text": "next"}])
+    openai_server.respond = lambda body: {"text": "we found open_pull_request"} if body["instructions"].startswith(
+        "You are compacting") else None
+    async with Session(config=config) as session:
+        await asyncio.wait_for(session.run("find the pull request tool"), 60)
+        assert await session.compact() is not None
+        result = await asyncio.wait_for(session.run("go on"), 60)
+    assert result.status == "completed", result.error
+    last = openai_server.requests[-1]
+    assert "Summary of the earlier part" in json.dumps(last["input"]) and FOUND in tool_names(last)
+
+
 async def test_under_the_cap_the_request_carries_the_catalogue_unchanged(
     openai_server, home: Path, tmp_path: Path, wire_api: str
 ) -> None:

@@ -123,3 +123,13 @@ def test_the_index_is_built_once_per_catalogue() -> None:
     view.select(catalogue_of(many(31)), [])
     view.search("tool", 3)
     assert view._index is not index
+
+
+def test_a_python_tool_named_search_tools_does_not_shadow_the_search_past_the_cap() -> None:
+    catalogue = catalogue_of(many(30), native=0)
+    functions = FunctionTools()
+    functions.register(lambda: "mine", name=SEARCH_TOOL)
+    catalogue = MappingProxyType({SEARCH_TOOL: (functions.list_tools()[0], functions), **catalogue})
+    view = ToolView(5)
+    merged, tools = view.select(catalogue, [])
+    assert [t.name for t in tools] == [SEARCH_TOOL] and merged[SEARCH_TOOL][1] is view
