@@ -248,15 +248,16 @@ class Config(_Strict):
     """What the rollout keeps of one result's blocks."""
     server_instructions_max_bytes: int = Field(default=4096, ge=0)
     """Cap on each MCP server's ``instructions`` passed to the model."""
-    max_model_tools: int = Field(default=128, ge=2)
-    """Most tools one model request carries (OpenAI's APIs accept 128). A catalogue with more MCP
-    tools than this sanitises each tool's schema only when it first goes into a request."""
     approval_timeout_sec: float | None = Field(default=None, gt=0)
     """Unanswered approvals are denied after this long; ``None`` waits until interrupted."""
     elicitation_timeout_sec: float = Field(default=600.0, gt=0)
     """Unanswered elicitations are cancelled after this long."""
     max_tool_rounds: int = Field(default=50, ge=1)
     """Model rounds per turn before the turn fails."""
+    max_model_tools: int = Field(default=128, ge=2)
+    """Most tools one model request carries (OpenAI's APIs refuse more than 128); past it the
+    request carries the non-MCP tools, ``search_tools`` and the MCP tools in view. A catalogue
+    with more MCP tools than this sanitises each one's schema as it first goes into a request."""
     parallel_tool_calls: bool = True
     """Let known-safe read-only calls run together."""
     mcp_oauth_credentials_store: Literal["auto", "file", "keyring"] = "auto"

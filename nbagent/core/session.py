@@ -36,6 +36,7 @@ from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
 from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
+from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
@@ -146,6 +147,8 @@ class Session:
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
         self._bus.subscribe(self.inspector.on_event)
         self._router.add(self._mcp)
+        self._request_tools = RequestTools(self.config.max_model_tools)
+        """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
         self._interrupt_reason: str | None = None
         self._requested_thread = thread
         self._first_thread_name = thread_name
@@ -387,8 +390,8 @@ class Session:
             raise RuntimeError("a turn is running: compact after it ends (or interrupt it)")
         name = model or self.config.require_model()
         turn = self._turn(new_id("turn"), self.model_client(name), name, self.policy, "python", False)
-        tools = [spec for spec, _ in self._router.catalogue().values()]
-        extra = text_tokens(turn.instructions()) + tools_tokens(tools)
+        _, carried = self._request_tools.select(self._router.catalogue(), self.thread.items)
+        extra = text_tokens(turn.instructions()) + tools_tokens(self._router.for_model(carried))
         done = await compact(self.thread.items, self.thread.context, turn.budget, model=turn.model, model_name=name,
                              extra=extra, turn_id=None, reason="asked")
         if done is None:
@@ -418,6 +421,8 @@ class Session:
             parts.append(self.config.instructions)
         if docs.docs:
             parts.append(docs.text())
+        if self._request_tools.capped(self._router.catalogue()):
+            parts.append(SEARCH_HINT)
         cap = self.config.server_instructions_max_bytes
         for server, text in self._mcp.instructions().items():
             if text and cap:
@@ -443,7 +448,7 @@ class Session:
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
             instructions=instructions, servers_ready=self.servers.ready,
             budget=ContextBudget.of(self.config, model_name) if model is not None else ContextBudget(),
-            preamble=self._turn_context,
+            preamble=self._turn_context, request_tools=self._request_tools,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
         )

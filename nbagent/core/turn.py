@@ -22,6 +22,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
+from nbagent.core.request_tools import RequestTools
 from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import (
     Completed,
@@ -121,6 +122,8 @@ class TurnContext:
     budget: ContextBudget = ContextBudget()
     """The model's context window and where compaction starts (``ContextBudget.of``)."""
     catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
+    request_tools: RequestTools | None = None
+    """Picks the tools of each request when the catalogue holds more than the model accepts."""
     usage: TokenUsage = _NO_USAGE
     """Replaced, never changed, as the model reports usage: the empty one is shared."""
     begun: dict[str, float] = field(default_factory=dict)
@@ -193,8 +196,12 @@ async def compact_now(turn: TurnContext, reason: Reason, extra: int) -> bool:
 async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request whose view fits the window: compacted first when the estimate passes
     the limit, and once more (then retried) when the server still says it is too long."""
-    turn.catalogue = turn.router.catalogue()
-    tools = turn.router.for_model(turn.catalogue.values())
+    catalogue = turn.router.catalogue()
+    if turn.request_tools is None:
+        turn.catalogue, carried = catalogue, catalogue.values()
+    else:
+        turn.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
+    tools = turn.router.for_model(carried)
     instructions = turn.instructions()
     if turn.preamble_text:
         instructions = f"{instructions}\n\n{turn.preamble_text}"

@@ -14,7 +14,9 @@ step; a step has the shape of a replay response plus failure injections:
     chat only: {"omit_ids": true}, {"single_chunk": true}, {"no_usage": true}
     any: {"delay": 0.01} seconds after each delta; {"message": "..."} for error text
 
-``context_window`` makes it refuse over-long bodies as a real server does; ``respond`` answers
+A request with more than ``max_tools`` tools (128, OpenAI's limit) is refused as OpenAI refuses
+it (400, ``invalid_request_error``, naming ``tools`` and its length). ``context_window`` makes it
+refuse over-long bodies as a real server does; ``respond`` answers
 some requests (say, summary requests) from their body instead of the script.
 
 Every request body is recorded in ``requests`` (headers in ``headers``, paths in ``paths``).
@@ -39,6 +41,8 @@ from starlette.routing import Route
 
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 _ARG_CHUNK = 8
+MAX_TOOLS = 128
+"""OpenAI's Chat Completions and Responses APIs refuse a request with more tools than this."""
 
 
 class DropConnection(Exception):
@@ -81,6 +85,14 @@ def _error_body(step: dict[str, Any], body: dict[str, Any], key: str) -> tuple[i
                               "code": code if "code" in step else default_code}}
 
 
+def too_many_tools(count: int, limit: int) -> dict[str, Any]:
+    """The error body OpenAI answers a request carrying too many tools with."""
+    message = (f"Invalid 'tools': array too long. Expected an array with maximum length {limit}, "
+               f"but got an array with length {count} instead.")
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "tools",
+                      "code": "array_above_max_length"}}
+
+
 class FakeOpenAIServer:
     """Start with ``start()``; script with ``script(steps)``; inspect ``requests``."""
 
@@ -94,6 +106,8 @@ class FakeOpenAIServer:
         self.context_window: int | None = None
         """When set, a body of more than this many tokens (its JSON length / 4) is refused with
         ``context_length_exceeded``, as a real server refuses an over-long request."""
+        self.max_tools: int | None = MAX_TOOLS
+        """Most tools a request may carry (``None``: no limit, like a local server)."""
         self.models: list[dict[str, Any]] = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
         """What ``GET /v1/models`` lists (a vLLM server adds ``max_model_len``)."""
         self.respond: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
@@ -127,6 +141,7 @@ class FakeOpenAIServer:
             self.paths.clear()
             self.reject_stream_options = False
             self.context_window = None
+            self.max_tools = MAX_TOOLS
             self.respond = None
             self.models = [{"id": "fake-model", "object": "model", "owned_by": "test"}]
 
@@ -183,6 +198,9 @@ class FakeOpenAIServer:
 
     def _step(self, body: dict[str, Any], key: str) -> dict[str, Any] | Response:
         """The next scripted step, or the error response it (or an empty script) asks for."""
+        tools = body.get("tools") or []
+        if self.max_tools is not None and len(tools) > self.max_tools:
+            return JSONResponse(too_many_tools(len(tools), self.max_tools), status_code=400)
         if self.context_window is not None and len(json.dumps(body)) // 4 > self.context_window:
             return self._error({"status": 400, "code": "context_length_exceeded"}, body, key)
         step = self.respond(body) if self.respond else None

@@ -53,7 +53,8 @@ async def test_over_the_cap_schemas_wait_for_a_request_and_then_match_an_eager_b
 async def test_a_model_request_carries_each_tool_with_its_sanitised_schema(
     home: Path, script: Callable[..., str]  # noqa: F811
 ) -> None:
-    config = Config(home=str(home), model=script({"text": "ok"}), max_model_tools=2)
+    called = {"tool_calls": [{"name": "mcp__feat__stats", "arguments": {"values": [1.0, 3.0]}}]}
+    config = Config(home=str(home), model=script(called, {"text": "ok"}), max_model_tools=2)
     servers = {"feat": server_cfg("features.py")}
     async with Session(config=config, mcp_servers=servers, thread_name="deferred") as session:
         await session.servers.ready()
@@ -64,5 +65,6 @@ async def test_a_model_request_carries_each_tool_with_its_sanitised_schema(
         request = session.inspector.last_request(session.thread.id)
         assert request is not None
         sent = {tool["name"]: tool for tool in request.tools}
+    assert set(sent) == {"search_tools", "mcp__feat__stats"}, "the called tool is in view, the others are not"
     stats = sent["mcp__feat__stats"]
     assert stats["parameters"]["properties"]["values"]["type"] == "array", stats
