@@ -9,10 +9,12 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
+from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.mcp.meta import new_traceparent
 from nbagent.mcp.results import to_model_output
 from nbagent.protocol import (
@@ -47,6 +49,21 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(value, dict):
         return None, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+NAMES_LISTED = 50
+"""An unknown tool's error lists the catalogue's names up to this many (the model reads it)."""
+
+
+def _available(catalogue: Mapping[str, object]) -> str:
+    """What the model is told exists after it named a tool that does not: every name of a small
+    catalogue; of a large one, the way to find the rest."""
+    if len(catalogue) <= NAMES_LISTED:
+        return f"the available tools are: {', '.join(sorted(catalogue)) or 'none'}"
+    if SEARCH_TOOL in catalogue:
+        return f"{len(catalogue):,} tools are available: call {SEARCH_TOOL} with a few words of what you need"
+    listed = ", ".join(sorted(catalogue)[:NAMES_LISTED])
+    return f"the available tools include: {listed} (and {len(catalogue) - NAMES_LISTED:,} more)"
 
 
 def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
@@ -113,8 +130,7 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     )
     turn.begun[call.call_id] = time.perf_counter()
     if entry is None:
-        names = ", ".join(sorted(turn.catalogue)) or "none"
-        return ToolResult.error(f"unknown tool {call.name!r}; the available tools are: {names}")
+        return ToolResult.error(f"unknown tool {call.name!r}; {_available(turn.catalogue)}")
     if arguments is None:
         return ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
     current = await definition_to_run(turn.asks, *entry)

@@ -139,3 +139,16 @@ def test_a_cap_below_two_is_a_config_error_naming_the_key(tmp_path: Path) -> Non
     (tmp_path / "nbagent.toml").write_text("max_model_tools = 1\n")
     with pytest.raises(ConfigError, match="max_model_tools"):
         load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+
+
+async def test_a_wrong_name_past_the_cap_points_to_the_search_not_to_every_name(
+    openai_server, home: Path, tmp_path: Path
+) -> None:
+    openai_server.script([call("mcp__many__open_a_pr", id="7"), {"text": "sorry"}])
+    config = config_for(openai_server, "chat", home, tmp_path / "r.jsonl")
+    async with Session(config=config) as session:
+        result = await asyncio.wait_for(session.run("open a pull request"), 60)
+    assert result.status == "completed", result.error
+    output = list(sent_outputs(openai_server.requests[1], "chat").values())[0]
+    assert "unknown tool 'mcp__many__open_a_pr'" in output and "call search_tools" in output, output
+    assert FOUND not in output and len(output) < 300, "the error lists the catalogue"
