@@ -65,7 +65,7 @@ def build_notebook_server(session: Session) -> Server[Any]:
     """An SDK server whose catalogue is ``session.tools()``, re-read on every listing."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools()])
+        return types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools(complete=True)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         return output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {})))
