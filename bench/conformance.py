@@ -247,11 +247,13 @@ async def run_server(selected: list[str], env: dict[str, str], work: Path) -> li
     server = subprocess.Popen([sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0", "--token", token],
                               cwd=ROOT, env=server_env, stderr=subprocess.PIPE, text=True)
     assert server.stderr is not None
-    match = None
+    match, said = None, []
     while match is None:
         line = server.stderr.readline()
         if not line:
-            raise SystemExit("nbagent mcp-server did not start")
+            said.append(f"(exit status {server.wait(timeout=10)})")
+            raise SystemExit("nbagent mcp-server did not start; its stderr:\n" + "".join(said[-40:]))
+        said.append(line)
         match = re.search(r"listening on (http://[^/\s]+)", line)
     log = (work / "nbagent-server.log").open("w")
     threading.Thread(target=shutil.copyfileobj, args=(server.stderr, log), daemon=True).start()

@@ -150,20 +150,21 @@ class CatalogBuilder:
 
 class Completer:
     """Completes deferred specs for a model request: each distinct schema is sanitised once, and
-    a completed spec is kept while its tool is in the catalogue. Runs on the event loop (a
-    request completes at most ``max_model_tools`` specs, most of them kept from the last one)."""
+    a completed spec is kept while its spec object is in the catalogue (a build keeps the objects
+    of a server that did not change, and makes new ones for one that did). Runs on the event loop
+    (a request completes at most ``max_model_tools`` specs, most of them kept from the last one)."""
 
     def __init__(self) -> None:
         self._schemas: dict[bytes, _Sanitised] = {}
-        self._specs: dict[tuple[str, str, str, str], tuple[ToolSpec, bytes | None]] = {}
+        self._specs: dict[int, tuple[ToolSpec, ToolSpec, bytes | None]] = {}
+        """``id(deferred spec)`` -> (that spec, kept alive so the id stays its own; completed; digest)."""
 
     def complete(self, spec: ToolSpec) -> ToolSpec:
         """``spec`` with the schema the model sees; a spec that is not deferred as it is."""
         if not spec.deferred:
             return spec
-        key = _identity(spec)
-        kept = self._specs.get(key)
-        if kept is None:
+        kept = self._specs.get(id(spec))
+        if kept is None or kept[0] is not spec:
             schema = spec.input_schema or {}
             digest, shown = _cached(self._schemas, schema, canonical_bytes(schema), make=True)
             assert shown is not None
@@ -171,14 +172,16 @@ class Completer:
                 update={"parameters": shown.parameters, "strict": shown.strict, "warnings": list(shown.warnings),
                         "deferred": False}
             )
-            kept = self._specs[key] = (done, digest)
-        return kept[0]
+            kept = self._specs[id(spec)] = (spec, done, digest)
+        return kept[1]
 
     def retain(self, specs: list[ToolSpec]) -> None:
-        """Forget what no tool of this catalogue uses (after each build)."""
-        keys = {_identity(spec) for spec in specs if spec.deferred}
-        self._specs = {key: kept for key, kept in self._specs.items() if key in keys}
-        used = {digest for _, digest in self._specs.values()}
+        """Forget what no spec of this catalogue uses (after each build)."""
+        if not self._specs:
+            return  # nothing completed yet: no pass over a catalogue of tens of thousands
+        live = {id(spec) for spec in specs if spec.deferred}
+        self._specs = {key: kept for key, kept in self._specs.items() if key in live}
+        used = {digest for _, _, digest in self._specs.values()}
         self._schemas = {digest: done for digest, done in self._schemas.items() if digest in used}
 
 
@@ -187,10 +190,6 @@ def build_catalog(
 ) -> tuple[list[ToolSpec], list[str]]:
     """A catalogue built from nothing (what ``CatalogBuilder`` does on its first build)."""
     return CatalogBuilder().build({name: (None, cfg, tools) for name, (cfg, tools) in servers.items()}, defer=defer)
-
-
-def _identity(spec: ToolSpec) -> tuple[str, str, str, str]:
-    return spec.name, spec.server or "", spec.raw_name, spec.definition_hash
 
 
 def _cached(

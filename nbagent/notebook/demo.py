@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from nbagent.examples.walkthroughs.kit import AUTOPILOT_ENV
 from nbagent.notebook.labels import plural
 from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
@@ -30,6 +29,9 @@ if TYPE_CHECKING:
     from nbclient import NotebookClient
     from nbformat import NotebookNode
 
+AUTOPILOT_ENV = "NBAGENT_AUTOPILOT"
+"""Set (to ``1``) by this executor: the notebook renders its widgets, and nobody is there to
+click them (the walkthroughs' autopilot answers instead)."""
 EXECUTOR_ENV = {AUTOPILOT_ENV: "1", "NBAGENT_FRONTEND": "widgets"}
 """How a notebook is executed with nobody at it: the widgets are rendered (and their state saved
 in the notebook) while the autopilot answers what a person would click."""

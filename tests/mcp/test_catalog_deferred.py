@@ -68,3 +68,23 @@ async def test_a_model_request_carries_each_tool_with_its_sanitised_schema(
     assert set(sent) == {"search_tools", "mcp__feat__stats"}, "the called tool is in view, the others are not"
     stats = sent["mcp__feat__stats"]
     assert stats["parameters"]["properties"]["values"]["type"] == "array", stats
+
+
+def test_a_completed_spec_follows_its_server_s_new_config() -> None:
+    """A config change keeps the definition (same hash) but not the mode: the request's spec is
+    the new one's, never the completion kept from before."""
+    import mcp_types as types
+
+    from nbagent.config import McpServerConfig
+    from nbagent.mcp.catalog import CatalogBuilder, Completer
+
+    tools = [types.Tool(name="t", description="d", input_schema={"type": "object", "properties": {"a": {"type": "string"}}})]
+    builder, completer = CatalogBuilder(), Completer()
+    [first], _ = builder.build({"s": ("k1", McpServerConfig(command="x"), tools)}, defer=True)
+    assert completer.complete(first).approval_mode == "auto"
+    prompting = McpServerConfig(command="x", default_tools_approval_mode="prompt")
+    [second], _ = builder.build({"s": ("k2", prompting, tools)}, defer=True)
+    completer.retain([second])
+    assert second.definition_hash == first.definition_hash
+    done = completer.complete(second)
+    assert done.approval_mode == "prompt" and done.parameters["properties"]["a"] == {"type": "string"}

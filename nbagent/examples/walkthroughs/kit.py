@@ -14,15 +14,14 @@ from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from string import Template
+
+from nbagent.notebook.demo import AUTOPILOT_ENV
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
     from nbagent.protocol import Event
 
-AUTOPILOT_ENV = "NBAGENT_AUTOPILOT"
-"""Set (to ``1``) by the executor that runs walkthroughs for CI and the docs: the notebook renders
-its widgets, and nobody is there to click them."""
 
 
 def data(name: str) -> Path:
