@@ -182,9 +182,9 @@ def worker(name: str, server: list[str], profile: str | None) -> None:
 
 
 class Worker:
-    def __init__(self, name: str, python: str, profile: str | None) -> None:
+    def __init__(self, name: str, python: str, profile: str | None, tools: int) -> None:
         self.name = name
-        cmd = [python, __file__, "--worker", name, "--server", sys.executable, str(SERVER)]
+        cmd = [python, __file__, "--worker", name, "--server", sys.executable, str(SERVER), str(tools)]
         if profile:
             cmd += ["--profile", profile]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -218,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="FILE", help="cProfile each worker's timed calls (CPU time) into FILE.NAME")
     parser.add_argument("--base", metavar="PYTHON", help="also run nbagent as installed for PYTHON (e.g. an older tree's venv)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--server", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--tools", type=int, default=0, metavar="N",
+                        help="the server lists N more tools beside echo (what a call costs on a big server)")
+    parser.add_argument("--server", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.server, args.profile)
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         python = sys.executable if name in OURS + EXTRA else args.base if name == "nbagent-base" else str(PEERS_PYTHON)
         profile = f"{args.profile}.{name}" if args.profile else None
-        workers.append(Worker(name, python, profile))
+        workers.append(Worker(name, python, profile, args.tools))
     try:
         live = [w for w in workers if w.wait_ready() or print(f"{w.name}: did not start; left out")]
         if not live:
@@ -247,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         for w in workers:
             w.close()
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{calls} calls x {rounds} interleaved rounds per contender, one stdio echo server each; median per call")
+    listed = f" listing {args.tools + 1:,} tools" if args.tools else ""
+    print(f"{calls} calls x {rounds} interleaved rounds per contender, one stdio echo server{listed} each; median per call")
     wall = {w.name: statistics.median(w.walls) for w in live}
     cpu = {w.name: statistics.median(w.cpus) for w in live}
     print(f"{'contender':<12} {'wall us':>9} {'cpu us':>9} {'nbagent/x wall':>15} {'nbagent/x cpu':>14}")
