@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from nbagent.config import McpServerConfig
 from nbagent.mcp import offers
-from nbagent.mcp.manager import McpConnectionManager
+from nbagent.mcp.manager import McpConnectionManager, check_server_name
 from nbagent.mcp.status import ServerStatus
 from nbagent.mcp.wire import WireMessage
 
@@ -53,6 +53,7 @@ class McpServers:
         """Add (or replace) a server and start it; ``True`` when it is ready. The session knows
         its config before its process starts: what the server sends back is redacted from the
         first message on."""
+        check_server_name(name)  # a name the manager refuses never enters the session's config
         if self._on_config is not None:
             self._on_config(name, cfg)
         return await self._manager.add(name, cfg)

@@ -49,7 +49,7 @@ class McpConnectionManager:
         sign_in: bool = True,
     ) -> None:
         for name in servers:
-            _check_name(name)
+            check_server_name(name)
         self._configs: dict[str, McpServerConfig] = dict(servers)
         self._on_event = on_event
         self._on_elicit = on_elicit
@@ -122,7 +122,7 @@ class McpConnectionManager:
 
     async def add(self, name: str, cfg: McpServerConfig) -> bool:
         """Add (or replace) a server and start it; ``True`` when it is ready."""
-        _check_name(name)
+        check_server_name(name)
         old = self._conns.pop(name, None)
         if old is not None:
             await old.aclose()
@@ -419,6 +419,6 @@ def _catalog_key(conn: McpConnection) -> Hashable:
     return id(conn), conn.generation, id(conn.cfg)
 
 
-def _check_name(name: str) -> None:
+def check_server_name(name: str) -> None:
     if not SERVER_NAME.match(name):
         raise ValueError(f"MCP server name {name!r} must match [a-zA-Z0-9_-]+")

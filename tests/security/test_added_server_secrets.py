@@ -43,3 +43,11 @@ async def test_a_server_added_at_run_time_has_its_env_secrets_redacted(
     assert SECRET not in rollout
     assert "x[redacted]y" in rollout, "the token inside the result was not replaced where it was"
     assert PLAIN in rollout
+
+
+async def test_a_server_name_the_manager_refuses_leaves_the_config_as_it_was(home: Path) -> None:  # noqa: F811
+    async with Session(policy="full-auto") as session:
+        before = dict(session.config.mcp_servers)
+        with pytest.raises(ValueError, match="must match"):
+            await session.servers.add("bad name!", server_cfg("leaky.py"))
+        assert session.config.mcp_servers == before
