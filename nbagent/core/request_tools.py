@@ -3,9 +3,11 @@ and ``search_tools``, which finds the rest (design §4.1).
 
 OpenAI's APIs refuse a request with more than 128 tools, and even a server without a cap cannot
 fit thousands of schemas into a context window. Past ``max_model_tools`` a request carries the
-tools that are not MCP tools, ``search_tools``, and the MCP tools *in view*: those named by this
+tools that are not MCP tools, ``search_tools``, and the tools *in view*: those named by this
 thread's recent searches and those the model called recently, newest first. In view is read
 from the thread's items, never stored apart, so a resumed or compacted thread sees the same.
+Native and Python tools that alone fill the cap are carried only when in view, and the session
+says so once per catalogue (``left_out``), naming them.
 
 Selecting costs what was appended to the thread since the last request plus the cap; the search
 index is built on the first search of each catalogue (the router keeps one catalogue object per
@@ -158,7 +160,7 @@ def search_spec() -> ToolSpec:
 
 
 class RecentTools:
-    """The MCP tool names a thread's items put in view, oldest first, read incrementally: a
+    """The tool names a thread's items put in view, oldest first, read incrementally: a
     request costs what was appended since the previous one (``ContextView.sync``'s rule)."""
 
     def __init__(self, keep: int) -> None:
@@ -203,6 +205,8 @@ class RequestTools:
         self._recent = RecentTools(keep=4 * cap)
         self._catalogue: Catalogue | None = None
         self._own: tuple[dict[str, Entry], list[Entry]] = ({}, [])
+        self._always: set[str] = set()
+        self._left_out: list[str] = []
         self._index: ToolIndex | None = None
 
     def capped(self, catalogue: Catalogue) -> bool:
@@ -222,10 +226,23 @@ class RequestTools:
             if room <= 0:
                 break
             entry = catalogue.get(name)
-            if entry is not None and entry[0].server is not None:
+            if entry is not None and name not in self._always:
                 picked.append(entry)
                 room -= 1
         return merged, picked
+
+    def left_out(self) -> str | None:
+        """Once per catalogue: which native and Python tools no request carries unless in view,
+        because they alone fill the cap (``None`` when none, or when already said)."""
+        names, self._left_out = self._left_out, []
+        if not names:
+            return None
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        return (
+            f"{len(names)} native and Python tools do not fit in a request of at most {self.cap} tools "
+            f"(max_model_tools): {shown}. Requests carry them only after `{SEARCH_TOOL}` finds them or "
+            "they are called; raise max_model_tools if the model accepts more."
+        )
 
     def _adopt(self, catalogue: Catalogue) -> None:
         """Per catalogue, once: its non-MCP tools (they come first) and it with ``search_tools``
@@ -233,7 +250,13 @@ class RequestTools:
         if catalogue is self._catalogue:
             return
         own = [entry for entry in catalogue.values() if entry[0].server is None and entry[0].name != SEARCH_TOOL]
-        self._own = ({**catalogue, SEARCH_TOOL: (self.spec, self)}, own[: self.cap - 1])
+        room = self.cap - 1
+        if len(own) > room:  # a quarter stays for tools in view, or what a search finds never comes
+            room -= max(1, self.cap // 4)
+        kept = own[:room]
+        self._own = ({**catalogue, SEARCH_TOOL: (self.spec, self)}, kept)
+        self._always = {SEARCH_TOOL, *(spec.name for spec, _ in kept)}
+        self._left_out = [spec.name for spec, _ in own[room:]]
         self._catalogue, self._index = catalogue, None
 
     def index(self) -> ToolIndex:

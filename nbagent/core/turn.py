@@ -201,6 +201,8 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
         turn.catalogue, carried = catalogue, catalogue.values()
     else:
         turn.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
+        if (left_out := turn.request_tools.left_out()) is not None:
+            turn.emit(WarningEvent(message=left_out))
     tools = turn.router.for_model(carried)
     instructions = turn.instructions()
     if turn.preamble_text:

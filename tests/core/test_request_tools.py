@@ -133,3 +133,27 @@ def test_a_python_tool_named_search_tools_does_not_shadow_the_search_past_the_ca
     view = RequestTools(5)
     merged, tools = view.select(catalogue, [])
     assert [t.name for t, _ in tools] == [SEARCH_TOOL] and merged[SEARCH_TOOL][1] is view
+
+
+def test_python_tools_that_alone_fill_the_cap_are_named_once_and_come_into_view_when_found() -> None:
+    catalogue = catalogue_of(many(3), native=8)
+    view = RequestTools(5)
+    _, tools = view.select(catalogue, [])
+    assert [t.name for t, _ in tools] == ["native_0", "native_1", "native_2", SEARCH_TOOL]  # one slot kept for view
+    said = view.left_out()
+    assert said is not None and "5 native and Python tools" in said
+    assert "native_3, native_4, native_5, native_6, native_7" in said and "max_model_tools" in said
+    view.select(catalogue, [])
+    assert view.left_out() is None  # once per catalogue, not on every request
+    items = [called(SEARCH_TOOL, "s"), FunctionCallOutput(call_id="s", output="", structured={"tools": ["native_6", "native_1"]})]
+    _, tools = view.select(catalogue, items)
+    assert [t.name for t, _ in tools] == ["native_0", "native_1", "native_2", SEARCH_TOOL, "native_6"]
+    items.append(called("native_1", "again"))  # newest in view, but carried already: not twice
+    _, tools = view.select(catalogue, items)
+    assert [t.name for t, _ in tools][4:] == ["native_6"]
+
+
+def test_when_the_own_tools_fit_nothing_is_said() -> None:
+    view = RequestTools(5)
+    view.select(catalogue_of(many(30), native=4), [])
+    assert view.left_out() is None

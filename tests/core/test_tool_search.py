@@ -152,3 +152,27 @@ async def test_a_wrong_name_past_the_cap_points_to_the_search_not_to_every_name(
     output = list(sent_outputs(openai_server.requests[1], "chat").values())[0]
     assert "unknown tool 'mcp__many__open_a_pr'" in output and "call search_tools" in output, output
     assert FOUND not in output and len(output) < 300, "the error lists the catalogue"
+
+
+async def test_python_tools_past_the_cap_are_named_to_the_user_and_found_by_search(
+    openai_server, home: Path, tmp_path: Path
+) -> None:
+    """Python tools alone past the cap: the user is told which ones requests leave out, once, and
+    the model still reaches one by searching (it used to be dropped without a word)."""
+    config = config_for(openai_server, "responses", home, tmp_path / "r.jsonl", env={"MANY_TOOLS": "5"}, max_model_tools=4)
+    openai_server.script([call("search_tools", query="convert celsius"), call("celsius_to_kelvin", c=1), {"text": "274"},
+                          {"text": "again"}])
+    warnings: list[str] = []
+    async with Session(config=config) as session:
+        session.subscribe(lambda e: warnings.append(e.msg.message) if e.msg.type == "warning" else None)
+        for n in range(5):
+            session.register_tool(lambda: n, name=f"helper_{n}", description="Helps with nothing in particular.")
+        session.register_tool(lambda c: c + 273, name="celsius_to_kelvin", description="Convert Celsius to Kelvin.")
+        result = await asyncio.wait_for(session.run("convert 1 celsius"), 60)
+        await asyncio.wait_for(session.run("once more"), 60)
+    assert result.status == "completed", result.error
+    assert len(warnings) == 1, warnings
+    assert "4 native and Python tools" in warnings[0] and "helper_2, helper_3, helper_4, celsius_to_kelvin" in warnings[0]
+    first, second = (tool_names(body) for body in openai_server.requests[:2])
+    assert "celsius_to_kelvin" not in first and "celsius_to_kelvin" in second and len(second) <= 4
+    assert list(sent_outputs(openai_server.requests[2], "responses").values())[-1] == "274"
