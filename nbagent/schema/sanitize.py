@@ -212,11 +212,8 @@ def _clean_leaf(s: dict[str, Any]) -> bool:
         elif k == "pattern":
             if v.__class__ is not str or not v.isascii() or not _compiles(v):
                 return False
-        elif v.__class__ is int:
-            if k == "multipleOf" and v <= 0:
-                return False
-        elif not is_num(v) or (k == "multipleOf" and v <= 0):
-            return False
+        elif (v.__class__ is not int and not is_num(v)) or (k == "multipleOf" and v <= 0):
+            return False  # an exact ``int`` is a number without the call; a ``bool`` is not
     return True
 
 
