@@ -17,7 +17,7 @@ from nbagent.notebook.demo import notebook_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGHS = all_walkthroughs()
-REQUIRED = {"01", "02", "03", "04", "05", "06", "07", "08", "09"}
+REQUIRED = {"01", "02", "03", "04", "05", "06", "07", "08", "09", "10"}
 SECTIONS = ("Where this lives in Codex", "Where this lives in nbagent", "Exercise")
 by_name = pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=[w.name for w in WALKTHROUGHS])
 

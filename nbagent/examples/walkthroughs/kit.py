@@ -14,14 +14,13 @@ from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING, Any
 
 from nbagent.notebook.demo import AUTOPILOT_ENV
-from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
     from nbagent.protocol import Event
-
 
 
 def data(name: str) -> Path:
