@@ -1,5 +1,5 @@
 """What a walkthrough's cells import: a scratch workspace, an autopilot for runs nobody clicks
-through, and the exercise check.
+through, a tap on the model's requests, and the exercise check.
 
 Kept small and visible on purpose: a reader should be able to open this file from a cell and see
 there is no trick in it.
@@ -67,6 +67,21 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None]) -> bool:
 
     session.subscribe(on_event)
     return True
+
+
+def model_requests(session: Session) -> list[Any]:
+    """A tap: the list every request the runtime builds for ``session``'s model is appended to,
+    as the model client receives it (its ``stream`` is wrapped; the model sees no difference)."""
+    requests: list[Any] = []
+    model = session.model_client()
+    play = model.stream
+
+    def recording(request: Any) -> Any:
+        requests.append(request)
+        return play(request)
+
+    model.stream = recording  # type: ignore[method-assign]
+    return requests
 
 
 def check(answer: Any, expected: Any, *, hint: str, why: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('01-two-roles.json')}"   # the scripted model's answers (offline)
@@ -30,14 +30,8 @@ def approve(msg):                      # what the Approve button sends, when nob
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
 autopilot(session, approve)
 
-# A tap on the model client: keep every request the runtime builds for the model.
-requests, begins = [], []
-model = session.model_client()
-play = model.stream
-def recording(request):
-    requests.append(request)
-    return play(request)
-model.stream = recording
+requests = model_requests(session)   # a tap: every request the runtime builds for the model
+begins = []
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
 print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('02-tool-identity.json')}"
@@ -30,13 +30,8 @@ await session.servers.ready()
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 
-requests, begins = [], []             # a tap: every model request, every routed call
-model = session.model_client()
-play = model.stream
-def recording(request):
-    requests.append(request)
-    return play(request)
-model.stream = recording
+requests = model_requests(session)   # a tap: every request the runtime builds for the model
+begins = []                          # and every routed call
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
 print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('03-schema-exposure.json')}"
@@ -26,13 +26,7 @@ await session.servers.ready()
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 
-requests = []                         # a tap: every request the runtime builds for the model
-model = session.model_client()
-play = model.stream
-def recording(request):
-    requests.append(request)
-    return play(request)
-model.stream = recording
+requests = model_requests(session)   # a tap: every request the runtime builds for the model
 
 specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "schema"}
 book, city = specs["book_trip"], specs["lookup_city"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('04-approval.json')}"
@@ -39,13 +39,7 @@ def click(msg):
     return ApprovalDecision(call_id=msg.call_id, decision=decision)
 autopilot(session, click)
 
-requests = []                                    # a tap: every model request of this session
-model = session.model_client()
-play = model.stream
-def recording(request):
-    requests.append(request)
-    return play(request)
-model.stream = recording
+requests = model_requests(session)               # a tap: every model request of this session
 
 asked = []                                       # every panel shown, whoever answers it
 session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
-from nbagent.examples.walkthroughs.kit import autopilot, check, data, workspace
+from nbagent.examples.walkthroughs.kit import autopilot, check, data, model_requests, workspace
 
 CONFIG = f"""
 model = "replay:{data('08-fix-a-failing-test.json')}"   # a scripted model, offline
@@ -52,10 +52,7 @@ print("autopilot:", autopilot(session, answer))
 
 events = []                                  # every event, as the widgets get them
 session.subscribe(events.append)
-requests = []                                # every model request the turns build
-client = session.model_client()
-play = client.stream
-client.stream = lambda request: (requests.append(request), play(request))[1]'''
+requests = model_requests(session)          # every model request the turns build'''
 
 CALLS = r'''from nbagent.protocol import ApprovalRecord, FunctionCall, FunctionCallOutput
 items = session.thread.items

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('10-many-tools.json')}"
@@ -28,13 +28,7 @@ await session.servers.ready()
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 
-requests = []                         # a tap: every request the runtime builds for the model
-model = session.model_client()
-play = model.stream
-def recording(request):
-    requests.append(request)
-    return play(request)
-model.stream = recording
+requests = model_requests(session)   # a tap: every request the runtime builds for the model
 
 catalogue = session.tools()
 platform = [spec for spec in catalogue if spec.server == "platform"]
