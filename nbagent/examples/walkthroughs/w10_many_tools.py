@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, model_requests, check, data
 
 CONFIG = f"""
 model = "replay:{data('10-many-tools.json')}"
@@ -21,13 +21,9 @@ work = workspace("10-many-tools", CONFIG)
 (work / "calls.jsonl").unlink(missing_ok=True)   # the server's record starts empty on every run'''
 
 READY = '''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
 
 session = await nb.ready()
-await session.servers.ready()
-autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
-          if msg.type == "approval_requested" else None)
-
+await session.servers.ready()                  # full-auto: no approval is asked, nobody need click
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 
 catalogue = session.tools()
@@ -166,7 +162,13 @@ received exactly one call."""),
   is made apart from the raw tool, which is what lets a runtime choose which views a request
   carries without touching how a call is routed.
 - `codex-rs/core/src/tools/handlers/mcp.rs` — a call made by a model-visible name reaches the raw
-  server and tool, whichever request listed it."""),
+  server and tool.
+
+Codex does the same for its apps' MCP tools: they are hidden until the model calls
+`search_tool_bm25` (BM25 over the tools' names, titles, servers and descriptions), whose matches
+are added to the tools for the rest of the thread, while the core tools stay listed. nbagent
+hides tools only past the cap, and keeps what is in view bounded (the newest first), so a long
+thread's searches never push a request past it."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/core/request_tools.py` — `RequestTools.select`: the tools one request carries;
