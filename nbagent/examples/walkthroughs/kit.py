@@ -20,6 +20,7 @@ from nbagent.notebook.demo import AUTOPILOT_ENV
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
+    from nbagent.models.base import ModelRequest
     from nbagent.protocol import Event
 
 
@@ -69,14 +70,14 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None]) -> bool:
     return True
 
 
-def model_requests(session: Session) -> list[Any]:
+def model_requests(session: Session) -> list[ModelRequest]:
     """A tap: the list every request the runtime builds for ``session``'s model is appended to,
     as the model client receives it (its ``stream`` is wrapped; the model sees no difference)."""
-    requests: list[Any] = []
+    requests: list[ModelRequest] = []
     model = session.model_client()
     play = model.stream
 
-    def recording(request: Any) -> Any:
+    def recording(request: ModelRequest) -> Any:
         requests.append(request)
         return play(request)
 
