@@ -28,8 +28,8 @@ RESOURCES = (
 )
 ACTIONS = {
     "get": "Get one {r} by its id.",
-    "list": "List the {r}s of a repository, newest first, a page at a time.",
-    "search": "Search the {r}s of a repository by words in their text.",
+    "list": "List the {r} records of a repository, newest first, a page at a time.",
+    "search": "Search the {r} records of a repository by words in their text.",
     "create": "Create a {r} in a repository.",
     "update": "Change the fields of an existing {r}.",
     "delete": "Delete a {r} for good.",

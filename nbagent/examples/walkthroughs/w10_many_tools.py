@@ -24,7 +24,7 @@ READY = '''import nbagent.notebook as nb
 
 session = await nb.ready()
 await session.servers.ready()                  # full-auto: no approval is asked, nobody need click
-requests = model_requests(session)   # a tap: every request the runtime builds for the model
+requests = model_requests(session)             # a tap: every request the runtime builds for the model
 
 catalogue = session.tools()
 platform = [spec for spec in catalogue if spec.server == "platform"]
@@ -44,16 +44,14 @@ print("  annotations:", pr.annotations.model_dump(exclude_none=True))
 print("\\nthe server's inputSchema, kept as sent:", json.dumps(pr.input_schema)[:120], "...")
 print("the parameters for the model, for now a placeholder:", pr.parameters)'''
 
-REQUESTS = '''def carried(request):
-    return [spec.name for spec in request.tools]
+REQUESTS = '''from nbagent.core.request_tools import SEARCH_HINT
 
 for n, request in enumerate(requests, 1):
-    names = carried(request)
+    names = [spec.name for spec in request.tools]
     mcp = [name for name in names if name.startswith("mcp__")]
     print(f"request {n}: {len(names):3} tools, {len(mcp):3} of them MCP tools | "
           f"search_tools: {'search_tools' in names} | create_pull_request: {pr.name in names}")
-hint = "More tools exist than are listed here"
-print("\\nthe instructions tell the model to search:", any(hint in str(r.instructions) for r in requests))'''
+print("\\nthe instructions tell the model to search:", all(SEARCH_HINT in (r.instructions or "") for r in requests))'''
 
 SEARCH = '''search = next(item for item in session.thread.items
               if item.type == "function_call" and item.name == "search_tools")
