@@ -11,7 +11,9 @@ router, approval under full-auto, ``_meta``, result wrapping, events, rollout on
 ``make bench-peers`` has made their venv, ``agents`` (OpenAI Agents SDK
 ``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
 ``fastmcp`` (``Client.call_tool``). ``--only ... nbagent-mcp`` adds the connection manager's call
-alone (transport, ``_meta``, result wrapping), to show which layer the cost beyond the SDK's is in.
+alone (transport, ``_meta``, result wrapping), to show which layer the cost beyond the SDK's is in;
+``--only ... floor`` adds the least a client can do (one JSON line out, one in, the result
+validated as ``CallToolResult``), to show how much of any client's cost is the server and the pipes.
 
 Run: ``.venv/bin/python bench/mcp.py [--quick] [--calls 200 --rounds 10] [--profile FILE]``.
 Targets: nbagent / sdk <= 1.10 in wall and client CPU; nbagent <= every peer.
@@ -48,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 SERVER = HERE.parent / "tests" / "servers" / "echo.py"
 PEERS_PYTHON = HERE.parent / ".venv" / "peers" / "bin" / "python"
 OURS = ("sdk", "nbagent")
-EXTRA = ("nbagent-mcp",)
+EXTRA = ("nbagent-mcp", "floor")
 """Run only when named in ``--only``."""
 PEERS = ("agents", "pydantic-ai", "fastmcp")
 WARMUP = 50
@@ -113,6 +115,47 @@ async def nbagent_mcp(server: list[str], run: Callable[[Call], Awaitable[None]])
             await manager.aclose()
 
 
+async def floor(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
+    """A bare newline JSON-RPC client: no cancellation, progress, timeouts or server requests, so
+    not a client anyone should use; what is left of a call when everything a client adds is gone."""
+    from itertools import count
+
+    from mcp.types import CallToolResult
+
+    proc = await asyncio.create_subprocess_exec(*server, stdin=subprocess.PIPE, stdout=subprocess.PIPE, limit=2**24)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    waiting: dict[int, asyncio.Future[dict]] = {}
+
+    async def read() -> None:
+        while line := await stdout.readline():
+            message = json.loads(line)
+            if (future := waiting.pop(message.get("id"), None)) is not None:
+                future.set_result(message)
+
+    async def request(method: str, params: dict) -> dict:
+        rid = next(ids)
+        waiting[rid] = future = asyncio.get_running_loop().create_future()
+        stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n")
+        return (await future)["result"]
+
+    ids = count(1)
+    reader = asyncio.create_task(read())
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "floor", "version": "0"}}
+    await request("initialize", hello)
+    stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+
+    async def call() -> CallToolResult:
+        return CallToolResult.model_validate(await request("tools/call", {"name": "echo", "arguments": {"text": TEXT}}))
+
+    try:
+        await run(call)
+    finally:
+        stdin.close()
+        await proc.wait()
+        reader.cancel()
+
+
 async def agents(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
     from agents.mcp import MCPServerStdio
 
@@ -141,8 +184,8 @@ async def fastmcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
 
 
 CONTENDERS = {
-    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "nbagent-mcp": nbagent_mcp, "agents": agents, "pydantic-ai": pydantic_ai,
-    "fastmcp": fastmcp,
+    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "nbagent-mcp": nbagent_mcp, "floor": floor,
+    "agents": agents, "pydantic-ai": pydantic_ai, "fastmcp": fastmcp,
 }
 
 
