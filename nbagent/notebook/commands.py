@@ -30,6 +30,7 @@ from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision
+from nbagent.textsafe import describe_for_display
 
 if TYPE_CHECKING:
     from nbagent.config import McpServerConfig
@@ -40,6 +41,12 @@ T = TypeVar("T")
 
 def _out(text: str) -> None:
     print(text)
+
+
+def _shown(session: Session, text: str) -> str:
+    """``text`` as a cell may show it: the thread's secrets redacted, as in its rollout and
+    widgets, and what servers and models wrote kept to one inert line (no escapes, no bidi)."""
+    return describe_for_display(session.thread.redactor().text(text)).replace("\n", "\\n")
 
 
 def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done: str | Callable[[Session, T], str]) -> None:
@@ -109,9 +116,10 @@ def status(agent: KernelAgent) -> None:
     statuses = s.servers.status()
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
     for call_id, req in s.pending_approvals().items():
-        lines.append(f"pending approval {call_id}: {req.tool} {json.dumps(req.arguments, ensure_ascii=False)}  (%agent approve|deny {call_id})")
+        asked = _shown(s, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
+        lines.append(f"pending approval {call_id}: {asked}  (%agent approve|deny {call_id})")
     for rid, req in s.pending_elicitations().items():
-        lines.append(f"pending question {rid} from {req.server}: {req.message}")
+        lines.append(f"pending question {rid} from {req.server}: {_shown(s, req.message)}")
     _out("\n".join(lines))
 
 
@@ -126,7 +134,8 @@ def threads(agent: KernelAgent) -> None:
     for t in rows:
         mark = "*" if t.id == s.thread.id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
-        _out(f"{mark} {t.id}  {t.name or '-':<16} {when}  {plural(t.turns, 'turn')}  {(t.last_prompt or '')[:60]!r}")
+        name = _shown(s, t.name or "-")
+        _out(f"{mark} {t.id}  {name:<16} {when}  {plural(t.turns, 'turn')}  {_shown(s, repr((t.last_prompt or '')[:60]))}")
 
 
 def history(agent: KernelAgent) -> None:
@@ -137,9 +146,14 @@ def history(agent: KernelAgent) -> None:
         _out("(empty thread)")
     for item in s.thread.items:
         d = item.model_dump()
-        text = d.get("text") or d.get("summary") or d.get("output") or d.get("arguments") or d.get("decision") or d.get("action") or ""
+        if item.type == "approval":  # a decision's row says what was decided, not what was asked
+            text = f"{d['decision']} by {d['by']}" + (f": {d['message']}" if d.get("message") else "")
+        elif item.type == "elicitation":
+            text = f"{d['action']} by {d['by']}"
+        else:
+            text = d.get("text") or d.get("summary") or d.get("output") or d.get("arguments") or ""
         name = d.get("name") or d.get("tool") or d.get("server") or ""
-        _out(f"{item.type:<22} {name:<28} {str(text)[:100]!r}")
+        _out(_shown(s, f"{item.type:<22} {name:<28} {str(text)[:100]!r}"))
 
 
 def mcp(agent: KernelAgent, args: list[str]) -> None:

@@ -1,0 +1,83 @@
+"""What ``%agent`` prints into a cell is shown as the rollout keeps it: a secret the model repeats
+is redacted in the status's pending approval and in the history, and a thread name that carries
+terminal escapes or bidi overrides prints inert. Against a real session and a real MCP server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from nbagent.core.session import Session
+from nbagent.notebook.agent import KernelAgent
+from nbagent.notebook.commands import run_line
+from nbagent.protocol import ApprovalDecision
+from tests.mcp.conftest import server_cfg
+from tests.waiting import until
+
+SECRET = "tok-SECRET-cmd-5531"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEMO_API_TOKEN", SECRET)  # a secret by its name: the rollout hides it
+    for name in ("NBAGENT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _replay(tmp_path: Path, *responses: dict) -> str:
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps({"responses": list(responses)}))
+    return f"replay:{path}"
+
+
+async def test_status_and_history_redact_a_secret_the_model_repeats(
+    home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    model = _replay(
+        home,
+        {"text": "Deleting.", "tool_calls": [{"name": "mcp__feat__delete_note", "arguments": {"key": SECRET}}]},
+        {"text": f"I did not delete {SECRET}."},
+    )
+    servers = {"feat": server_cfg("features.py", home / "record.jsonl")}
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(
+        model=model, policy="on-request", mcp_servers=servers, interactive=True))
+    session = await agent.ready()
+    try:
+        turn = asyncio.create_task(session.run(f"delete the note {SECRET}"))
+        call_id = next(iter(await until(session.pending_approvals, "the approval to be asked", timeout=60)))
+        run_line(agent, "")
+        status = capsys.readouterr().out
+        assert f"pending approval {call_id}: mcp__feat__delete_note" in status
+        assert SECRET not in status and "[redacted]" in status
+        session.submit(ApprovalDecision(call_id=call_id, decision="deny", message="keep it"))
+        await asyncio.wait_for(turn, 30)
+        assert any(SECRET in getattr(i, "text", "") for i in session.thread.items), "nothing to redact: this test shows nothing"
+
+        run_line(agent, "history")
+        history = capsys.readouterr().out
+        assert SECRET not in history and history.count("[redacted]") >= 2  # the prompt, the call, the reply
+        approval = next(line for line in history.splitlines() if line.startswith("approval "))
+        assert "deny by user: keep it" in approval  # the decision, not the arguments asked about
+    finally:
+        await agent.close()
+
+
+async def test_a_thread_name_with_escapes_prints_inert(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = "ok\x1b]52;c;ZWNobyBwd24=\x07\u202eevil\nforged line"
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=_replay(home, {"text": "hi"}), thread_name=hostile))
+    session = await agent.ready()
+    try:
+        await session.run("hello")
+        run_line(agent, "threads")
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+        assert "<U+001B>]52;c;" in out and "<U+202E>evil" in out
+        assert len(out.strip().splitlines()) == 1, out  # the newline in the name forges no row
+    finally:
+        await agent.close()
