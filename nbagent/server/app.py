@@ -39,6 +39,7 @@ from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
 from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
+from nbagent.store import ThreadBusy as ThreadWritten
 
 INSTRUCTIONS = (
     "nbagent runs an agent session per thread. Call `agent` with a prompt to start a thread; it "
@@ -142,7 +143,7 @@ class AgentServer:
             run = await self._start(ctx, params)
         except ValidationError as exc:
             return _text_result(_arguments_error(params.name, exc), is_error=True)
-        except (ConfigError, KeyError, ThreadBusy, PoolFull, ValueError) as exc:
+        except (ConfigError, LookupError, ThreadBusy, ThreadWritten, PoolFull, ValueError) as exc:
             return _text_result(f"{params.name}: {exc}", is_error=True)
         if _modern(ctx):
             return await self._rounds(ctx, run)

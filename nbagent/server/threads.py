@@ -252,12 +252,27 @@ class SessionPool:
                 raise
 
     async def get(self, thread_id: str) -> ThreadHandle:
-        """The live session of ``thread_id``, resuming it from its rollout when not open."""
+        """The live session of ``thread_id`` (an id, a name or a unique id prefix), resuming it
+        from its rollout when not open. A name is resolved first: the live session of the thread
+        it names is that thread's one writer, so it is never opened a second time."""
         async with self._lock:
-            handle = self.threads.get(thread_id)
+            resolved = self._resolve(thread_id)
+            handle = self.threads.get(resolved)
             if handle is None:
-                handle = await self._open(thread=thread_id)
+                handle = await self._open(thread=resolved)
             return handle
+
+    def _resolve(self, thread_id: str) -> str:
+        if thread_id in self.threads:
+            return thread_id
+        store = ThreadStore(self._config(str(Path(self.defaults.cwd or ".").resolve()), Overrides()).home_path)
+        try:
+            resolved = store.resolve(thread_id)
+        finally:
+            store.close()
+        if resolved is None:
+            raise LookupError(f"no thread {thread_id!r}: pass the thread_id an agent call returned")
+        return resolved
 
     # -- lifetime ----------------------------------------------------------------------------
 

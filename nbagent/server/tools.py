@@ -24,7 +24,7 @@ class AgentArgs(BaseModel):
 class ReplyArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    thread_id: str = Field(description="The thread_id an earlier agent call returned.")
+    thread_id: str = Field(min_length=1, description="The thread_id an earlier agent call returned.")
     prompt: str = Field(description="The next message in that thread.")
 
 

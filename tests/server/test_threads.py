@@ -49,6 +49,28 @@ async def test_start_reply_progress(transport: str, mode: str, senv: ServerEnv, 
     assert [t.entry for t in loaded.turns if t.status == "started"] == ["mcp_server", "mcp_server"]
 
 
+async def test_reply_finds_a_live_thread_by_name_or_prefix_and_refuses_an_empty_id(senv: ServerEnv) -> None:
+    """The thread a name names is the live one: no second writer is opened for it (which its
+    lock would refuse), and an empty or unknown id is an error that says so, never a new thread."""
+    model = senv.script({"text": "one"}, {"text": "two"}, {"text": "three"})
+    async with connect("stdio", "2026-07-28", senv) as client:
+        first = await client.call_tool("agent", {"prompt": "hello", "model": model, "thread_name": "notes"})
+        thread_id = first.structured_content["thread_id"]
+        by_name = await client.call_tool("agent-reply", {"thread_id": "notes", "prompt": "by name"})
+        assert not by_name.is_error, by_name.content
+        assert by_name.structured_content == {"thread_id": thread_id, "text": "two"}
+        by_prefix = await client.call_tool("agent-reply", {"thread_id": thread_id[:12], "prompt": "by prefix"})
+        assert by_prefix.structured_content == {"thread_id": thread_id, "text": "three"}
+        empty = await client.call_tool("agent-reply", {"thread_id": "", "prompt": "lost?"})
+        assert empty.is_error and "thread_id" in empty.content[0].text  # type: ignore[union-attr]
+        unknown = await client.call_tool("agent-reply", {"thread_id": "nope", "prompt": "lost?"})
+        assert unknown.is_error
+        assert unknown.content[0].text == "agent-reply: no thread 'nope': pass the thread_id an agent call returned"  # type: ignore[union-attr]
+    assert [t.id for t in ThreadStore(senv.home).list_threads()] == [thread_id]
+    users = [i.text for i in ThreadStore(senv.home).load(thread_id).items if i.type == "user_message"]  # type: ignore[union-attr]
+    assert users == ["hello", "by name", "by prefix"]
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_reply_history_reaches_model(mode: str, senv: ServerEnv, openai_server: Any) -> None:
     """The inner model's second request carries the first exchange (real OpenAI wire, fake server)."""
