@@ -57,6 +57,11 @@ class Ask:
         return f"{self.kind}:{self.key}"
 
 
+def _inline(text: str) -> str:
+    """Untrusted tool text on one line: it cannot start a line that reads as nbagent's."""
+    return describe_for_display(text).replace("\n", "<U+000A>")
+
+
 def approval_message(event: ApprovalRequested) -> str:
     """What the outer user reads: the tool, where it comes from, why, and the exact arguments."""
     where = f" from MCP server {event.server!r} (tool {event.raw_tool!r})" if event.server else ""
@@ -64,12 +69,12 @@ def approval_message(event: ApprovalRequested) -> str:
     args = describe_for_display(json.dumps(event.arguments, ensure_ascii=False, sort_keys=True))
     if len(args) > 2000:
         args = args[:2000] + f"... [{len(args) - 2000} more chars]"
-    name = describe_for_display(event.title or event.tool).replace("\n", "<U+000A>")  # untrusted text
+    name = _inline(event.title or event.tool)
     lines = [f"nbagent asks to run {name}{where}.", f"Arguments: {args}"]
     if event.reason:
         lines.append(f"Why approval is needed: {event.reason}")
     if event.description:
-        lines.append(f"Tool description (untrusted): {event.description[:500]}")
+        lines.append(f"Tool description (untrusted): {_inline(event.description[:500])}")
     if event.changed:
         lines.append(f"Changed since last approval: {event.changed}")
     return "\n".join(lines)
@@ -80,13 +85,14 @@ def elicit_params(ask: Ask, *, url_ok: bool) -> types.ElicitRequestFormParams | 
     event = ask.event
     if isinstance(event, ApprovalRequested):
         return types.ElicitRequestFormParams(message=approval_message(event), requested_schema=APPROVAL_SCHEMA)
-    prefix = f"MCP server {event.server!r} asks: "
+    # The server's own words, multi-line by right, but with bidi and control characters shown.
+    message = f"MCP server {event.server!r} asks: " + describe_for_display(event.message)
     if event.mode == "url":
         if not url_ok or not event.url:
             return None
-        return types.ElicitRequestURLParams(message=prefix + event.message, url=event.url, elicitation_id=event.request_id)
+        return types.ElicitRequestURLParams(message=message, url=event.url, elicitation_id=event.request_id)
     schema = event.requested_schema or {"type": "object", "properties": {}}
-    return types.ElicitRequestFormParams(message=prefix + event.message, requested_schema=schema)
+    return types.ElicitRequestFormParams(message=message, requested_schema=schema)
 
 
 def answer_op(ask: Ask, result: types.ElicitResult | None) -> Op:
