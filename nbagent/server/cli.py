@@ -117,7 +117,8 @@ async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, pr
         print(f"bearer token: {token}", file=sys.stderr, flush=True)
     try:
         await handle.wait()
-    finally:
+    finally:  # a stop signal cancels the wait: uvicorn still runs its lifespan shutdown, quietly
+        await handle.stop()
         await pool.aclose()
 
 

@@ -133,8 +133,9 @@ class HttpHandle:
                 await asyncio.gather(self._task, return_exceptions=True)
 
     async def wait(self) -> None:
+        """Until the server ends; cancelling the waiter leaves the server to :meth:`stop`."""
         if self._task is not None:
-            await self._task
+            await asyncio.shield(self._task)
 
 
 async def start_http(app: ASGIApp, *, host: str, port: int, token: str, log_level: str = "warning",

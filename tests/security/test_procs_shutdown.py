@@ -215,8 +215,10 @@ def test_mcp_server_http_sent_a_signal_mid_call_leaves_no_server_process(tmp_pat
         with _each_signal(tmp_path, start) as running:
             for sig, proc, pids in running:
                 proc.send_signal(sig)
-                proc.communicate(timeout=60)
+                _, err = proc.communicate(timeout=60)
                 assert survivors(pids) == {}, sig.name
+                assert proc.returncode == 128 + sig, (sig.name, err)
+                assert "Traceback" not in err, err  # the HTTP server shuts down in order, quietly
     finally:
         for _, (proc, _) in started:
             proc.kill()
