@@ -146,8 +146,8 @@ def _threads(args: argparse.Namespace) -> int:
     for t in threads:
         when = datetime.fromtimestamp(t.updated_at).strftime("%Y-%m-%d %H:%M")
         turns = f"{t.turns} turn" + ("" if t.turns == 1 else "s")
-        prompt = " ".join((t.first_prompt or "").split())
-        print(f"{t.id}  {when}  {turns:>9}  {_cut(t.name or '', 16):16}  {_cut(prompt, 60)}")
+        name, prompt = (" ".join((text or "").split()) for text in (t.name, t.first_prompt))
+        print(f"{t.id}  {when}  {turns:>9}  {_cut(name, 16):16}  {_cut(prompt, 60)}")
     return 0
 
 
@@ -358,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compact":
             return signals.run(_compact(args))
         if args.command == "threads":
-            return _threads(args)
+            with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
+                return _threads(args)  # thread names and prompts: anyone's text, controls shown
         if args.command == "index":
             return _rebuild(args)
         if args.command == "export":

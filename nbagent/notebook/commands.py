@@ -29,7 +29,7 @@ from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, Event, TurnFailed
 from nbagent.textsafe import describe_for_display
 
 if TYPE_CHECKING:
@@ -170,7 +170,9 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
             _out(f"  {spec.name:<40} {raw:<32} approval {spec.approval_mode}{' (read-only)' if spec.read_only else ''}")
         return
     sub, rest = args[0], args[1:]
-    if sub == "restart" and len(rest) == 1:
+    if sub in ("help", "-h", "--help"):
+        _out(_usage("mcp"))
+    elif sub == "restart" and len(rest) == 1:
         _known_server(agent, rest[0])
         _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
     elif sub in cli_mcp.VERBS:
@@ -310,13 +312,13 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         _out("stopped serving")
         return
     port = 0
-    if args[:1] == ["--port"] and len(args) == 2 and args[1].isdigit():
+    if args[:1] == ["--port"] and len(args) == 2 and args[1].isdigit() and int(args[1]) <= 65535:
         port = int(args[1])
     elif args:
-        raise UsageError("serve [--port N] | serve --stop")
+        raise UsageError("serve [--port N] | serve --stop (N from 0, any free port, to 65535)")
     if agent.server is not None:
         raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
-    agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
+    view = agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
 
     async def start(session: Session) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
@@ -324,7 +326,13 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once
         # gets the whole catalogue, not just the native tools.
         await session.servers.ready()
-        agent.server = await start_notebook_server(session, port=port)
+        try:
+            agent.server = await start_notebook_server(session, port=port)
+        except OSError as exc:  # a port in use: the serving display must not look alive
+            why = exc.strerror or str(exc)
+            view.handle(Event(msg=TurnFailed(message=f"not serving: {why}", code="config")))
+            agent.outside_view = None
+            raise RuntimeError(why) from None
         return describe(agent.server)
 
     _later(agent, start, "{result}")
@@ -364,6 +372,11 @@ HELP = """%agent commands:
   %agent frontend [widgets|text|headless]   how asks are shown in this kernel
 %%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]
   <the goal, in words>            run a turn (--wait keeps the cell running until it ends)"""
+
+
+def _usage(cmd: str) -> str:
+    """The lines of :data:`HELP` for one command (empty for a command that has none)."""
+    return "\n".join(line for line in HELP.splitlines() if line.startswith(f"  %agent {cmd} "))
 
 
 def run_line(agent: KernelAgent, line: str) -> None:
@@ -414,6 +427,8 @@ def run_line(agent: KernelAgent, line: str) -> None:
                     raise UsageError(f"frontend must be one of {', '.join(KINDS)}")
                 agent.frontend_override = rest[0]  # type: ignore[assignment]
             _out(f"frontend: {agent.frontend()}")
+        elif usage := _usage(cmd):
+            raise UsageError(f"wrong arguments for {cmd!r}; usage:\n{usage}")
         else:
             raise UsageError(f"unknown command {line.strip()!r}")
     except (UsageError, ValueError) as exc:

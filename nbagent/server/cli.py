@@ -111,7 +111,7 @@ async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, pr
         handle = await start_http(app, host=host, port=port, token=token, signals=True)
     except OSError as exc:
         await pool.aclose()
-        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise BadInput(exc.strerror or str(exc)) from None
     print(f"nbagent mcp-server listening on {handle.url}", file=sys.stderr, flush=True)
     if printed_token:
         print(f"bearer token: {token}", file=sys.stderr, flush=True)

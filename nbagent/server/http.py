@@ -158,7 +158,11 @@ async def start_http(app: ASGIApp, *, host: str, port: int, token: str, log_leve
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     real_port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
     server = _Server(config)

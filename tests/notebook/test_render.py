@@ -126,3 +126,23 @@ def test_agent_help_prints_the_commands(line, capsys):
     for command in ("%agent threads", "%agent resume ID", "%agent mcp add NAME", "%agent approve", "%agent deny CALL_ID",
                     "%agent serve", "%agent stop", "%agent history", "%%agent [-t THREAD]"):
         assert command in out
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("mcp --help", "%agent mcp add NAME --url URL"),
+        ("resume", "wrong arguments for 'resume'; usage:\n  %agent resume ID"),
+        ("new a b", "wrong arguments for 'new'; usage:\n  %agent new [NAME]"),
+        ("serve --port 99999", "N from 0, any free port, to 65535"),
+    ],
+)
+def test_a_command_used_wrongly_prints_its_own_usage(line, shown, capsys):
+    from nbagent.notebook.agent import KernelAgent
+    from nbagent.notebook.commands import run_line
+
+    agent = KernelAgent(shell=None)
+    run_line(agent, line)
+    out, err = capsys.readouterr()
+    assert shown in out + err and "unknown" not in out + err
+    assert agent.outside_view is None  # a refused serve shows no serving panel

@@ -1,6 +1,6 @@
 """What ``%agent`` prints into a cell is shown as the rollout keeps it: a secret the model repeats
 is redacted in the status's pending approval and in the history, and a thread name that carries
-terminal escapes or bidi overrides prints inert. Against a real session and a real MCP server."""
+terminal escapes or bidi overrides prints inert, in a cell and at a shell. Against a real session and a real MCP server."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.commands import run_line
 from nbagent.protocol import ApprovalDecision
+from tests.cli.proc import nbagent
 from tests.mcp.conftest import server_cfg
 from tests.waiting import until
 
@@ -68,8 +69,11 @@ async def test_status_and_history_redact_a_secret_the_model_repeats(
         await agent.close()
 
 
+HOSTILE_NAME = "ok\x1b]52;c;ZWNobyBwd24=\x07\u202eevil\nforged line"
+
+
 async def test_a_thread_name_with_escapes_prints_inert(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    hostile = "ok\x1b]52;c;ZWNobyBwd24=\x07\u202eevil\nforged line"
+    hostile = HOSTILE_NAME
     agent = KernelAgent(shell=None, session_factory=lambda: Session(model=_replay(home, {"text": "hi"}), thread_name=hostile))
     session = await agent.ready()
     try:
@@ -81,3 +85,13 @@ async def test_a_thread_name_with_escapes_prints_inert(home: Path, capsys: pytes
         assert len(out.strip().splitlines()) == 1, out  # the newline in the name forges no row
     finally:
         await agent.close()
+
+
+async def test_nbagent_threads_at_a_shell_prints_a_hostile_name_inert(home: Path) -> None:
+    async with Session(model=_replay(home, {"text": "hi"}), thread_name=HOSTILE_NAME) as session:
+        await session.run("hello\x1b[2J there")
+    proc = nbagent("threads", home=home / "home")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout and "\x07" not in proc.stdout
+    assert "<U+001B>]52;c;" in proc.stdout and "<U+001B>[2J" in proc.stdout
+    assert len(proc.stdout.strip().splitlines()) == 1, proc.stdout  # the newline in the name forges no row

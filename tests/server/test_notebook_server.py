@@ -82,3 +82,28 @@ def test_snippets_parse() -> None:
     assert entry["url"] == "http://127.0.0.1:4321/mcp" and entry["type"] == "http"
     assert entry["headers"]["Authorization"] == "Bearer ${NBAGENT_NOTEBOOK_TOKEN}"
     assert s["env"] == 'export NBAGENT_NOTEBOOK_TOKEN="$(cat /home/me/.nbagent/run/notebook-server-4321.token)"'
+
+
+async def test_serve_on_a_port_in_use_says_so_and_leaves_no_serving_display(
+    nb_home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    from nbagent.notebook.agent import KernelAgent
+    from nbagent.notebook.commands import run_line
+    from tests.waiting import until
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model="replay"))
+    try:
+        run_line(agent, f"serve --port {port}")
+        await until(lambda: agent.outside_view is None, "the failed serve to drop its display", timeout=30)
+        out, err = capsys.readouterr()
+        assert "not serving: " in out + err and agent.server is None
+        assert str(port) in err  # the error names the port that was in use
+    finally:
+        taken.close()
+        await agent.close()
