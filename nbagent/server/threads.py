@@ -265,11 +265,8 @@ class SessionPool:
     def _resolve(self, thread_id: str) -> str:
         if thread_id in self.threads:
             return thread_id
-        store = ThreadStore(self._config(str(Path(self.defaults.cwd or ".").resolve()), Overrides()).home_path)
-        try:
+        with ThreadStore(self._config(str(Path(self.defaults.cwd or ".").resolve()), Overrides()).home_path) as store:
             resolved = store.resolve(thread_id)
-        finally:
-            store.close()
         if resolved is None:
             raise LookupError(f"no thread {thread_id!r}: pass the thread_id an agent call returned")
         return resolved
