@@ -328,8 +328,8 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         await session.servers.ready()
         try:
             agent.server = await start_notebook_server(session, port=port)
-        except OSError as exc:  # a port in use: the serving display must not look alive
-            why = exc.strerror or str(exc)
+        except Exception as exc:  # a port in use: the serving display must not look alive
+            why = getattr(exc, "strerror", None) or str(exc)
             view.handle(Event(msg=TurnFailed(message=f"not serving: {why}", code="config")))
             agent.outside_view = None
             raise RuntimeError(why) from None
