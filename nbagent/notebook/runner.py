@@ -77,20 +77,16 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
     notes: list[str] = []
     wait = options.wait
     policy = options.policy
-    headless = frontend == "headless"
-    if headless:
+    if frontend == "headless":
         if not wait:
             notes.append("no notebook UI detected: waiting for the turn in this cell")
         wait = True
         if policy is None:
             policy = "never"
             notes.append("no notebook UI detected and no --policy given: policy 'never' (calls that need approval are declined)")
-        elif policy in ("on-request", "untrusted"):
-            notes.append(f"no notebook UI detected: under policy {policy!r} calls that need approval are declined, as no one can answer")
     elif frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
-    # A headless run has no one to click: its asks resolve by policy at once instead of waiting.
-    op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy, interactive=False if headless else None)  # type: ignore[arg-type]
+    op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]
     session = agent.session
     thread = options.thread or (session.thread.name or session.thread.id if session else "new")
     shown = header(agent, op, str(thread))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 
 from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
-from nbagent.protocol import FunctionCallOutput
 from nbagent.notebook.commands import run_line
 from tests.waiting import until
 
@@ -55,38 +53,6 @@ async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp
         header, note, *said = turn.view.lines  # type: ignore[attr-defined]
         assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
         assert "no notebook UI detected" in note and "from the other script" in said
-    finally:
-        await agent.close()
-
-
-async def test_a_headless_turn_under_on_request_declines_at_once_instead_of_waiting(replay: str, tmp_path: Path) -> None:
-    """nbclient/papermill: no one can click, so an ask resolves by policy rather than hang the run."""
-    from nbagent.notebook.runner import drive, prepare
-
-    wiped: list[str] = []
-
-    def wipe(path: str) -> str:
-        """Delete a folder."""
-        wiped.append(path)
-        return "wiped"
-
-    script = tmp_path / "wipe.json"
-    script.write_text(json.dumps({"responses": [
-        {"tool_calls": [{"name": "wipe", "arguments": {"path": "/data"}}]}, {"text": "could not wipe"},
-    ]}))  # fmt: skip
-    session = Session(model=f"replay:{script}", interactive=True)  # as a notebook's own session is
-    session.register_tool(wipe)
-    agent = KernelAgent(shell=None, session_factory=lambda: session)
-    agent.frontend_override = "headless"
-    try:
-        turn = prepare(agent, "--policy on-request", "wipe /data")
-        assert turn is not None
-        ended = await asyncio.wait_for(drive(agent, turn), 30)
-        assert ended.msg.type == "turn_completed" and wiped == []
-        note = turn.view.lines[1]  # type: ignore[attr-defined]
-        assert "policy 'on-request'" in note and "declined" in note
-        outputs = [i.output for i in session.thread.items if isinstance(i, FunctionCallOutput)]
-        assert len(outputs) == 1 and "no front end is attached" in outputs[0]
     finally:
         await agent.close()
 
