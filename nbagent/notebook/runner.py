@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.options import CELL_USAGE, CellOptions, UsageError, interpolate, parse_cell_line
-from nbagent.notebook.views import Header, TurnDisplay, show_turn
+from nbagent.notebook.views import HEADLESS_ASK_TIMEOUT, Header, TurnDisplay, show_turn
 from nbagent.protocol import Event, TurnAborted, TurnFailed, UserTurn
 
 
@@ -84,6 +84,11 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
         if policy is None:
             policy = "never"
             notes.append("no notebook UI detected and no --policy given: policy 'never' (calls that need approval are declined)")
+        elif policy != "never":
+            notes.append(
+                f"no notebook UI detected: an approval or a question waits {HEADLESS_ASK_TIMEOUT:g} s for an answer from Python"
+                " (session.submit) and is then declined"
+            )
     elif frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]

@@ -104,6 +104,19 @@ def test_headless_run_uses_never_and_says_so(make_kernel):
     assert executions(record) == []
 
 
+def test_headless_run_with_an_explicit_policy_says_how_long_an_ask_waits_then_declines(make_kernel):
+    kernel, record = make_kernel(
+        {"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Could not write."},
+        env={"NBAGENT_HEADLESS_ASK_TIMEOUT": "0.5"},
+    )
+    reply = kernel.execute("%%agent --policy on-request\nWrite a hello note", ui=False, timeout=60)
+    text = kernel.outputs(reply["parent_header"]["msg_id"])
+    assert reply["content"]["status"] == "ok"
+    assert "waits 0.5 s for an answer from Python (session.submit) and is then declined" in text
+    assert "nobody answered (headless run)" in text and "Could not write." in text
+    assert executions(record) == []
+
+
 def test_bad_arguments_print_usage_not_a_traceback(make_kernel):
     kernel, _ = make_kernel({"text": "unused"})
     for code in ("%%agent --policy sometimes\ngoal", "%%agent --bogus\ngoal", "%agent frobnicate", "%agent deny"):
