@@ -232,12 +232,20 @@ class ThreadStats:
 def thread_meta(lines: list[RolloutLine], path: Path, warnings: list[str]) -> tuple[ThreadMeta, list[RolloutLine]] | None:
     """The thread's meta and the lines after it.
 
-    A first line that is not a readable meta (garbage, a hand edit, a torn write) costs what only
-    it held (name at creation, cwd, notebook), never the thread: the meta is rebuilt from the file
-    name (the thread id) and the first records, with a warning. ``None`` when no line is left.
+    The file's name is the thread's id: a meta naming another thread (a copy of a rollout, or a
+    file planted to take over a thread's index row) is read as the thread its name says, with a
+    warning, so reading one file never re-points another thread's history. A first line that is
+    not a readable meta (garbage, a hand edit, a torn write) costs what only it held (name at
+    creation, cwd, notebook), never the thread: the meta is rebuilt from the file name and the
+    first records, with a warning. ``None`` when no line is left.
     """
     if lines and isinstance(lines[0], ThreadMeta):
-        return lines[0], lines[1:]
+        meta = lines[0]
+        if meta.thread_id != path.stem:
+            warnings.append(f"{path}:1: thread_meta names thread {meta.thread_id!r}, the file's name {path.stem!r}; "
+                            f"read as thread {path.stem!r} (a copied rollout is a thread of its own)")
+            meta = meta.model_copy(update={"thread_id": path.stem})
+        return meta, lines[1:]
     if not lines:
         warnings.append(f"{path}: no readable line; not a thread")
         return None

@@ -156,3 +156,28 @@ def test_a_rollout_symlinked_out_of_the_home_is_not_a_thread(tmp_path: Path) -> 
     resumed = nbagent("resume", "-m", REPLAY, thread_id, "three", home=home)
     assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
     assert outside.read_bytes() == before
+
+
+@pytest.mark.parametrize("how", ["copy", "planted"])
+def test_a_rollout_naming_another_thread_never_takes_over_that_threads_history(tmp_path: Path, how: str) -> None:
+    """A copy of a rollout (a backup, a fork) or a planted file whose meta names a thread is read
+    as the thread its file name says: the original keeps its index row, and a resume of it reads
+    and appends to its own file."""
+    home = tmp_path / "home"
+    thread_id = thread_with_two_turns(home)
+    rollout = home / "threads" / f"{thread_id}.jsonl"
+    other = home / "threads" / "thread_other.jsonl"
+    text = rollout.read_bytes()
+    other.write_bytes(text if how == "copy" else text.replace(b'"one"', b'"planted prompt"'))
+    before = other.read_bytes()
+    read = nbagent("export", "replay", "thread_other", "-o", str(tmp_path / "x.json"), home=home)
+    assert read.returncode == 0, read.stderr
+    assert f"names thread '{thread_id}'" in read.stderr and "read as thread 'thread_other'" in read.stderr
+    resumed = nbagent("resume", "-m", REPLAY, thread_id, "three", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert other.read_bytes() == before  # never appended to
+    loaded = ThreadStore(home).load(thread_id)
+    assert loaded.path == rollout
+    assert [i.text for i in loaded.items if i.type == "user_message"] == ["one", "two", "three"]  # type: ignore[union-attr]
+    listed = json.loads(nbagent("threads", "--json", home=home).stdout)
+    assert sorted(r["id"] for r in listed) == sorted([thread_id, "thread_other"])
