@@ -73,6 +73,7 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     from nbagent.core.session import Session
+    from nbagent.core.thread import redacted_event
 
     as_json: bool = args.json
     out = sys.stdout
@@ -80,6 +81,9 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     shown_errors: set[str] = set()
 
     def show(event: Event) -> None:
+        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page). A
+        # secret split across two streamed fragments is not found; the message that ends them is.
+        event = redacted_event(event, session.thread.redactor())
         if as_json:
             out.write(event.model_dump_json() + "\n")
             out.flush()

@@ -14,6 +14,7 @@ from nbagent.config import Config
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextView
 from nbagent.protocol import (
+    Event,
     FunctionCall,
     Item,
     ItemRecord,
@@ -24,7 +25,15 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
-from nbagent.store import Redactor, RolloutWriter, ThreadStore, named_secrets, repair_open_calls, secret_values
+from nbagent.store import (
+    Redactor,
+    RolloutWriter,
+    ThreadStore,
+    named_secrets,
+    repair_open_calls,
+    secret_values,
+    without_orphan_outputs,
+)
 from nbagent.store import ThreadSummary
 from nbagent.store.secrets import process_secrets
 
@@ -47,6 +56,20 @@ def redactor_for(config: Config) -> Redactor:
     """The rollout's rule over ``config`` as it is now, for views with no thread open (``nbagent
     inspect tools``, events before the first thread)."""
     return Redactor([*rollout_secrets(config), *process_secrets()])
+
+
+DELTA_TYPES = frozenset({"agent_message_delta", "reasoning_delta"})
+"""Streamed fragments: a display shows them as they come, and the message that ends them
+replaces their text, redacted."""
+
+
+def redacted_event(event: Event, redactor: Redactor) -> Event:
+    """``event`` as the rollout would hold it, for a display: a server may hand back the secrets
+    it was given (in a result, a description, an error, its stderr) and the model may echo them.
+    One scan of the event's JSON finds that nearly every event holds none."""
+    raw = event.model_dump_json()
+    clean = redactor.text(raw)
+    return event if clean == raw else Event.model_validate_json(clean)
 
 
 class ThreadState:
@@ -149,11 +172,16 @@ class ThreadState:
             raise
         self._writer = writer
         self.name = loaded.name
-        self.items = list(loaded.items)
+        self.items, orphans = without_orphan_outputs(loaded.items)
         self.call_ids = {item.call_id for item in self.items if isinstance(item, FunctionCall)}
         self._announce(len(self.items))
         for warning in loaded.warnings:
             self._bus.emit(WarningEvent(message=warning))
+        for output in orphans:
+            self._bus.emit(WarningEvent(message=(
+                f"{loaded.path}: the output of call {output.call_id!r} follows no call of that id (its line was "
+                "lost); the model is not sent it, the rollout keeps it"
+            )))
         for output in repair_open_calls(self.items):
             self.record(output)
         if loaded.open_turn_id is not None:

@@ -250,12 +250,16 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
                 id=reasoning_id, turn_id=turn.turn_id, summary=part.summary, encrypted_content=part.encrypted_content
             )
         elif isinstance(part, ToolCallDone):
-            entry = turn.catalogue.get(part.name)
+            # The model's own words for a call are shown, recorded and sent back verbatim, like
+            # its text: a secret it echoes there (a hostile model server) is redacted as in text.
+            redact = turn.thread.redactor().text
+            name = redact(part.name)
+            entry = turn.catalogue.get(name)
             calls.append(
                 FunctionCall(
                     turn_id=turn.turn_id,
-                    call_id=_unique_call_id(part.call_id, turn.thread.call_ids, calls),
-                    name=part.name,
+                    call_id=_unique_call_id(redact(part.call_id), turn.thread.call_ids, calls),
+                    name=name,
                     arguments=part.arguments,
                     server=entry[0].server if entry else None,
                     raw_tool=entry[0].raw_name if entry else None,
@@ -374,7 +378,7 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
-        message = f"internal error: {type(exc).__name__}: {exc}"
+        message = turn.thread.redactor().text(f"internal error: {type(exc).__name__}: {exc}")  # it may quote a reply
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
         turn.emit(TurnFailed(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")

@@ -35,7 +35,7 @@ from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.mcp.validation import OutputCheck
-from nbagent.mcp.wire import WireTap
+from nbagent.mcp.wire import WireTap, server_secrets
 from nbagent.protocol import (
     ElicitationRequested,
     EventMsg,
@@ -48,6 +48,7 @@ from nbagent.protocol import (
 )
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.protocol.tools import ProgressFn
+from nbagent.store.rollout import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,13 @@ class McpConnection:
         return self._stderr.path
 
     def stderr_tail(self) -> str | None:
-        return self._stderr.tail() if self.cfg.transport == "stdio" else None
+        """The end of the server's stderr since it started, as every display shows it: with this
+        server's secrets redacted, since a server that fails often prints the token it was given."""
+        tail = self._stderr.tail() if self.cfg.transport == "stdio" else None
+        return self._redacted(tail) if tail else tail
+
+    def _redacted(self, text: str) -> str:
+        return Redactor(server_secrets(self.name, self.cfg, self.oauth_config)).text(text)
 
     def _emit(self, event: EventMsg) -> None:
         deliver(self._on_event, event, log)  # a broken subscriber must not break the connection
@@ -362,8 +369,11 @@ class McpConnection:
                 child.sweep()
 
     def _why_ended(self, exc: BaseException) -> str:
-        """Why the owner task ended (startup failed or the server died), in one line naming the server."""
-        exc = innermost(exc)
+        """Why the owner task ended (startup failed or the server died), in one line naming the
+        server; an error the server or its transport wrote may quote a secret, so it is redacted."""
+        return self._redacted(self._why_ended_raw(innermost(exc)))
+
+    def _why_ended_raw(self, exc: BaseException) -> str:
         if isinstance(exc, McpStartupError):
             return str(exc)
         if isinstance(exc, FileNotFoundError):

@@ -193,14 +193,13 @@ class KernelAgent:
         return future
 
     def _redacted(self, event: Event) -> Event:
-        """``event`` as the rollout would hold it: a server may hand back the secrets it was given
-        (in a result, a description, an error), and a cell's output is saved with the notebook.
+        """``event`` as the rollout would hold it: a cell's output is saved with the notebook.
         Deltas pass as they are: the message that ends them replaces their text, redacted."""
-        if event.msg.type in _DELTA_TYPES or self.session is None:
+        from nbagent.core.thread import DELTA_TYPES, redacted_event  # loaded with the session by now
+
+        if event.msg.type in DELTA_TYPES or self.session is None:
             return event
-        raw = event.model_dump_json()
-        clean = self.session.thread.redactor().text(raw)
-        return event if clean == raw else Event.model_validate_json(clean)
+        return redacted_event(event, self.session.thread.redactor())
 
     def _on_event(self, event: Event) -> None:
         msg = event.msg
@@ -243,8 +242,6 @@ class KernelAgent:
             return True
         return False
 
-
-_DELTA_TYPES = frozenset({"agent_message_delta", "reasoning_delta"})
 
 _OUTSIDE_TYPES = {
     "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",

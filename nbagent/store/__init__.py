@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout
 from nbagent.store.lock import ThreadBusy
-from nbagent.store.repair import ABORTED_OUTPUT, open_calls, repair_open_calls
+from nbagent.store.repair import ABORTED_OUTPUT, open_calls, repair_open_calls, without_orphan_outputs
 from nbagent.store.rollout import REDACTED, Redactor, RolloutWriteError, RolloutWriter, read_rollout
 from nbagent.store.secrets import add_process_secret, named_secrets, secret_values
 from nbagent.store.threads import LoadedThread, ThreadNotFound, ThreadStore
@@ -27,6 +27,7 @@ __all__ = [
     "open_calls",
     "read_rollout",
     "repair_open_calls",
+    "without_orphan_outputs",
     "secret_values",
     "summarize_rollout",
 ]

@@ -109,3 +109,28 @@ async def test_an_auth_error_is_a_clear_error_and_the_session_survives(openai_se
     history_outputs = [i for i in failed.items if isinstance(i, FunctionCallOutput)]
     assert history_outputs == []
     assert json.dumps([e.model_dump() for e in errors]).count(SECRET) == 0
+
+
+async def test_a_call_whose_line_was_lost_leaves_no_orphan_output_in_what_the_model_is_sent(
+    openai_server, home: Path, wire_api: str,
+) -> None:
+    """A damaged ``function_call`` line costs that line (design §8): its output, which would make
+    every later request one the API refuses, is not sent, and the user is told."""
+    openai_server.script([{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "3"}, {"text": "again"}])
+    async with Session(config=config_for(openai_server, wire_api, home)) as session:
+        session.register_tool(lambda a, b: a + b, name="add")
+        first = await session.run("add")
+    rollout = home / "threads" / f"{first.thread_id}.jsonl"
+    lines = rollout.read_text().splitlines(keepends=True)
+    (cut,) = [n for n, line in enumerate(lines) if '"type":"function_call"' in line]
+    lines[cut] = lines[cut][:40] + "\n"
+    rollout.write_text("".join(lines))
+    warnings: list[str] = []
+    session = Session(config=config_for(openai_server, wire_api, home), thread=first.thread_id)
+    session.subscribe(lambda e: e.msg.type == "warning" and warnings.append(e.msg.message))  # type: ignore[union-attr]
+    async with session:
+        again = await session.run("and now")
+    assert again.text == "again"
+    assert sent_outputs(openai_server.requests[2], wire_api) == {}
+    assert any("follows no call" in w and "call_fake_0" in w for w in warnings), warnings
+    assert rollout.read_text().count('"type":"function_call_output"') == 1  # the record keeps it
