@@ -366,6 +366,13 @@ def _validate(data: dict[str, Any], origin: str) -> Config:
         raise ConfigError(f"{origin}: {problems}") from None
 
 
+def _origin_of(key: str, layers: list[tuple[str, dict[str, Any]]], overrides: dict[str, Any] | None) -> str | None:
+    """The layer the merged value of top-level ``key`` came from, for an error found only after merging."""
+    if overrides and overrides.get(key) is not None:
+        return "overrides"
+    return next((origin for origin, data in reversed(layers) if key in data), None)
+
+
 def load_config(
     cwd: str | Path | None = None,
     *,
@@ -415,7 +422,10 @@ def load_config(
     config = _validate(merged, origin)
     config.sources = sources
     config._notes = notes
-    provider = config.provider()
+    try:
+        provider = config.provider()
+    except ConfigError as exc:
+        raise ConfigError(f"{_origin_of('model_provider', layers, overrides) or origin}: {exc}") from None
     key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
     config.api_key = env.get(key_var) if key_var else None
     return config

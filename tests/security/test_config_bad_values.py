@@ -102,3 +102,14 @@ def test_config_file_nested_past_reason_is_one_line_naming_file_and_key(
     (work / name).write_text(text)
     error = one_line_error(nbagent("tools", home=tmp_path / "home", cwd=work))
     assert str(work / name) in error and f"'{key}'" in error
+
+
+@pytest.mark.parametrize("file", ["project", "user"])
+def test_config_model_provider_naming_no_table_is_one_line_naming_the_file(tmp_path: Path, file: str) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    path = work / "nbagent.toml" if file == "project" else home / "config.toml"
+    path.write_text('model = "m"\nmodel_provider = "nope"\n')
+    error = one_line_error(nbagent("threads", home=home, cwd=work))
+    assert str(path) in error and "model_provider" in error and "[model_providers.nope]" in error
