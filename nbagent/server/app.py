@@ -39,6 +39,7 @@ from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
 from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
+from nbagent.store import Redactor
 from nbagent.store import ThreadBusy as ThreadWritten
 
 INSTRUCTIONS = (
@@ -56,12 +57,13 @@ def _text_result(text: str, *, thread_id: str = "", is_error: bool = False) -> t
     )
 
 
-def run_result(result: RunResult) -> types.CallToolResult:
-    """The turn's outcome as the tool result: the final text plus ``{thread_id, text}``."""
+def run_result(result: RunResult, redactor: Redactor) -> types.CallToolResult:
+    """The turn's outcome as the tool result: the final text plus ``{thread_id, text}``,
+    redacted as the rollout holds them (the model may repeat a server's secret)."""
     if result.status == "completed":
-        return _text_result(result.text, thread_id=result.thread_id)
-    text = result.text or ""
-    why = f"The turn {result.status}: {result.error or 'no reason given'}"
+        return _text_result(redactor.text(result.text), thread_id=result.thread_id)
+    text = redactor.text(result.text or "")
+    why = redactor.text(f"The turn {result.status}: {result.error or 'no reason given'}")
     result_text = f"{text}\n\n{why}" if text else why
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=result_text)],
@@ -176,7 +178,7 @@ class AgentServer:
 
     # -- event forwarding ------------------------------------------------------------------
 
-    def _forwarder(self, ctx: ServerRequestContext[Any]) -> Forwarder:
+    def _forwarder(self, ctx: ServerRequestContext[Any], run: TurnRun) -> Forwarder:
         connection = _connection(ctx)
         level = connection.state.get("nbagent_log_level", "info") if connection is not None else "info"
 
@@ -189,19 +191,19 @@ class AgentServer:
                 await ctx.session.send_log_message(lvl, data, logger="nbagent",  # type: ignore[arg-type]
                                                    related_request_id=ctx.request_id)
 
-        return Forwarder(progress, log, min_level=level if level in LEVELS else "info")
+        return Forwarder(progress, log, run.session.thread.redactor(), min_level=level if level in LEVELS else "info")
 
     # -- 2025-11-25: push elicitation while the turn runs -----------------------------------
 
     async def _push(self, ctx: ServerRequestContext[Any], run: TurnRun) -> types.CallToolResult:
-        forward = self._forwarder(ctx)
+        forward = self._forwarder(ctx, run)
         try:
             async with anyio.create_task_group() as tg:
                 while True:
                     item = await run.next(forward)
                     if isinstance(item, RunResult):
                         tg.cancel_scope.cancel()
-                        return run_result(item)
+                        return run_result(item, run.session.thread.redactor())
                     tg.start_soon(self._ask_push, ctx, run, item)
         except BaseException:
             run.interrupt("the MCP client cancelled the call")
@@ -237,14 +239,14 @@ class AgentServer:
     ) -> types.CallToolResult | types.InputRequiredResult:
         run.unpark()
         await asyncio.sleep(0)  # let answered asks leave the session's pending lists
-        forward = self._forwarder(ctx)
+        forward = self._forwarder(ctx, run)
         try:
             while True:
                 asks = run.open_asks()
                 if not asks:
                     item = await run.next(forward)
                     if isinstance(item, RunResult):
-                        return run_result(item)
+                        return run_result(item, run.session.thread.redactor())
                     asks = [item] + [a for a in run.open_asks() if a.wire_key != item.wire_key]
                 required = self._input_required(ctx, run, asks)
                 if required is not None:

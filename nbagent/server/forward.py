@@ -11,7 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from nbagent.core.thread import redacted_event
 from nbagent.protocol import Event
+from nbagent.store.rollout import Redactor
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 Log = Callable[[str, Any], Awaitable[None]]
@@ -69,11 +71,14 @@ def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | Non
 
 
 class Forwarder:
-    """Turns the events of one round into notifications on that round's request."""
+    """Turns the events of one round into notifications on that round's request, each redacted
+    as the thread's rollout is: an inner server may hand back the secrets it was given, and the
+    outer client is no more trusted with them than the disk."""
 
-    def __init__(self, progress: Progress, log: Log, *, min_level: str = "info") -> None:
+    def __init__(self, progress: Progress, log: Log, redactor: Redactor, *, min_level: str = "info") -> None:
         self._progress = progress
         self._log = log
+        self._redactor = redactor
         self._min = LEVELS.index(min_level) if min_level in LEVELS else 1
         self._step = 0
         self._pending = ""
@@ -91,7 +96,7 @@ class Forwarder:
     async def flush(self) -> None:
         if self._pending:
             text, self._pending = self._pending, ""
-            await self._send(_clip(text.strip() or text))
+            await self._send(_clip(self._redactor.text(text.strip() or text)))
 
     async def __call__(self, event: Event) -> None:
         msg = event.msg
@@ -105,7 +110,7 @@ class Forwarder:
         if msg.type == "reasoning_delta":
             return
         await self.flush()
-        message, level, data = describe(event)
+        message, level, data = describe(redacted_event(event, self._redactor))
         if message:
             await self._send(message)
         if level and data is not None and LEVELS.index(level) >= self._min:

@@ -16,10 +16,11 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nbagent.config import Config, load_config
 from nbagent.core.session import RunResult, Session
+from nbagent.core.thread import redacted_event
 from nbagent.protocol import (
     ApprovalRequested,
     ElicitationRequested,
@@ -86,20 +87,26 @@ class TurnRun:
     def done(self) -> bool:
         return self.task.done() and self.queue.empty()
 
+    def _ask(self, kind: Literal["approval", "elicitation"], key: str, msg: ApprovalRequested | ElicitationRequested) -> Ask:
+        """The ask as the outer client may see it: redacted as the rollout holds it (a tool's
+        description or a server's question may carry that server's secret)."""
+        shown = redacted_event(Event.wrap(msg), self.session.thread.redactor()).msg
+        return Ask(kind, key, shown)  # type: ignore[arg-type]
+
     def _ask_for(self, event: Event) -> Ask | None:
         msg = event.msg
         if isinstance(msg, ApprovalRequested) and msg.call_id in self.session.pending_approvals():
-            ask = Ask("approval", msg.call_id, msg)
+            ask = self._ask("approval", msg.call_id, msg)
         elif isinstance(msg, ElicitationRequested) and msg.request_id in self.session.pending_elicitations():
-            ask = Ask("elicitation", msg.request_id, msg)
+            ask = self._ask("elicitation", msg.request_id, msg)
         else:
             return None
         return None if ask.wire_key in self.answered else ask
 
     def open_asks(self) -> list[Ask]:
         """Asks still waiting in the session that no answer has been submitted for."""
-        asks = [Ask("approval", k, v) for k, v in self.session.pending_approvals().items()]
-        asks += [Ask("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
+        asks = [self._ask("approval", k, v) for k, v in self.session.pending_approvals().items()]
+        asks += [self._ask("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
         return [a for a in asks if a.wire_key not in self.answered]
 
     def answer(self, ask: Ask, op: Op) -> None:
