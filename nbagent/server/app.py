@@ -161,11 +161,12 @@ class AgentServer:
             reply = ReplyArgs.model_validate(arguments)
             handle = await self.pool.get(reply.thread_id)
             args = AgentArgs(prompt=reply.prompt)
-        self._claim(ctx, handle)
         form, _ = _elicit_caps(ctx)
         # The core's policy answers when nobody can be asked (`never` and non-interactive decline).
         interactive = form and (_modern(ctx) or ctx.session.can_send_request)
-        return self.pool.start(handle, args.prompt, interactive=interactive)
+        run = self.pool.start(handle, args.prompt, interactive=interactive)
+        self._claim(ctx, handle)  # only once the call is the thread's: a refused one changes no owner
+        return run
 
     def _claim(self, ctx: ServerRequestContext[Any], handle: ThreadHandle) -> None:
         """Tie the session to the caller's MCP session, so that its disconnect closes it."""
