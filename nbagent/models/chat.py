@@ -6,7 +6,6 @@ usage may be missing, and some servers reject ``stream_options``.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 
 import openai
 
-from nbagent.models._wire import get_field
+from nbagent.models._wire import INTEGER, OBJECT, STRING, arguments, get_field, not_a_stream, objects, typed
 from nbagent.models.base import (
     Completed,
     ModelEvent,
@@ -26,8 +25,11 @@ from nbagent.models.base import (
     Usage,
 )
 from nbagent.models.endpoint import Endpoint, HttpModel
-from nbagent.models.retry import RetryPolicy
+from nbagent.models.retry import RetryPolicy, StreamFailure
 from nbagent.protocol import AssistantMessage, FunctionCall, FunctionCallOutput, Item, ToolSpec, UserMessage
+
+CUT_SHORT = ("length", "content_filter")
+"""Finish reasons of a reply that stopped before its end (Responses says ``response.incomplete``)."""
 
 
 def to_messages(instructions: str | None, items: list[Item]) -> list[dict[str, Any]]:
@@ -101,17 +103,16 @@ class _ToolCalls:
             call = self.calls[index] = _Call()
         return call
 
-    def add(self, raw: Any) -> None:
-        function = get_field(raw, "function")
-        call = self._slot(get_field(raw, "index"), get_field(raw, "id"))
-        if get_field(raw, "id") and call.id is None:
-            call.id = get_field(raw, "id")
-        name = get_field(function, "name")
+    def add(self, raw: Any, at: str = "") -> None:
+        function = typed(raw, "function", OBJECT, at)
+        call_id = typed(raw, "id", STRING, at)
+        call = self._slot(typed(raw, "index", INTEGER, at), call_id)
+        if call_id and call.id is None:
+            call.id = call_id
+        name = typed(function, "name", STRING, f"{at}function.")
         if name and not call.name:
             call.name = name
-        if args := get_field(function, "arguments"):
-            if isinstance(args, dict):  # a few servers send parsed arguments
-                args = json.dumps(args)
+        if args := arguments(function, f"{at}function."):
             call.arguments.append(args)
 
     def done(self) -> list[ToolCallDone]:
@@ -128,12 +129,29 @@ class _ToolCalls:
 
 
 def _usage(raw: Any) -> Usage:
+    prompt = typed(raw, "prompt_tokens_details", OBJECT, "usage.")
+    completion = typed(raw, "completion_tokens_details", OBJECT, "usage.")
     return Usage(
-        input_tokens=get_field(raw, "prompt_tokens") or 0,
-        output_tokens=get_field(raw, "completion_tokens") or 0,
-        cached_input_tokens=get_field(get_field(raw, "prompt_tokens_details"), "cached_tokens") or 0,
-        reasoning_tokens=get_field(get_field(raw, "completion_tokens_details"), "reasoning_tokens") or 0,
+        input_tokens=typed(raw, "prompt_tokens", INTEGER, "usage.") or 0,
+        output_tokens=typed(raw, "completion_tokens", INTEGER, "usage.") or 0,
+        cached_input_tokens=typed(prompt, "cached_tokens", INTEGER, "usage.prompt_tokens_details.") or 0,
+        reasoning_tokens=typed(completion, "reasoning_tokens", INTEGER, "usage.completion_tokens_details.") or 0,
     )
+
+
+class _DoneSeen:
+    """Wraps the SDK's event decoder of one stream to see its ``data: [DONE]``, which the SDK
+    consumes without a trace (it offers no public way to tell that the stream came to its end)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.decoder = stream._decoder
+        self.seen = False
+        stream._decoder = self
+
+    async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+        async for event in self.decoder.aiter_bytes(iterator):
+            self.seen = self.seen or event.data.startswith("[DONE]")
+            yield event
 
 
 class ChatModel(HttpModel):
@@ -173,39 +191,50 @@ class ChatModel(HttpModel):
 
     async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         stream = await self._create(params)
+        done = _DoneSeen(stream)
         calls = _ToolCalls()
         texts: list[str] = []
         reasoning: list[str] = []
         usage: Usage | None = None
+        finish: str | None = None
         reasoning_done = False
         try:
             async for chunk in stream:
-                if (raw_usage := get_field(chunk, "usage")) is not None:
+                if (raw_usage := typed(chunk, "usage", OBJECT)) is not None:
                     usage = _usage(raw_usage)
-                for choice in get_field(chunk, "choices") or []:
-                    delta = get_field(choice, "delta")
+                for n, choice in enumerate(objects(chunk, "choices")):
+                    at = f"choices[{n}]."
+                    finish = typed(choice, "finish_reason", STRING, at) or finish
+                    delta = typed(choice, "delta", OBJECT, at)
                     if delta is None:
                         continue
                     thought = get_field(delta, "reasoning_content") or get_field(delta, "reasoning")
                     if isinstance(thought, str) and thought:
                         reasoning.append(thought)
                         yield ReasoningSummaryDelta(delta=thought)
-                    content = get_field(delta, "content")
-                    tool_calls = get_field(delta, "tool_calls") or []
+                    content = typed(delta, "content", STRING, f"{at}delta.")
+                    tool_calls = objects(delta, "tool_calls", f"{at}delta.")
                     if reasoning and not reasoning_done and (content or tool_calls):
                         reasoning_done = True
                         yield ReasoningDone(summary="".join(reasoning))
-                    if isinstance(content, str) and content:
+                    if content:
                         texts.append(content)
                         yield TextDelta(delta=content)
-                    for raw_call in tool_calls:
-                        calls.add(raw_call)
+                    for k, raw_call in enumerate(tool_calls):
+                        calls.add(raw_call, f"{at}delta.tool_calls[{k}].")
         finally:
             await stream.close()
+        if finish in CUT_SHORT:
+            raise StreamFailure(f"the response stopped early ({finish})", code="incomplete")
+        if finish is None and not done.seen:
+            # Servers differ in which end they send ([DONE], a finish_reason or both); neither
+            # means the reply was cut off, or was never a stream.
+            ended = "the stream ended before its last chunk ([DONE] / finish_reason)"
+            raise not_a_stream(stream) or StreamFailure(ended)
         if reasoning and not reasoning_done:
             yield ReasoningDone(summary="".join(reasoning))
-        for done in calls.done():
-            yield done
+        for call in calls.done():
+            yield call
         if usage is not None:
             yield usage
         yield Completed(text="".join(texts))

@@ -10,7 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from nbagent.models._wire import get_field
+from nbagent.models._wire import INTEGER, OBJECT, STRING, arguments, get_field, not_a_stream, objects, typed
 from nbagent.models.base import (
     Completed,
     ModelEvent,
@@ -94,22 +94,29 @@ def to_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-
-
 def _usage(raw: Any) -> Usage | None:
     if raw is None:
         return None
+    at = "response.completed: usage."
+    inputs = typed(raw, "input_tokens_details", OBJECT, at)
+    outputs = typed(raw, "output_tokens_details", OBJECT, at)
     return Usage(
-        input_tokens=get_field(raw, "input_tokens") or 0,
-        output_tokens=get_field(raw, "output_tokens") or 0,
-        cached_input_tokens=get_field(get_field(raw, "input_tokens_details"), "cached_tokens") or 0,
-        reasoning_tokens=get_field(get_field(raw, "output_tokens_details"), "reasoning_tokens") or 0,
+        input_tokens=typed(raw, "input_tokens", INTEGER, at) or 0,
+        output_tokens=typed(raw, "output_tokens", INTEGER, at) or 0,
+        cached_input_tokens=typed(inputs, "cached_tokens", INTEGER, f"{at}input_tokens_details.") or 0,
+        reasoning_tokens=typed(outputs, "reasoning_tokens", INTEGER, f"{at}output_tokens_details.") or 0,
     )
 
 
-def _message_text(item: Any) -> str:
-    parts = get_field(item, "content") or []
-    return "".join(get_field(p, "text") or "" for p in parts if get_field(p, "type") == "output_text")
+def _message_text(item: Any, at: str) -> str:
+    parts = [p for p in objects(item, "content", at) if get_field(p, "type") == "output_text"]
+    return "".join(typed(p, "text", STRING, f"{at}content.") or "" for p in parts)
+
+
+def _said(obj: Any, key: str) -> str | None:
+    """A server's own words about a failure, whatever type it gave them in."""
+    value = get_field(obj, key)
+    return None if value is None else str(value)
 
 
 class _Parser:
@@ -123,51 +130,52 @@ class _Parser:
         self.completed = False
 
     def feed(self, event: Any) -> list[ModelEvent]:
-        kind = get_field(event, "type")
-        delta = get_field(event, "delta") or ""
-        item_id = get_field(event, "item_id") or ""
+        kind = typed(event, "type", STRING, "event ")
+        at = f"{kind}: "
         if kind in ("response.output_text.delta", "response.refusal.delta"):
-            self.streamed.add(item_id)
+            delta = typed(event, "delta", STRING, at) or ""
+            self.streamed.add(typed(event, "item_id", STRING, at) or "")
             self.texts.append(delta)
             return [TextDelta(delta=delta)]
         if kind == "response.reasoning_summary_text.delta":
-            self.reasoning.setdefault(item_id, []).append(delta)
+            delta = typed(event, "delta", STRING, at) or ""
+            self.reasoning.setdefault(typed(event, "item_id", STRING, at) or "", []).append(delta)
             return [ReasoningSummaryDelta(delta=delta)]
         if kind == "response.output_item.done":
-            return self._item_done(get_field(event, "item"))
+            return self._item_done(typed(event, "item", OBJECT, at), f"{at}item.")
         if kind == "response.completed":
             self.completed = True
-            usage = _usage(get_field(get_field(event, "response"), "usage"))
+            usage = _usage(typed(typed(event, "response", OBJECT, at), "usage", OBJECT, f"{at}response."))
             return [*([usage] if usage else []), Completed(text="".join(self.texts))]
+        response = get_field(event, "response")
         if kind == "response.incomplete":
-            details = get_field(get_field(event, "response"), "incomplete_details")
-            reason = get_field(details, "reason") or "unknown reason"
+            reason = _said(get_field(response, "incomplete_details"), "reason") or "unknown reason"
             raise StreamFailure(f"the response stopped early ({reason})", code="incomplete")
         if kind == "response.failed":
-            error = get_field(get_field(event, "response"), "error")
-            message = get_field(error, "message") or "the response failed"
-            raise StreamFailure(message, code=get_field(error, "code") or "server_error")
+            error = get_field(response, "error")
+            message = _said(error, "message") or "the response failed"
+            raise StreamFailure(message, code=_said(error, "code") or "server_error")
         if kind == "error":
-            message = get_field(event, "message") or "stream error"
-            raise StreamFailure(message, code=get_field(event, "code") or "server_error")
+            message = _said(event, "message") or "stream error"
+            raise StreamFailure(message, code=_said(event, "code") or "server_error")
         return []
 
-    def _item_done(self, item: Any) -> list[ModelEvent]:
-        kind = get_field(item, "type")
-        item_id = get_field(item, "id") or ""
+    def _item_done(self, item: Any, at: str) -> list[ModelEvent]:
+        kind = typed(item, "type", STRING, at)
+        item_id = typed(item, "id", STRING, at) or ""
         if kind == "function_call":
-            call_id = get_field(item, "call_id") or item_id
-            return [ToolCallDone(call_id=call_id, name=get_field(item, "name") or "",
-                                 arguments=get_field(item, "arguments") or "")]
+            call_id = typed(item, "call_id", STRING, at) or item_id
+            name = typed(item, "name", STRING, at) or ""
+            return [ToolCallDone(call_id=call_id, name=name, arguments=arguments(item, at) or "")]
         if kind == "message" and item_id not in self.streamed:
             # A server that sends whole items without deltas still shows its text.
-            text = _message_text(item)
+            text = _message_text(item, at)
             self.texts.append(text)
             return [TextDelta(delta=text)] if text else []
         if kind == "reasoning":
-            parts = [get_field(part, "text") or "" for part in get_field(item, "summary") or []]
+            parts = [typed(part, "text", STRING, f"{at}summary.") or "" for part in objects(item, "summary", at)]
             summary = "\n\n".join(p for p in parts if p) or "".join(self.reasoning.get(item_id, []))
-            encrypted = get_field(item, "encrypted_content")
+            encrypted = typed(item, "encrypted_content", STRING, at)
             out: list[ModelEvent] = []
             if summary and item_id not in self.reasoning:
                 out.append(ReasoningSummaryDelta(delta=summary))
@@ -216,6 +224,6 @@ class ResponsesModel(HttpModel):
                     yield out
                 if parser.completed:
                     return
-            raise StreamFailure("the stream ended before response.completed")
+            raise not_a_stream(stream) or StreamFailure("the stream ended before response.completed")
         finally:
             await stream.close()

@@ -97,6 +97,11 @@ class StreamFailure(Exception):
         self.status = status
 
 
+class BadReply(StreamFailure):
+    """A 200 reply that does not follow the wire API (not an event stream, a field of the wrong
+    type): asking again would get, and pay for, the same reply."""
+
+
 @dataclass
 class Failure:
     error: ModelError
@@ -159,8 +164,8 @@ def classify(exc: BaseException, ctx: ErrorContext, *, attempts: int) -> Failure
     """Map an SDK exception or a ``StreamFailure`` to a ``ModelError`` with a useful message.
 
     Without a reply it is the connection; with one, first what asking again cannot fix (the
-    key, the model, the context, the endpoint), then what passes (rate limit, server error,
-    a broken stream), then any other refusal.
+    key, the model, the context, the endpoint, a reply that breaks the API), then what passes
+    (rate limit, server error, a broken stream), then any other refusal.
     """
     where = f"{ctx.base_url} (model {ctx.model!r}, wire_api = {ctx.wire_api!r})"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
@@ -210,7 +215,7 @@ class _Reply:
         status = getattr(exc, "status_code", None) if isinstance(exc, openai.APIStatusError) else None
         if isinstance(exc, StreamFailure):
             status = exc.status
-        code = (getattr(exc, "code", None) or "").lower()
+        code = str(getattr(exc, "code", None) or "").lower()  # a server may give a number
         return cls(exc, ctx, where, tries, status, code, ctx.redact(_server_message(exc)))
 
     @property
@@ -227,8 +232,15 @@ class _Reply:
 
 
 def _lasting(r: _Reply) -> Failure | None:
-    """The key, the model, the context length or the endpoint is wrong: the user must change it."""
+    """The key, the model, the context length or the endpoint is wrong, or the server's reply breaks
+    the API: the user must change it."""
     ctx, status, code, said = r.ctx, r.status, r.code, r.said
+    if isinstance(r.exc, BadReply):
+        return r.fail(
+            "server",
+            f"{r.where} sent a reply that does not follow the {ctx.wire_api} API: {r.message}. Check base_url "
+            f"(it usually ends in /v1) and wire_api in [model_providers.{ctx.provider}], or the server's version.",
+        )
     if status in (401, 403) or code in ("invalid_api_key", "unauthorized", "forbidden"):
         return r.fail(
             "auth",

@@ -14,6 +14,18 @@ step; a step has the shape of a replay response plus failure injections:
     chat only: {"omit_ids": true}, {"single_chunk": true}, {"no_usage": true}
     any: {"delay": 0.01} seconds after each delta; {"message": "..."} for error text
 
+Hostile or half-compatible servers (200 answers that are not a finished stream, or break the API):
+
+    {"body": "<html>...", "content_type": "text/html"}           this body instead of a stream
+    {"not_streamed": true, "text": "..."}                        one JSON reply, as if ``stream`` were false
+    chat only: {"no_done": true}                                  no ``data: [DONE]`` at the end
+    chat only: {"finish_reason": "length" | null}                 the last chunk's finish_reason (null: none)
+    {"edit": fn}                                                  ``fn(payload)`` may change each event's JSON
+                                                                  payload in place (a field of the wrong type)
+    {"tool_calls": [{"name": 5, "call_id": 7, "arguments": {...}, "raw_arguments": true}]}
+                                                                  name and call_id go out as given;
+                                                                  ``raw_arguments`` sends an object, not a string
+
 A request with more than ``max_tools`` tools (128, OpenAI's limit) is refused as OpenAI refuses
 it (400, ``invalid_request_error``, naming ``tools`` and its length). ``context_window`` makes it
 refuse over-long bodies as a real server does; ``respond`` answers
@@ -53,9 +65,9 @@ def _words(text: str) -> list[str]:
     return _WORDS.findall(text)
 
 
-def _arguments(call: dict[str, Any]) -> str:
+def _arguments(call: dict[str, Any]) -> Any:
     arguments = call.get("arguments", {})
-    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return arguments if isinstance(arguments, str) or call.get("raw_arguments") else json.dumps(arguments)
 
 
 def _chunks(text: str) -> list[str]:
@@ -220,7 +232,10 @@ class FakeOpenAIServer:
         step = self._step(body, key)
         if isinstance(step, Response):
             return step
-        return self._sse(step, responses_events(step, body), chat=False)
+        events = responses_events(step, body)
+        if (other := not_a_stream(step, events[-1][1]["response"])) is not None:
+            return other
+        return self._sse(step, events, chat=False)
 
     async def _chat(self, request: Request) -> Response:
         body, key = await self._record(request)
@@ -234,6 +249,8 @@ class FakeOpenAIServer:
         step = self._step(body, key)
         if isinstance(step, Response):
             return step
+        if (other := not_a_stream(step, chat_completion(step, body))) is not None:
+            return other
         return self._sse(step, chat_events(step, body), chat=True)
 
     def _sse(self, step: dict[str, Any], events: list[tuple[str | None, Any, bool]], *, chat: bool) -> StreamingResponse:
@@ -241,12 +258,15 @@ class FakeOpenAIServer:
         fail = bool(step.get("fail_mid_stream")) or "error_mid_stream" in step
         fail_after = int(step.get("fail_after", 2))
         delay = float(step.get("delay", 0))
+        edit: Callable[[dict[str, Any]], None] | None = step.get("edit")
 
         async def body() -> AsyncIterator[bytes]:
             deltas = 0
             for name, data, is_delta in events:
                 if fail and deltas >= fail_after:
                     break
+                if edit is not None and isinstance(data, dict):
+                    edit(data)
                 payload = data if isinstance(data, str) else json.dumps(data)
                 prefix = f"event: {name}\n" if name else ""
                 yield f"{prefix}data: {payload}\n\n".encode()
@@ -266,6 +286,15 @@ class FakeOpenAIServer:
             raise DropConnection("scripted mid-stream failure")
 
         return StreamingResponse(body(), media_type="text/event-stream")
+
+
+def not_a_stream(step: dict[str, Any], reply: dict[str, Any]) -> Response | None:
+    """The 200 answer of a step that is not a stream: its ``body``, or ``reply`` as one JSON object."""
+    if "body" in step:
+        return Response(step["body"], media_type=step.get("content_type", "text/html"))
+    if step.get("not_streamed"):
+        return JSONResponse(reply)
+    return None
 
 
 def mid_stream_error(step: dict[str, Any], *, chat: bool) -> tuple[str | None, dict[str, Any]]:
@@ -341,7 +370,7 @@ def responses_events(step: dict[str, Any], body: dict[str, Any]) -> list[tuple[s
         item = {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id,
                 "name": call["name"], "arguments": ""}
         emit("response.output_item.added", output_index=index, item=item)
-        for chunk in _chunks(arguments):
+        for chunk in _chunks(arguments) if isinstance(arguments, str) else []:
             emit("response.function_call_arguments.delta", True, item_id=item_id, output_index=index, delta=chunk)
         emit("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments,
              name=call["name"])
@@ -387,14 +416,14 @@ def chat_events(step: dict[str, Any], body: dict[str, Any]) -> list[tuple[str | 
         head: dict[str, Any] = {"index": n, "type": "function", "function": {"name": call["name"], "arguments": ""}}
         if call_id:
             head["id"] = call_id
-        if step.get("single_chunk"):
+        if step.get("single_chunk") or not isinstance(arguments, str):
             head["function"]["arguments"] = arguments
             chunk({"tool_calls": [head]}, is_delta=True)
             continue
         chunk({"tool_calls": [head]})
         for piece in _chunks(arguments):
             chunk({"tool_calls": [{"index": n, "function": {"arguments": piece}}]}, is_delta=True)
-    chunk({}, "tool_calls" if step.get("tool_calls") else "stop")
+    chunk({}, step.get("finish_reason", "tool_calls" if step.get("tool_calls") else "stop"))
     wants_usage = (body.get("stream_options") or {}).get("include_usage")
     if wants_usage and not step.get("no_usage"):
         usage = step.get("usage", {})
@@ -402,5 +431,20 @@ def chat_events(step: dict[str, Any], body: dict[str, Any]) -> list[tuple[str | 
         chunk(None, usage={"prompt_tokens": prompt, "completion_tokens": completion,
                            "total_tokens": prompt + completion,
                            "prompt_tokens_details": {"cached_tokens": usage.get("cached_input_tokens", 0)}})
-    out.append((None, "[DONE]", False))
+    if not step.get("no_done"):
+        out.append((None, "[DONE]", False))
     return out
+
+
+def chat_completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The step as one non-streamed ``chat.completion`` object."""
+    calls = [{"id": call.get("call_id", f"call_fake_{n}"), "type": "function",
+              "function": {"name": call["name"], "arguments": _arguments(call)}}
+             for n, call in enumerate(step.get("tool_calls", []))]
+    message: dict[str, Any] = {"role": "assistant", "content": step.get("text", "")}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": f"chatcmpl-{int(time.time() * 1000)}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
