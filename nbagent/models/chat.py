@@ -119,8 +119,6 @@ class _ToolCalls:
         out = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            if not call.name:
-                continue
             call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
             # A call of a tool without parameters often comes with no argument text at all.
             arguments = "".join(call.arguments) or "{}"

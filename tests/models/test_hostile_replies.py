@@ -199,3 +199,14 @@ async def test_arguments_sent_as_an_object_are_read_as_their_json(
     assert first.ok and first.text == "a later turn", first.error
     assert sent_outputs(openai_server.requests[1], wire_api) == ["3"]
 
+
+# -- 3. a call without a name ---------------------------------------------------------------------
+
+
+async def test_a_call_without_a_name_is_answered_as_an_unknown_tool(
+    openai_server: FakeOpenAIServer, home: Path, wire_api: str,
+) -> None:
+    first, _ = await two_turns(openai_server, wire_api, home, _call(name=""))
+    assert first.ok and first.text == "a later turn", first.error
+    [output] = sent_outputs(openai_server.requests[1], wire_api)
+    assert "unknown tool ''" in output
