@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from nbagent._version import __version__
 from nbagent.config import ConfigError
 from nbagent.core.session import RunResult
-from nbagent.server.asks import Ask, answer_op, elicit_params
+from nbagent.server.asks import CANNOT_ASK, Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
 from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
@@ -212,10 +212,14 @@ class AgentServer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _ask_push(self, ctx: ServerRequestContext[Any], run: TurnRun, ask: Ask) -> None:
+        """Ask the client; an ask it never answers (an error, a client gone without a word) is
+        left to the session's timeout (``--ask-timeout``), which settles it as nobody answering."""
         _, url_ok = _elicit_caps(ctx)
         params = elicit_params(ask, url_ok=url_ok)
-        result: types.ElicitResult | None = None
-        if params is not None:
+        if params is None:
+            run.answer(ask, answer_op(ask, CANNOT_ASK))
+            return
+        with anyio.move_on_after(self.pool.defaults.ask_timeout):  # withdrawn when the session stops waiting
             try:
                 if isinstance(params, types.ElicitRequestURLParams):
                     result = await ctx.session.elicit_url(params.message, params.url, params.elicitation_id,
@@ -223,9 +227,11 @@ class AgentServer:
                 else:
                     result = await ctx.session.elicit_form(params.message, params.requested_schema,
                                                            related_request_id=ctx.request_id)
-            except Exception as exc:  # a client error answers "no", it never hangs the turn
-                run.session.warn(f"asking the MCP client failed ({exc}): answered no")
-        run.answer(ask, answer_op(ask, result))
+            except Exception as exc:
+                run.session.warn(f"asking the MCP client failed ({exc}): nobody answered, so it ends unanswered "
+                                 f"within {self.pool.defaults.ask_timeout:g} s")
+                return
+            run.answer(ask, answer_op(ask, result))
 
     # -- 2026-07-28: input-required rounds ---------------------------------------------------
 
@@ -265,7 +271,7 @@ class AgentServer:
         for ask in asks:
             params = elicit_params(ask, url_ok=url_ok)
             if params is None:
-                run.answer(ask, answer_op(ask, None))
+                run.answer(ask, answer_op(ask, CANNOT_ASK))
                 continue
             run.sent[ask.wire_key] = ask
             requests[ask.wire_key] = types.ElicitRequest(params=params)

@@ -95,12 +95,16 @@ def elicit_params(ask: Ask, *, url_ok: bool) -> types.ElicitRequestFormParams | 
     return types.ElicitRequestFormParams(message=message, requested_schema=schema)
 
 
-def answer_op(ask: Ask, result: types.ElicitResult | None) -> Op:
-    """The Op that answers ``ask`` given the outer client's reply (``None``: no usable reply)."""
+CANNOT_ASK = types.ElicitResult(action="cancel")
+"""The reply for a question the client cannot be shown (a URL to a client without URL mode)."""
+
+
+def answer_op(ask: Ask, result: types.ElicitResult) -> Op:
+    """The Op that answers ``ask`` given the outer client's reply."""
     if ask.kind == "approval":
-        if result is None or result.action != "accept":
-            why = "no answer" if result is None else result.action
-            return ApprovalDecision(call_id=ask.key, decision="deny", message=f"The MCP client's user said no ({why}).")
+        if result.action != "accept":
+            return ApprovalDecision(call_id=ask.key, decision="deny",
+                                    message=f"The MCP client's user said no ({result.action}).")
         content = result.content or {}
         decision = str(content.get("decision") or "deny")
         if decision not in {value for value, _ in DECISIONS}:
@@ -110,8 +114,6 @@ def answer_op(ask: Ask, result: types.ElicitResult | None) -> Op:
         if decision == "deny" and not message:
             message = "Denied by the MCP client's user."
         return ApprovalDecision(call_id=ask.key, decision=decision, message=message)  # type: ignore[arg-type]
-    if result is None:
-        return ElicitationResponse(request_id=ask.key, action="cancel")
     content = dict(result.content) if result.action == "accept" and result.content is not None else None
     if result.action == "accept" and content is None:
         content = {}

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
     p.add_argument("--park-timeout", type=float, default=600.0,
                    help="seconds a stateless (2026-07-28) run waits for the client's next round")
+    p.add_argument("--ask-timeout", type=_positive(float), default=600.0, metavar="SECONDS",
+                   help="an approval or question waits this long for the MCP client's answer, then counts as "
+                        "unanswered and the turn goes on (default 600)")
     p.add_argument("--session-idle-timeout", type=_positive(float), default=300.0, metavar="SECONDS",
                    help="close a thread's session (and its MCP servers) after this long without a turn; "
                         "the thread stays resumable (default 300)")
@@ -126,7 +129,7 @@ def main_mcp_server(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
-                        park_timeout=args.park_timeout, idle_timeout=args.session_idle_timeout,
+                        park_timeout=args.park_timeout, ask_timeout=args.ask_timeout, idle_timeout=args.session_idle_timeout,
                         max_sessions=args.max_sessions, allow_config_override=args.allow_config_override)
     if not args.http:
         try:

@@ -56,6 +56,9 @@ class Defaults:
     config: dict[str, Any] = field(default_factory=dict)
     park_timeout: float = 600.0
     """How long a stateless run waits for the client's next round before it is interrupted."""
+    ask_timeout: float = 600.0
+    """How long an ask waits for the MCP client's answer before it is settled as unanswered
+    (by timeout, never as the user's word) and the turn goes on: a client may vanish silently."""
     idle_timeout: float = 300.0
     """A session without a turn for this long is closed (its thread stays resumable)."""
     max_sessions: int = 8
@@ -198,7 +201,11 @@ class SessionPool:
         merged.update({"model": asked.model or merged.get("model") or self.defaults.model,
                        "approval_policy": asked.policy or merged.get("approval_policy") or self.defaults.policy,
                        "home": merged.get("home") or self.defaults.home})
-        return load_config(cwd, overrides=merged)
+        cfg = load_config(cwd, overrides=merged)
+        bound = self.defaults.ask_timeout  # the session's own timeout settles an ask nobody answers
+        cfg.approval_timeout_sec = min(cfg.approval_timeout_sec or bound, bound)
+        cfg.elicitation_timeout_sec = min(cfg.elicitation_timeout_sec, bound)
+        return cfg
 
     async def open(self, asked: Overrides, *, thread_name: str | None = None) -> ThreadHandle:
         """A new thread in a new session, with a caller's overrides (refused when they could

@@ -10,10 +10,13 @@ import sys
 from collections.abc import Iterator
 
 import anyio
+import mcp_types as types
 import pytest
 
+from nbagent.store import ThreadStore
 from tests.server.conftest import RECORDER, HttpServer, ServerEnv, connect, start_http_server
-from tests.waiting import until
+from tests.server.test_session_lifetime import recorders
+from tests.waiting import until, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -21,6 +24,32 @@ pytestmark = pytest.mark.timeout(120)
 def _recorder(senv: ServerEnv) -> str:
     servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)}}}
     return f"mcp_servers={json.dumps(servers)}"
+
+
+HANGING_CLIENT = """
+import asyncio, sys
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+async def elicit(context, params):
+    print("asked", flush=True)
+    await asyncio.Event().wait()  # the person never answers; then the process is killed
+
+async def main():
+    async with httpx2.AsyncClient(headers={"Authorization": "Bearer " + sys.argv[2]}, timeout=600) as hc:
+        async with Client(streamable_http_client(sys.argv[1], http_client=hc), mode="legacy",
+                          elicitation_callback=elicit) as client:
+            await client.call_tool("agent", {"prompt": "write it"})
+
+asyncio.run(main())
+"""
+"""A legacy HTTP client that is asked for an approval, never answers, and is then killed (no DELETE)."""
+
+
+def _approvals(senv: ServerEnv) -> list[dict[str, object]]:
+    with ThreadStore(senv.home) as store:
+        return [i.model_dump() for s in store.list_threads() for i in store.load(s.id).items if i.type == "approval"]
 
 
 @pytest.fixture
@@ -56,3 +85,51 @@ async def test_a_refused_reply_leaves_the_running_turn_to_its_client(
     result = done[0]
     assert not result.is_error and result.structured_content["text"] == "Slept.", result  # type: ignore[attr-defined]
     assert [r["tool"] for r in senv.records()] == ["slow_start", "slow_end"]
+
+
+async def test_a_client_killed_while_asked_frees_its_session_for_the_next_caller(
+    senv: ServerEnv, servers: list[HttpServer]
+) -> None:
+    model = senv.script({"tool_calls": [{"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}]},
+                        {"text": "Went on."})
+    server = start_http_server(senv, "--model", model, "--policy", "on-request", "-c", _recorder(senv),
+                               "--max-sessions", "1", "--ask-timeout", "1", "--session-idle-timeout", "1")
+    servers.append(server)
+    client = subprocess.Popen([sys.executable, "-c", HANGING_CLIENT, server.url, server.token], env=senv.env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdout.readline() == "asked\n"
+    finally:
+        client.kill()
+        client.wait(10)
+    approvals = wait_for(lambda: _approvals(senv), "the unanswered approval to be settled")
+    assert [(a["decision"], a["by"]) for a in approvals] == [("deny", "timeout")], approvals
+    wait_for(lambda: not recorders(server), "the dead client's session to close")
+    async with connect("http", "legacy", senv, http=server) as other:
+        result = await other.call_tool("agent", {"prompt": "my turn", "policy": "never"})
+    assert not result.is_error and result.structured_content["text"] == "Went on.", result  # a session of its own
+    assert senv.records() == []  # the unanswered call never ran
+
+
+async def test_an_approval_the_client_fails_to_ask_is_not_the_users_no(
+    senv: ServerEnv, servers: list[HttpServer]
+) -> None:
+    model = senv.script({"tool_calls": [{"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}]},
+                        {"text": "Went on."})
+    server = start_http_server(senv, "--model", model, "--policy", "on-request", "-c", _recorder(senv),
+                               "--ask-timeout", "1")
+    servers.append(server)
+
+    def broken(params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise RuntimeError("this client's form is broken")
+
+    async with connect("http", "legacy", senv, http=server, answer=broken) as client:
+        result = await client.call_tool("agent", {"prompt": "write it"})
+    assert not result.is_error and result.structured_content["text"] == "Went on.", result
+    thread = ThreadStore(senv.home).load(result.structured_content["thread_id"])
+    approvals = [i for i in thread.items if i.type == "approval"]
+    assert [(a.decision, a.by) for a in approvals] == [("deny", "timeout")], approvals  # type: ignore[union-attr]
+    told = [i.output for i in thread.items if i.type == "function_call_output"]  # type: ignore[union-attr]
+    assert len(told) == 1 and "did not run" in str(told[0]) and "No answer" in str(told[0]), told
+    assert "user denied" not in str(told[0]).lower()
+    assert senv.records() == []
