@@ -99,8 +99,18 @@ async def serve_stdio(defaults: Defaults) -> None:
     try:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
+    except* BrokenPipeError:  # the client closed the pipes: the end of the conversation, not an error
+        _drop_stdout()
     finally:
         await pool.aclose()
+
+
+def _drop_stdout() -> None:
+    """Send what is left for a closed stdout nowhere, so that no later flush (the interpreter's at
+    exit) fails again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, printed_token: bool,

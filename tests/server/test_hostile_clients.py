@@ -133,3 +133,40 @@ async def test_an_approval_the_client_fails_to_ask_is_not_the_users_no(
     assert len(told) == 1 and "did not run" in str(told[0]) and "No answer" in str(told[0]), told
     assert "user denied" not in str(told[0]).lower()
     assert senv.records() == []
+
+
+def test_a_client_that_closes_the_pipes_while_asked_ends_the_stdio_server_quietly(senv: ServerEnv) -> None:
+    model = senv.script({"tool_calls": [{"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}]},
+                        {"text": "Went on."})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nbagent.server", "--model", model, "--policy", "on-request", "-c", _recorder(senv)],
+        env=senv.env(), cwd=senv.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        server.stdin.flush()
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {
+            "elicitation": {}}, "clientInfo": {"name": "closer", "version": "1"}}})
+        assert '"result"' in server.stdout.readline()
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call", "params": {"name": "agent", "arguments": {"prompt": "write it"}}})
+        while '"elicitation/create"' not in (line := server.stdout.readline()):
+            assert line, "the server ended before it asked"
+        server.stdout.close()
+        server.stdin.close()
+        code = server.wait(60)
+    finally:
+        server.kill()
+    errors = server.stderr.read() if server.stderr else ""
+    assert code == 0 and len(errors.splitlines()) <= 1, errors
+    approvals = _approvals(senv)
+    assert len(approvals) == 1 and approvals[0]["by"] != "user" and approvals[0]["decision"] == "deny", approvals
+    with ThreadStore(senv.home) as store:
+        [summary] = store.list_threads()
+        assert [t.status for t in store.load(summary.id).turns][-1] in ("aborted", "completed")
+    assert senv.records() == []
