@@ -142,9 +142,11 @@ class _DoneSeen:
     consumes without a trace (it offers no public way to tell that the stream came to its end)."""
 
     def __init__(self, stream: Any) -> None:
-        self.decoder = stream._decoder
-        self.seen = False
-        stream._decoder = self
+        self.decoder = getattr(stream, "_decoder", None)
+        self.seen = self.decoder is None
+        """An SDK release without the decoder cannot show the end: then it is not required."""
+        if self.decoder is not None:
+            stream._decoder = self
 
     async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Any]:
         async for event in self.decoder.aiter_bytes(iterator):
