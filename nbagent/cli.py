@@ -339,6 +339,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _not_a_folder(prog: str, cwd: str | None) -> int:
+    """The exit code refusing ``-C DIR`` that is not a folder (else its config would silently be
+    none); 0 when it is one or none was given."""
+    if cwd is None or Path(cwd).is_dir():
+        return 0
+    return fail(prog, f"-C {cwd}: not a folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["mcp-server"]:
@@ -349,11 +357,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return main_mcp_server(argv[1:])
     if (mcp := cli_mcp.invoked(argv)) is not None:
-        return cli_mcp.main(mcp[1], cwd=mcp[0])
+        return _not_a_folder("nbagent mcp", mcp[0]) or cli_mcp.main(mcp[1], cwd=mcp[0])
     if (inspect := cli_mcp.invoked(argv, "inspect")) is not None:
-        return cli_inspect.main(inspect[1], cwd=inspect[0])
+        return _not_a_folder("nbagent inspect", inspect[0]) or cli_inspect.main(inspect[1], cwd=inspect[0])
     args = _parse(argv)
     prog = f"nbagent {args.command}"
+    if refused := _not_a_folder(prog, args.cwd):
+        return refused
     try:
         if args.command == "run":
             return signals.run(_turn(args, None))

@@ -66,6 +66,23 @@ class Defaults:
     allow_config_override: bool = False
     """Let callers override anything (``--allow-config-override``): they can then run commands."""
 
+    @property
+    def server_cwd(self) -> Path:
+        return Path(self.cwd or ".").resolve()
+
+    def load_config(self, cwd: Path | str, asked: Overrides = Overrides()) -> Config:
+        """A thread's config in ``cwd``: the files there, the server's ``-c`` overrides, then the
+        caller's (already checked); raises ``ConfigError`` naming the key."""
+        merged = {**self.config, **(asked.config or {})}
+        merged.update({"model": asked.model or merged.get("model") or self.model,
+                       "approval_policy": asked.policy or merged.get("approval_policy") or self.policy,
+                       "home": merged.get("home") or self.home})
+        cfg = load_config(cwd, overrides=merged)
+        bound = self.ask_timeout  # the session's own timeout settles an ask nobody answers
+        cfg.approval_timeout_sec = min(cfg.approval_timeout_sec or bound, bound)
+        cfg.elicitation_timeout_sec = min(cfg.elicitation_timeout_sec, bound)
+        return cfg
+
 
 class TurnRun:
     """One turn driven by one or more tool-call rounds; events queue up between rounds."""
@@ -196,23 +213,12 @@ class SessionPool:
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
 
-    def _config(self, cwd: str, asked: Overrides) -> Config:
-        merged = {**self.defaults.config, **(asked.config or {})}
-        merged.update({"model": asked.model or merged.get("model") or self.defaults.model,
-                       "approval_policy": asked.policy or merged.get("approval_policy") or self.defaults.policy,
-                       "home": merged.get("home") or self.defaults.home})
-        cfg = load_config(cwd, overrides=merged)
-        bound = self.defaults.ask_timeout  # the session's own timeout settles an ask nobody answers
-        cfg.approval_timeout_sec = min(cfg.approval_timeout_sec or bound, bound)
-        cfg.elicitation_timeout_sec = min(cfg.elicitation_timeout_sec, bound)
-        return cfg
-
     async def open(self, asked: Overrides, *, thread_name: str | None = None) -> ThreadHandle:
         """A new thread in a new session, with a caller's overrides (refused when they could
         widen what runs, unless the server allows it)."""
-        server_cwd = Path(self.defaults.cwd or ".").resolve()
+        server_cwd = self.defaults.server_cwd
         if not self.defaults.allow_config_override:
-            check_overrides(asked, server=self._config(str(server_cwd), Overrides()), server_cwd=server_cwd)
+            check_overrides(asked, server=self.defaults.load_config(server_cwd), server_cwd=server_cwd)
         async with self._lock:
             return await self._open(asked, thread_name=thread_name)
 
@@ -221,7 +227,7 @@ class SessionPool:
     ) -> ThreadHandle:
         """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
         where = str(Path(asked.cwd or self.defaults.cwd or ".").resolve())
-        cfg = self._config(where, asked)
+        cfg = self.defaults.load_config(where, asked)
         if thread:
             self._resumed(cfg, thread)
         await self._make_room()
@@ -279,7 +285,7 @@ class SessionPool:
     def _resolve(self, thread_id: str) -> str:
         if thread_id in self.threads:
             return thread_id
-        with ThreadStore(self._config(str(Path(self.defaults.cwd or ".").resolve()), Overrides()).home_path) as store:
+        with ThreadStore(self.defaults.load_config(self.defaults.server_cwd).home_path) as store:
             resolved = store.resolve(thread_id)
         if resolved is None:
             raise LookupError(f"no thread {thread_id!r}: pass the thread_id an agent call returned")
