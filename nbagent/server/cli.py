@@ -37,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", help="default working directory for new threads")
     p.add_argument("-c", "--config", action="append", default=[], metavar="KEY=JSON",
                    help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
-    p.add_argument("--park-timeout", type=float, default=600.0,
-                   help="seconds a stateless (2026-07-28) run waits for the client's next round")
+    p.add_argument("--park-timeout", type=_positive(float), default=600.0, metavar="SECONDS",
+                   help="seconds a stateless (2026-07-28) run waits for the client's next round (default 600)")
     p.add_argument("--ask-timeout", type=_positive(float), default=600.0, metavar="SECONDS",
                    help="an approval or question waits this long for the MCP client's answer, then counts as "
                         "unanswered and the turn goes on (default 600)")

@@ -41,6 +41,12 @@ def test_mcp_server_refuses_bad_settings_before_serving(
     assert named in line and "listening" not in line
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_mcp_server_park_timeout_must_be_a_positive_number(tmp_path: Path, value: str) -> None:
+    line = one_line_error(mcp_server(tmp_path, "--park-timeout", value))
+    assert "--park-timeout" in line and value in line
+
+
 def test_cli_working_folder_that_is_not_there_is_one_line_naming_it(tmp_path: Path) -> None:
     missing = tmp_path / "nonexistent"
     line = one_line_error(nbagent("-C", str(missing), "run", "-m", HELLO, "hi", home=tmp_path / "home"))
