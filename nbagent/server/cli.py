@@ -139,8 +139,9 @@ def main_mcp_server(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
-                        park_timeout=args.park_timeout, ask_timeout=args.ask_timeout, idle_timeout=args.session_idle_timeout,
-                        max_sessions=args.max_sessions, allow_config_override=args.allow_config_override)
+                        park_timeout=args.park_timeout, ask_timeout=args.ask_timeout,
+                        idle_timeout=args.session_idle_timeout, max_sessions=args.max_sessions,
+                        allow_config_override=args.allow_config_override)
     try:  # every call would fail on a bad setting: refuse it now, naming it, rather than serve
         if not defaults.server_cwd.is_dir():
             raise BadInput(f"--cwd {args.cwd}: not a folder")

@@ -107,7 +107,9 @@ class TurnRun:
     def done(self) -> bool:
         return self.task.done() and self.queue.empty()
 
-    def _ask(self, kind: Literal["approval", "elicitation"], key: str, msg: ApprovalRequested | ElicitationRequested) -> Ask:
+    def _ask(
+        self, kind: Literal["approval", "elicitation"], key: str, msg: ApprovalRequested | ElicitationRequested
+    ) -> Ask:
         """The ask as the outer client may see it: redacted as the rollout holds it (a tool's
         description or a server's question may carry that server's secret)."""
         shown = redacted_event(Event.wrap(msg), self.session.thread.redactor()).msg
