@@ -99,6 +99,8 @@ class _Provider(OAuthClientProvider):
                     metadata._challenged = extract_scope_from_www_auth(response)
         except StopAsyncIteration:
             return
+        finally:  # a request that failed (unreachable server) closes this flow: the SDK's holds its
+            await flow.aclose()  # lock, which only this task may release, not the collector later
 
 
 def _preregistered(name: str, server: McpServerConfig, config: Config, redirect: str) -> OAuthClientInformationFull | None:
