@@ -224,7 +224,8 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         if resolution.by == "interrupt":
             raise asyncio.CancelledError("the turn was interrupted")  # the call ends with its turn
         answer = resolution.answer
-        return ApprovalOutcome(answer.decision, resolution.by, answer.arguments or arguments, resolution.message)
+        edited = answer.arguments is not None  # ``{}`` is an edit too: every argument removed
+        return ApprovalOutcome(answer.decision, resolution.by, answer.arguments if edited else arguments, resolution.message)
 
     def answer(self, op: ApprovalDecision) -> bool:
         """Apply a front end's decision; ``False`` (with a warning) when it cannot apply."""
@@ -263,7 +264,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             "decision": answer.decision,
             "by": resolution.by,
             "message": resolution.message,
-            "arguments": answer.arguments or request.arguments,
+            "arguments": request.arguments if answer.arguments is None else answer.arguments,
         }
         where = {"tool": request.tool, "server": request.server, "raw_tool": request.raw_tool}
         return (

@@ -198,6 +198,30 @@ async def test_edited_arguments_are_what_runs_and_what_is_recorded(home: Path, s
     assert next(i for i in result.items if isinstance(i, ApprovalRecord)).arguments == {"text": "mine"}
 
 
+async def test_arguments_edited_down_to_none_are_what_runs_not_the_models(home: Path, script) -> None:
+    """Removing every argument is an edit: ``{}`` runs (the tool's default applies) and is recorded."""
+    done: list[str] = []
+    model = script({"tool_calls": [{"name": "write", "arguments": {"text": "rm -rf model's"}}]}, {"text": "ok"})
+
+    def write(text: str = "default") -> None:
+        done.append(text)
+
+    async with Session(model=model, interactive=True) as session:
+        session.register_tool(write)
+
+        async def answer(events: AsyncIterator[Event]) -> None:
+            async for event in events:
+                if event.msg.type == "approval_requested":
+                    session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={}))
+                    return
+
+        task = asyncio.ensure_future(answer(session.events()))
+        result = await asyncio.wait_for(session.run("write"), 10)
+        await task
+    assert done == ["default"]
+    assert next(i for i in result.items if isinstance(i, ApprovalRecord)).arguments == {}
+
+
 async def test_approve_for_session_is_remembered_for_the_next_call(home: Path, script) -> None:
     done: list[str] = []
     call = {"tool_calls": [{"name": "write", "arguments": {"text": "x"}}]}
