@@ -83,7 +83,7 @@ OPS = {
     "Shutdown": "shutdown",
     "UserTurn": "user_turn",
 }
-USER_TURN_FIELDS = ["entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
+USER_TURN_FIELDS = ["ask_timeout_sec", "entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
 
 ENVELOPE_FIELDS = ["seq", "thread_id", "turn_id", "at", "msg"]
 

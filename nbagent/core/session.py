@@ -37,7 +37,7 @@ from nbagent.core.servers import McpServers
 from nbagent.core.thread import ThreadState
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.request_tools import SEARCH_HINT, RequestTools
-from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn
+from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn, sooner
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
@@ -432,7 +432,7 @@ class Session:
 
     def _turn(
         self, turn_id: str, model: ModelClient | None, model_name: str, policy: Policy, entry: Entry,
-        interactive: bool | None,
+        interactive: bool | None, ask_timeout: float | None = None,
     ) -> TurnContext:
         """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
         ``None`` follows ``self.interactive`` as it changes."""
@@ -445,7 +445,7 @@ class Session:
 
         return TurnContext(
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
-            asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config),
+            asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config, ask_timeout),
             instructions=instructions, servers_ready=self.servers.ready,
             budget=ContextBudget.of(self.config, model_name) if model is not None else ContextBudget(),
             preamble=self._turn_context, request_tools=self._request_tools,
@@ -511,7 +511,7 @@ class Session:
             turn_id=self.current_turn_id,
             policy=policy,
             interactive=interactive,
-            timeout=self.config.elicitation_timeout_sec,
+            timeout=sooner(self.config.elicitation_timeout_sec, op.ask_timeout_sec if op else None),
         )
 
     # -- the turn runner -------------------------------------------------------------------
@@ -533,7 +533,9 @@ class Session:
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
                 self._interrupt_reason = None
-                turn = self._turn(op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive)
+                turn = self._turn(
+                    op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive, op.ask_timeout_sec
+                )
                 task = asyncio.ensure_future(run_turn(turn, op))
                 self._current = (op, task)
                 try:

@@ -68,6 +68,11 @@ _USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reason
 _NO_USAGE = TokenUsage()
 
 
+def sooner(*timeouts: float | None) -> float | None:
+    """The shortest of the timeouts that are set; ``None`` when none is."""
+    return min((t for t in timeouts if t is not None), default=None)
+
+
 @dataclass(frozen=True)
 class TurnSettings:
     """The configuration values a turn reads, fixed when it starts."""
@@ -79,11 +84,11 @@ class TurnSettings:
     rollout_output_max_bytes: int
 
     @classmethod
-    def of(cls, config: Config) -> TurnSettings:
+    def of(cls, config: Config, ask_timeout: float | None = None) -> TurnSettings:
         return cls(
             max_tool_rounds=config.max_tool_rounds,
             parallel_tool_calls=config.parallel_tool_calls,
-            approval_timeout_sec=config.approval_timeout_sec,
+            approval_timeout_sec=sooner(config.approval_timeout_sec, ask_timeout),
             tool_output_max_bytes=config.tool_output_max_bytes,
             rollout_output_max_bytes=config.rollout_output_max_bytes,
         )

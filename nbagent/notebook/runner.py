@@ -91,7 +91,10 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
             )
     elif frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
-    op = UserTurn(prompt=goal, entry="magic", model=options.model, policy=policy)  # type: ignore[arg-type]
+    op = UserTurn(
+        prompt=goal, entry="magic", model=options.model, policy=policy,  # type: ignore[arg-type]
+        ask_timeout_sec=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
+    )
     session = agent.session
     thread = options.thread or (session.thread.name or session.thread.id if session else "new")
     shown = header(agent, op, str(thread))

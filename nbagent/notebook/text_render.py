@@ -2,8 +2,8 @@
 
 Approvals and questions print their ids and the commands that answer them
 (``%agent approve|deny CALL_ID``); under ``--wait`` in a terminal they are asked at a stdin
-prompt. In a headless run an ask nobody answers is denied/cancelled after a bounded wait, so
-the run never hangs.
+prompt. A headless turn bounds its own asks (``UserTurn.ask_timeout_sec``): one nobody answers is
+settled by timeout, so the run never hangs.
 """
 
 from __future__ import annotations
@@ -44,13 +44,11 @@ class TextTurn:
         context: bool = False,
         note: str | None = None,
         prompt: Ask | None = None,
-        unanswered_timeout: float | None = None,
         out: Callable[[str], None] | None = None,
         stream_deltas: bool = True,
     ) -> None:
         self._submit = submit
         self._prompt = prompt
-        self._timeout = unanswered_timeout
         self._cell = CellContext()
         self._out = out
         self._stream_deltas = stream_deltas
@@ -170,11 +168,6 @@ class TextTurn:
         )
         if self._prompt is not None:
             asyncio.get_running_loop().call_soon(self._ask_approval, e)
-        elif self._timeout is not None:
-            asyncio.get_running_loop().call_later(
-                self._timeout,
-                lambda: self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision="deny", message="nobody answered (headless run)")),
-            )
 
     def _ask_approval(self, e: ApprovalRequested) -> None:
         assert self._prompt is not None
@@ -201,10 +194,6 @@ class TextTurn:
         self._line(f"? {e.server} asks: {e.message}{where}" + (f"\n  fields: {fields}" if fields else "") + how)
         if self._prompt is not None:
             asyncio.get_running_loop().call_soon(self._ask_elicitation, e)
-        elif self._timeout is not None:
-            asyncio.get_running_loop().call_later(
-                self._timeout, lambda: self._submit_quietly(ElicitationResponse(request_id=e.request_id, action="cancel"))
-            )
 
     def _submit_quietly(self, op: Op) -> None:
         key = getattr(op, "call_id", None) or getattr(op, "request_id", None)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from nbagent.notebook.agent import KernelAgent
 
 HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
-"""Seconds an ask may stay unanswered in a headless run before it is denied / cancelled."""
+"""Seconds an ask of a headless turn waits before it is settled as unanswered (by timeout)."""
 
 
 class View(Protocol):
@@ -76,7 +76,6 @@ def show_turn(agent: KernelAgent, header: Header, *, turn_id: str | None, wait: 
         lambda o: agent.submit(o),
         note=note,
         prompt=input if frontend == "text" and wait else None,
-        unanswered_timeout=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
         stream_deltas=frontend == "text",
         **header,
     )

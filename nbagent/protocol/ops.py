@@ -42,6 +42,10 @@ class UserTurn(ProtocolModel):
     """Overrides the session's approval policy for this turn only."""
     interactive: bool | None = None
     """Whether someone can answer asks during this turn; ``None``: the session's setting."""
+    ask_timeout_sec: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds an ask of this turn waits before it is settled as unanswered (``by: timeout``),
+    when sooner than the session's timeouts: a front end that knows nobody may be there (a
+    headless run) bounds its own turns."""
 
 
 class ApprovalDecision(ProtocolModel):

@@ -4,6 +4,7 @@ server's own execution record is the evidence of what ran."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -104,7 +105,7 @@ def test_headless_run_uses_never_and_says_so(make_kernel):
     assert executions(record) == []
 
 
-def test_headless_run_with_an_explicit_policy_says_how_long_an_ask_waits_then_declines(make_kernel):
+def test_headless_run_with_an_explicit_policy_says_how_long_an_ask_waits_then_declines(make_kernel, tmp_path):
     kernel, record = make_kernel(
         {"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Could not write."},
         env={"NBAGENT_HEADLESS_ASK_TIMEOUT": "0.5"},
@@ -113,8 +114,11 @@ def test_headless_run_with_an_explicit_policy_says_how_long_an_ask_waits_then_de
     text = kernel.outputs(reply["parent_header"]["msg_id"])
     assert reply["content"]["status"] == "ok"
     assert "waits 0.5 s for an answer from Python (session.submit) and is then declined" in text
-    assert "nobody answered (headless run)" in text and "Could not write." in text
+    assert "deny (timeout) — No answer within 0.5 s." in text and "Could not write." in text
     assert executions(record) == []
+    (rollout,) = (tmp_path / "home" / "threads").glob("*.jsonl")
+    (approval,) = [r["item"] for r in map(json.loads, rollout.read_text().splitlines()) if r.get("item", {}).get("type") == "approval"]
+    assert (approval["decision"], approval["by"]) == ("deny", "timeout")  # nobody decided: not recorded as the user's no
 
 
 def test_bad_arguments_print_usage_not_a_traceback(make_kernel):
