@@ -43,6 +43,12 @@ def describe_for_display(text: str) -> str:
     return "".join(f"<U+{ord(ch):04X}>" if _is_invisible(ch) else ch for ch in text)
 
 
+def one_line(text: str) -> str:
+    """Untrusted text (a thread's name, a server's words) as one inert line: hidden characters
+    shown, a newline as ``\\n``, so it cannot start a line that reads as nbagent's."""
+    return describe_for_display(text).replace("\n", "\\n")
+
+
 def visible_json(value: Any) -> str:
     """Indented JSON of ``value`` with every invisible character written as a ``\\uXXXX`` escape.
 

@@ -30,7 +30,7 @@ from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
 from nbagent.protocol import ApprovalDecision, Event, TurnFailed
-from nbagent.textsafe import describe_for_display
+from nbagent.textsafe import one_line
 
 if TYPE_CHECKING:
     from nbagent.config import McpServerConfig
@@ -46,7 +46,7 @@ def _out(text: str) -> None:
 def _shown(session: Session, text: str) -> str:
     """``text`` as a cell may show it: the thread's secrets redacted, as in its rollout and
     widgets, and what servers and models wrote kept to one inert line (no escapes, no bidi)."""
-    return describe_for_display(session.thread.redactor().text(text)).replace("\n", "\\n")
+    return one_line(session.thread.redactor().text(text))
 
 
 def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done: str | Callable[[Session, T], str]) -> None:
@@ -100,7 +100,7 @@ def status(agent: KernelAgent) -> None:
     label = model_text(c.model_label, c.scripted) if c else (s.model_name or "no model configured")
     lines = [
         f"model:    {label}",
-        f"thread:   {s.thread.name + ' ' if s.thread.name else ''}({s.thread.id}), {len(s.thread.items)} items",
+        f"thread:   {_shown(s, s.thread.name) + ' ' if s.thread.name else ''}({s.thread.id}), {len(s.thread.items)} items",
         f"policy:   {policy_text(s.policy)}",
         f"frontend: {agent.frontend()}",
         f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",

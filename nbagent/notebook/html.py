@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from nbagent.textsafe import is_link_url
+from nbagent.textsafe import describe_for_display, is_link_url
 
 COLORS = {
     "ok": "#1a7f37",
@@ -42,9 +42,11 @@ def pretty_json(value: Any) -> str:
 
 
 def pre(text: str, max_height: str = "16em") -> str:
+    """A block of untrusted text (a server's stderr, a result, an error): escaped for HTML, and
+    its controls and bidi overrides shown as ``<U+XXXX>``, since a browser would apply them."""
     return (
         f'<pre style="margin:2px 0;max-height:{max_height};overflow:auto;white-space:pre-wrap;'
-        f'font-size:0.85em">{esc(text)}</pre>'
+        f'font-size:0.85em">{esc(describe_for_display(text))}</pre>'
     )
 
 

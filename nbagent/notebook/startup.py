@@ -8,6 +8,7 @@ from nbagent.mcp.status import ServerStatus
 from nbagent.notebook.html import COLORS, badge, esc, pre
 from nbagent.notebook.login import LoginLinks
 from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired, McpStartupComplete, McpStartupUpdate
+from nbagent.textsafe import describe_for_display
 
 STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled": "warn", "stopped": "muted"}
 
@@ -54,7 +55,7 @@ class StartupView:
             parts.append(badge(f"{name}: {status}{tools}", STATUS_COLOR.get(status, "muted")))
             if update and update.status == "failed":
                 parts.append(
-                    f"<div style='color:{COLORS['error']}'>{esc(update.error or 'failed')}</div>"
+                    f"<div style='color:{COLORS['error']}'>{esc(describe_for_display(update.error or 'failed'))}</div>"
                     + (pre(update.stderr_tail) if update.stderr_tail else "")
                 )
         self.status.value = "<b>MCP</b> " + "".join(parts)

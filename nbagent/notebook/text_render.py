@@ -27,7 +27,7 @@ from nbagent.protocol import (
     Op,
 )
 from nbagent.protocol.ops import Submit
-from nbagent.textsafe import describe_for_display
+from nbagent.textsafe import describe_for_display, one_line
 
 Ask = Callable[[str], str]
 
@@ -67,7 +67,7 @@ class TextTurn:
         names the session's real model and thread once it is open (not a placeholder)."""
         if not self.lines:
             seen = " · notebook context on" if context else ""
-            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {thread} · policy {policy_text(policy)}{seen}\n"
+            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {one_line(thread)} · policy {policy_text(policy)}{seen}\n"
 
     def handle_queued(self) -> None:
         """Nothing to print yet: the header prints with the turn's first event, once it runs."""

@@ -1,6 +1,7 @@
 """What ``%agent`` prints into a cell is shown as the rollout keeps it: a secret the model repeats
 is redacted in the status's pending approval and in the history, and a thread name that carries
-terminal escapes or bidi overrides prints inert, in a cell and at a shell. Against a real session and a real MCP server."""
+terminal escapes or bidi overrides prints inert, in a cell, a headless header and at a shell, and a failed
+server's stderr shows its controls inert in the startup widget. Against a real session and a real MCP server."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.commands import run_line
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, Event, McpStartupUpdate, TurnCompleted
 from tests.cli.proc import nbagent
 from tests.mcp.conftest import server_cfg
 from tests.waiting import until
@@ -83,8 +84,35 @@ async def test_a_thread_name_with_escapes_prints_inert(home: Path, capsys: pytes
         assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
         assert "<U+001B>]52;c;" in out and "<U+202E>evil" in out
         assert len(out.strip().splitlines()) == 1, out  # the newline in the name forges no row
+        run_line(agent, "")
+        status = capsys.readouterr().out
+        (line,) = [line for line in status.splitlines() if "<U+202E>evil" in line]
+        assert line.startswith("thread:   ok<U+001B>]52;c;") and "\\nforged line (thread_" in line, status
+        assert "\x1b" not in status and "\u202e" not in status and "forged line" not in status.replace("\\nforged", "")
     finally:
         await agent.close()
+
+
+def test_a_headless_turn_header_keeps_a_hostile_thread_name_on_one_inert_line() -> None:
+    from nbagent.notebook.text_render import TextTurn
+
+    written: list[str] = []
+    turn = TextTurn(lambda op: None, model_label="m", scripted=False, thread=HOSTILE_NAME, policy="never", out=written.append)
+    turn.handle(Event(msg=TurnCompleted()))
+    header = "".join(written).splitlines()[0]
+    assert "thread ok<U+001B>]52;c;" in header and "\\nforged line · policy" in header, written
+    assert not any(line.startswith("forged line") for line in "".join(written).splitlines())
+
+
+def test_a_failed_servers_stderr_shows_its_controls_inert_in_the_startup_widget() -> None:
+    from nbagent.notebook.startup import StartupView
+
+    view = StartupView(["evil"])
+    tail = "boot\x1b]52;c;ZWNobyBwd24=\x07\x1b[2J\u202eevil\nforged"
+    view.handle(Event(msg=McpStartupUpdate(server="evil", status="failed", error="exit 1 \u202e", stderr_tail=tail)))
+    shown = view.status.value
+    assert "\u202e" not in shown and "\x1b" not in shown and "\x07" not in shown
+    assert "&lt;U+202E&gt;evil" in shown and "&lt;U+001B&gt;]52;c;" in shown  # shown, as HTML text
 
 
 async def test_nbagent_threads_at_a_shell_prints_a_hostile_name_inert(home: Path) -> None:
