@@ -68,9 +68,9 @@ _USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reason
 _NO_USAGE = TokenUsage()
 
 
-def sooner(*timeouts: float | None) -> float | None:
-    """The shortest of the timeouts that are set; ``None`` when none is."""
-    return min((t for t in timeouts if t is not None), default=None)
+def sooner(a: float | None, b: float | None) -> float | None:
+    """The shorter of two timeouts, either of which may be unset (``None``)."""
+    return a if b is None else b if a is None else min(a, b)
 
 
 @dataclass(frozen=True)
