@@ -73,7 +73,7 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     from nbagent.core.session import Session
-    from nbagent.core.thread import redacted_event
+    from nbagent.core.thread import redacted
 
     as_json: bool = args.json
     out = sys.stdout
@@ -83,7 +83,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     def show(event: Event) -> None:
         # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page). A
         # secret split across two streamed fragments is not found; the message that ends them is.
-        event = redacted_event(event, session.thread.redactor())
+        event = redacted(event, session.thread.redactor())
         if as_json:
             out.write(event.model_dump_json() + "\n")
             out.flush()

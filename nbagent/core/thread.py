@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from nbagent.config import Config
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextView
 from nbagent.protocol import (
-    Event,
     FunctionCall,
     Item,
     ItemRecord,
@@ -58,18 +60,21 @@ def redactor_for(config: Config) -> Redactor:
     return Redactor([*rollout_secrets(config), *process_secrets()])
 
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
 DELTA_TYPES = frozenset({"agent_message_delta", "reasoning_delta"})
 """Streamed fragments: a display shows them as they come, and the message that ends them
 replaces their text, redacted."""
 
 
-def redacted_event(event: Event, redactor: Redactor) -> Event:
-    """``event`` as the rollout would hold it, for a display: a server may hand back the secrets
-    it was given (in a result, a description, an error, its stderr) and the model may echo them.
-    One scan of the event's JSON finds that nearly every event holds none."""
-    raw = event.model_dump_json()
+def redacted(value: ModelT, redactor: Redactor) -> ModelT:
+    """``value`` (an event, a result for an outside caller) as the rollout would hold it, for
+    whoever is shown it: a server may hand back the secrets it was given (in a result, a
+    description, an error, its stderr) and the model may echo them. One scan of the JSON finds
+    that nearly every value holds none."""
+    raw = value.model_dump_json(by_alias=True)
     clean = redactor.text(raw)
-    return event if clean == raw else Event.model_validate_json(clean)
+    return value if clean == raw else type(value).model_validate_json(clean)
 
 
 class ThreadState:

@@ -246,7 +246,7 @@ class McpConnection:
         return self._redacted(tail) if tail else tail
 
     def _redacted(self, text: str) -> str:
-        return Redactor(server_secrets(self.name, self.cfg, self.oauth_config)).text(text)
+        return Redactor(server_secrets(self.name, self.cfg, self.oauth_config, every_env_value=False)).text(text)
 
     def _emit(self, event: EventMsg) -> None:
         deliver(self._on_event, event, log)  # a broken subscriber must not break the connection

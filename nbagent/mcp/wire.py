@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.store.rollout import REDACTED, Redactor
-from nbagent.store.secrets import names_a_secret, process_secrets, secret_values
+from nbagent.store.secrets import named_secrets, names_a_secret, process_secrets, secret_values
 
 __all__ = ["WIRE_KEEP", "WireMessage", "WireTap", "server_secrets", "WireRedactor"]
 
@@ -142,13 +142,15 @@ class _Write:
         return getattr(self._inner, name)
 
 
-def server_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> list[str]:
-    """Every value of this server that must never be shown: all its env values (not only those
-    named like secrets: the wire view is a display, over-redacting costs nothing), its header
-    values, the variables its headers and bearer token come from, its stored OAuth tokens and
-    the process's own secrets."""
+def server_secrets(name: str, cfg: McpServerConfig, config: Config | None, *, every_env_value: bool = True) -> list[str]:
+    """Every value of this server that must never be shown: its env values, its header values,
+    the variables its headers and bearer token come from, its stored OAuth tokens and the
+    process's own secrets. The wire view hides every env value (over-redacting a protocol
+    message costs nothing); ``every_env_value=False`` hides only those named like secrets, for
+    text a person must read whole, such as the error a failing server prints."""
     env = os.environ
-    values: list[str | None] = [*cfg.env.values(), *cfg.http_headers.values()]
+    own = cfg.env.values() if every_env_value else named_secrets(cfg.env)
+    values: list[str | None] = [*own, *cfg.http_headers.values()]
     values += [env.get(var) for var in [cfg.bearer_token_env_var or "", *cfg.env_http_headers.values()]]
     values += [v for k, v in env.items() if names_a_secret(k)]
     if config is not None and config.api_key:

@@ -195,11 +195,11 @@ class KernelAgent:
     def _redacted(self, event: Event) -> Event:
         """``event`` as the rollout would hold it: a cell's output is saved with the notebook.
         Deltas pass as they are: the message that ends them replaces their text, redacted."""
-        from nbagent.core.thread import DELTA_TYPES, redacted_event  # loaded with the session by now
+        from nbagent.core.thread import DELTA_TYPES, redacted  # loaded with the session by now
 
         if event.msg.type in DELTA_TYPES or self.session is None:
             return event
-        return redacted_event(event, self.session.thread.redactor())
+        return redacted(event, self.session.thread.redactor())
 
     def _on_event(self, event: Event) -> None:
         msg = event.msg

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from nbagent.core.thread import redacted_event
+from nbagent.core.thread import redacted
 from nbagent.protocol import Event
 from nbagent.store.rollout import Redactor
 
@@ -110,7 +110,7 @@ class Forwarder:
         if msg.type == "reasoning_delta":
             return
         await self.flush()
-        message, level, data = describe(redacted_event(event, self._redactor))
+        message, level, data = describe(redacted(event, self._redactor))
         if message:
             await self._send(message)
         if level and data is not None and LEVELS.index(level) >= self._min:

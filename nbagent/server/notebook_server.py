@@ -22,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from nbagent._version import __version__
+from nbagent.core.thread import redacted
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
 from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
 from nbagent.store import add_process_secret
@@ -64,11 +65,15 @@ def _write_token(directory: Path, port: int, token: str) -> Path:
 def build_notebook_server(session: Session) -> Server[Any]:
     """An SDK server whose catalogue is ``session.tools()``, re-read on every listing."""
 
+    # The caller sees what the thread's rollout holds: a server's secret in a description or a
+    # result is redacted, as in the notebook's own cards.
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools(complete=True)])
+        listed = types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools(complete=True)])
+        return redacted(listed, session.thread.redactor())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        return output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {})))
+        result = output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {})))
+        return redacted(result, session.thread.redactor())
 
     return Server(SERVER_NAME, version=__version__, title="nbagent notebook",
                   instructions="Tools of a live Jupyter notebook session run by nbagent. Calls appear in the "

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from nbagent.config import Config, load_config
 from nbagent.core.session import RunResult, Session
-from nbagent.core.thread import redacted_event
+from nbagent.core.thread import redacted
 from nbagent.protocol import (
     ApprovalRequested,
     ElicitationRequested,
@@ -112,7 +112,7 @@ class TurnRun:
     ) -> Ask:
         """The ask as the outer client may see it: redacted as the rollout holds it (a tool's
         description or a server's question may carry that server's secret)."""
-        shown = redacted_event(Event.wrap(msg), self.session.thread.redactor()).msg
+        shown = redacted(Event.wrap(msg), self.session.thread.redactor()).msg
         return Ask(kind, key, shown)  # type: ignore[arg-type]
 
     def _ask_for(self, event: Event) -> Ask | None:

@@ -219,7 +219,8 @@ async def test_the_notebook_servers_token_never_reaches_history(tmp_path: Path, 
     monkeypatch.setenv("NBAGENT_HOME", str(home))
     monkeypatch.chdir(tmp_path)
     async with Session(model=f"replay:{tmp_path / 'none.json'}", policy="on-request", interactive=True) as session:
-        session.register_tool(lambda text: f"posted {text}", name="post", destructive=True)
+        ran: list[str] = []
+        session.register_tool(lambda text: ran.append(text) or f"posted {text}", name="post", destructive=True)
 
         def approve(event: Event) -> None:
             if event.msg.type == "approval_requested":
@@ -231,7 +232,8 @@ async def test_the_notebook_servers_token_never_reaches_history(tmp_path: Path, 
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {handle.token}"}) as hc:
                 async with Client(streamable_http_client(handle.url, http_client=hc), mode="legacy") as client:
                     out = await client.call_tool("post", {"text": f"token={handle.token}"})
-                    assert not out.is_error and handle.token in out.content[0].text  # type: ignore[union-attr]
+                    assert not out.is_error and ran == [f"token={handle.token}"]  # it ran with what was sent
+                    assert out.content[0].text == f"posted token={REDACTED}"  # type: ignore[union-attr]  # shown as kept
             live = disk_bytes(home)
         finally:
             await handle.stop()

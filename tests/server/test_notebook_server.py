@@ -107,3 +107,29 @@ async def test_serve_on_a_port_in_use_says_so_and_leaves_no_serving_display(
     finally:
         taken.close()
         await agent.close()
+
+
+async def test_a_served_tools_secret_reaches_the_caller_redacted(nb_home: Path) -> None:
+    """A caller of ``%agent serve`` sees what the thread's rollout holds: the secret a server
+    was given and hands back, in its tool's description and its result, is redacted."""
+    import sys
+
+    from nbagent.config import McpServerConfig
+
+    secret = "tok-SERVED-secret-4471"
+    leaky = Path(__file__).resolve().parents[1] / "servers" / "leaky.py"
+    servers = {"leaky": McpServerConfig(command=sys.executable, args=[str(leaky)], env={"LEAKY_TOKEN": secret})}
+    async with Session(model="replay:" + str(nb_home / "none.json"), policy="full-auto", mcp_servers=servers) as session:
+        await session.servers.ready()
+        handle = await start_notebook_server(session)
+        try:
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {handle.token}"}) as hc:
+                async with Client(streamable_http_client(handle.url, http_client=hc), mode="legacy") as client:
+                    listed = await client.list_tools()
+                    (whoami,) = [t for t in listed.tools if t.name.endswith("whoami")]
+                    result = await client.call_tool(whoami.name, {"note": {"n": 1}})
+        finally:
+            await handle.stop()
+    seen = listed.model_dump_json() + result.model_dump_json()
+    assert "Bearer [redacted]" in (whoami.description or "") and "[redacted]" in result.model_dump_json()
+    assert secret not in seen
