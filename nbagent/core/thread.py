@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -47,11 +48,19 @@ def rollout_secrets(config: Config) -> list[str]:
     env = os.environ
     secrets = [config.api_key]
     for provider in config.model_providers.values():
-        secrets += [*provider.http_headers.values(), env.get(provider.env_key or "")]
+        secrets += [*provider.http_headers.values(), env.get(provider.env_key or ""), _password(provider.base_url)]
     for server in config.mcp_servers.values():
-        secrets += [*named_secrets(server.env), *server.http_headers.values()]
+        secrets += [*named_secrets(server.env), *server.http_headers.values(), _password(server.url)]
         secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
     return secret_values([*secrets, *named_secrets(env)])
+
+
+def _password(url: str | None) -> str | None:
+    """The password of a ``user:password@host`` URL, which the client sends as a Basic header."""
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:  # a malformed URL holds no password the client could send
+        return None
 
 
 def redactor_for(config: Config) -> Redactor:

@@ -93,3 +93,20 @@ async def test_a_model_that_puts_the_api_key_in_a_calls_name_and_id_records_and_
     shown = json.dumps([e.model_dump(mode="json") for e in events])
     assert API_KEY not in rollout and API_KEY not in shown
     assert '"call_id":"call_[redacted]"' in rollout
+
+
+def test_a_password_in_a_providers_base_url_is_a_secret(openai_server, tmp_path: Path) -> None:
+    """``http://user:PASSWORD@host/v1`` is sent as a Basic header: the rollout and what
+    ``nbagent run`` prints (the model's label names the URL) hide the password as they hide a key."""
+    password = "hunter2-url-pw-0173"
+    url = openai_server.base_url.replace("http://", f"http://me:{password}@", 1)
+    (tmp_path / "nbagent.toml").write_text(
+        f'model = "m"\nmodel_provider = "local"\n[model_providers.local]\nbase_url = "{url}"\nwire_api = "chat"\n'
+    )
+    openai_server.script([{"text": f"the url was {url}"}])
+    home = tmp_path / "home"
+    run = nbagent("run", "--json", "hi", home=home, cwd=tmp_path, OPENAI_API_KEY="sk-unused-0123456789")
+    assert run.returncode == 0, run.stderr
+    rollouts = "".join(p.read_text() for p in (home / "threads").glob("*.jsonl"))
+    assert "me:[redacted]@" in run.stdout and "me:[redacted]@" in rollouts
+    assert password not in run.stdout + run.stderr + rollouts
