@@ -18,8 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from pydantic import ValidationError
+
 from nbagent.cli_errors import BAD_INPUT, Parser, fail, one_line
 from nbagent.config import SERVER_NAME, Config, ConfigError, McpServerConfig, load_config
+from nbagent.config.errors import problems
 
 if TYPE_CHECKING:
     from nbagent.mcp.manager import McpConnectionManager
@@ -247,8 +250,8 @@ def add_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             entry["env"] = env
     try:
         McpServerConfig.model_validate(entry)
-    except ValueError as exc:
-        raise UsageProblem(f"server {name!r}: {one_line(exc)}") from None
+    except ValidationError as exc:
+        raise UsageProblem(f"server {name!r}: {problems(exc)}") from None
     return name, entry
 
 

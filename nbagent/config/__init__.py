@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from nbagent.config import codex
-from nbagent.config.errors import ConfigError
+from nbagent.config.errors import ConfigError, problems
 from nbagent.config.files import read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.config.oauth import OAuthSettings
@@ -168,6 +168,14 @@ class McpServerConfig(_Strict):
     def ignored(self) -> list[str]:
         """What this table sets that nbagent does not honour, one sentence each naming the key."""
         return list(self._ignored)
+
+    @field_validator("url")
+    @classmethod
+    def _web_url(cls, url: str | None) -> str | None:
+        """An HTTP server is reached over HTTP: ``ftp://`` or ``file://`` would only fail at start."""
+        if url is not None and not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return url
 
     @field_validator("startup_timeout_sec", "tool_timeout_sec")
     @classmethod
@@ -353,17 +361,12 @@ def _merge_layer(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _loc(error: Any) -> str:
-    return ".".join(str(part) for part in error["loc"])
-
-
 def _validate(data: dict[str, Any], origin: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         name = file_key if origin.endswith(MCP_JSON) else str  # the key as the file spells it
-        problems = "; ".join(f"key '{name(_loc(e))}': {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{origin}: {problems}") from None
+        raise ConfigError(f"{origin}: {problems(exc, name)}") from None
 
 
 def _origin_of(key: str, layers: list[tuple[str, dict[str, Any]]], overrides: dict[str, Any] | None) -> str | None:

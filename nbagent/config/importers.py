@@ -22,6 +22,7 @@ from tomlkit.items import Table
 
 from nbagent.config import MCP_JSON, MCP_JSON_TYPES, SERVER_NAME, ConfigError, McpServerConfig
 from nbagent.config.edit import parse_toml, server_table
+from nbagent.config.errors import problems
 from nbagent.config.files import read_json, read_text
 
 Tool = Literal["codex", "claude", "cursor", "vscode"]
@@ -117,12 +118,7 @@ def _check(name: str, entry: dict[str, Any], where: str) -> McpServerConfig | st
     try:
         return McpServerConfig.model_validate(entry)
     except ValidationError as exc:
-        problems = "; ".join(f"key '{_loc(e)}': {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors())
-        return f"{where}: {problems} (skipped)"
-
-
-def _loc(error: Any) -> str:
-    return ".".join(map(str, error["loc"]))
+        return f"{where}: {problems(exc)} (skipped)"
 
 
 # -- JSON tools: Claude Code, Cursor, VS Code ----------------------------------------------

@@ -113,3 +113,18 @@ def test_config_model_provider_naming_no_table_is_one_line_naming_the_file(tmp_p
     path.write_text('model = "m"\nmodel_provider = "nope"\n')
     error = one_line_error(nbagent("threads", home=home, cwd=work))
     assert str(path) in error and "model_provider" in error and "[model_providers.nope]" in error
+
+
+@pytest.mark.parametrize("url", ["ftp://x", "file:///etc/passwd", "127.0.0.1:8000/mcp", "http://"])
+def test_config_server_url_that_is_not_web_is_one_line_and_mcp_add_writes_nothing(tmp_path: Path, url: str) -> None:
+    """An HTTP server's ``url`` is checked as it is read, not when its start fails: a config says
+    so naming file and key, and ``nbagent mcp add`` refuses before writing the entry."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "nbagent.toml").write_text(f"[mcp_servers.x]\nurl = {json.dumps(url)}\n")
+    error = one_line_error(nbagent("tools", home=tmp_path / "home", cwd=work))
+    assert str(work / "nbagent.toml") in error and "mcp_servers.x.url" in error and "not an http:// or https:// URL" in error
+    (work / "nbagent.toml").unlink()
+    added = nbagent("mcp", "add", "x", "--url", url, home=tmp_path / "home", cwd=work)
+    assert added.returncode != 0 and "key 'url'" in one_line_error(added)
+    assert not (work / "nbagent.toml").exists()
