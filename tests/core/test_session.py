@@ -208,14 +208,7 @@ async def test_arguments_edited_down_to_none_are_what_runs_not_the_models(home: 
 
     async with Session(model=model, interactive=True) as session:
         session.register_tool(write)
-
-        async def answer(events: AsyncIterator[Event]) -> None:
-            async for event in events:
-                if event.msg.type == "approval_requested":
-                    session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={}))
-                    return
-
-        task = asyncio.ensure_future(answer(session.events()))
+        task = asyncio.ensure_future(_answer_approvals(session, session.events(), decision="approve", arguments={}))
         result = await asyncio.wait_for(session.run("write"), 10)
         await task
     assert done == ["default"]

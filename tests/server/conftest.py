@@ -164,3 +164,16 @@ async def connect(
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {http.token}"}, timeout=60) as hc:
             async with Client(streamable_http_client(http.url, http_client=hc), **kwargs) as client:
                 yield client
+
+
+@pytest.fixture
+def servers() -> Iterator[list[HttpServer]]:
+    """HTTP servers a test starts (it appends them), stopped after it, killed if they linger."""
+    started: list[HttpServer] = []
+    yield started
+    for server in started:
+        server.process.terminate()
+        try:
+            server.process.wait(10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import anyio
 import mcp_types as types
@@ -50,18 +49,6 @@ asyncio.run(main())
 def _approvals(senv: ServerEnv) -> list[dict[str, object]]:
     with ThreadStore(senv.home) as store:
         return [i.model_dump() for s in store.list_threads() for i in store.load(s.id).items if i.type == "approval"]
-
-
-@pytest.fixture
-def servers() -> Iterator[list[HttpServer]]:
-    started: list[HttpServer] = []
-    yield started
-    for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
 
 
 async def test_a_refused_reply_leaves_the_running_turn_to_its_client(

@@ -5,9 +5,7 @@ on live sessions needs room; its thread stays resumable from the rollout."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -37,18 +35,6 @@ def serve(senv: ServerEnv, *extra: str) -> HttpServer:
     model = senv.script({"text": "Done."}, {"text": "Resumed."})
     servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)}}}
     return start_http_server(senv, "--model", model, "-c", f"mcp_servers={json.dumps(servers)}", *extra)
-
-
-@pytest.fixture
-def servers() -> Iterator[list[HttpServer]]:
-    started: list[HttpServer] = []
-    yield started
-    for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
 
 
 async def test_disconnect_closes_the_session(senv: ServerEnv, servers: list[HttpServer]) -> None:
