@@ -225,7 +225,7 @@ class ChatModel(HttpModel):
         finally:
             await stream.close()
         if finish in CUT_SHORT:
-            raise StreamFailure(f"the response stopped early ({finish})", code="incomplete")
+            raise StreamFailure.stopped_early(finish)
         if finish is None and not done.seen:
             # Servers differ in which end they send ([DONE], a finish_reason or both); neither
             # means the reply was cut off, or was never a stream.

@@ -150,7 +150,7 @@ class _Parser:
         response = get_field(event, "response")
         if kind == "response.incomplete":
             reason = _said(get_field(response, "incomplete_details"), "reason") or "unknown reason"
-            raise StreamFailure(f"the response stopped early ({reason})", code="incomplete")
+            raise StreamFailure.stopped_early(reason)
         if kind == "response.failed":
             error = get_field(response, "error")
             message = _said(error, "message") or "the response failed"

@@ -96,6 +96,12 @@ class StreamFailure(Exception):
         self.code = code
         self.status = status
 
+    @classmethod
+    def stopped_early(cls, reason: str) -> StreamFailure:
+        """A reply the server cut short (length, content filter): the same words and code from
+        every wire API, so a person and the retry rules see one kind of failure."""
+        return cls(f"the response stopped early ({reason})", code="incomplete")
+
 
 class BadReply(StreamFailure):
     """A 200 reply that does not follow the wire API (not an event stream, a field of the wrong
