@@ -7,9 +7,10 @@ same name and meaning are plain fields of ``McpServerConfig`` and never reach th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails
 
 IGNORED = {
     "http_headers_helper": "nbagent runs no command to make headers; set http_headers or env_http_headers",
@@ -32,6 +33,7 @@ OAUTH_KEYS = {
 what nbagent does instead."""
 STDIO_ONLY = ("args", "env", "env_vars", "cwd")
 HTTP_ONLY = ("http_headers", "env_http_headers", "bearer_token_env_var", "scopes", "oauth_resource", "oauth")
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Ignored(BaseModel):
@@ -56,12 +58,18 @@ class _IgnoredOAuth(BaseModel):
     callback_port: int | None = Field(default=None, ge=1, le=65535)
 
 
-def _check(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> None:
+def _check(model: type[M], data: Any, *at: str | int) -> M:
+    """``data`` as ``model``; a problem is raised at its key in the server's table (``at``: where
+    ``data`` sits in it), so the loader words it as every config problem is
+    (:func:`nbagent.config.errors.problems`), the server's own key path in front."""
     try:
-        model.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"'{prefix}{'.'.join(map(str, first['loc']))}': {first['msg']}") from None
+        moved = [
+            InitErrorDetails(type=e["type"], loc=(*at, *e["loc"]), input=e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {}))
+            for e in exc.errors()
+        ]
+        raise ValidationError.from_exception_data(exc.title, moved) from None
 
 
 class _EnvVar(BaseModel):
@@ -76,7 +84,8 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str]) -> tuple[dict[st
     """``(data nbagent's model reads, warnings)`` for one server table.
 
     ``oauth_keys``: the keys nbagent's own ``oauth`` table has.
-    Raises ``ValueError`` for what Codex refuses too (``bearer_token``) or a value of the wrong type.
+    Raises ``ValueError`` for what Codex refuses too (``bearer_token``), and ``ValidationError``
+    at the key for a value of the wrong type.
     """
     data, notes = dict(data), []
     if "bearer_token" in data:
@@ -111,11 +120,7 @@ def translate(data: dict[str, Any], oauth_keys: frozenset[str]) -> tuple[dict[st
 def _env_var(entry: Any, index: int, notes: list[str]) -> Any:
     if not isinstance(entry, dict):
         return entry  # a name, or a wrong type the model reports
-    try:
-        parsed = _EnvVar.model_validate(entry)
-    except ValidationError as exc:
-        problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"env_vars[{index}]: {problem}") from None
+    parsed = _check(_EnvVar, entry, "env_vars", index)
     if parsed.source == "remote":
         notes.append(
             f"key 'env_vars' ({parsed.name!r} from source 'remote'): the source is ignored, "
@@ -126,7 +131,7 @@ def _env_var(entry: Any, index: int, notes: list[str]) -> Any:
 
 def _tool(name: str, table: Any, notes: list[str]) -> Any:
     if isinstance(table, dict) and "output_token_limit" in table:
-        _check(_IgnoredTool, table, f"tools.{name}.")
+        _check(_IgnoredTool, table, "tools", name)
         table = {k: v for k, v in table.items() if k != "output_token_limit"}
         notes.append(
             f"key 'tools.{name}.output_token_limit' is ignored: tool_output_max_bytes caps what the model sees of every result"
@@ -135,7 +140,7 @@ def _tool(name: str, table: Any, notes: list[str]) -> Any:
 
 
 def _oauth(table: dict[str, Any], keys: frozenset[str], notes: list[str]) -> dict[str, Any]:
-    _check(_IgnoredOAuth, table, "oauth.")
+    _check(_IgnoredOAuth, table, "oauth")
     kept = dict(table)
     for key, instead in OAUTH_KEYS.items():
         if key in kept and key not in keys:
