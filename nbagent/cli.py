@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from nbagent import cli_inspect, cli_mcp, signals
+from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, fail
 from nbagent.config import Config, ConfigError, load_config
@@ -321,9 +321,10 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     sub.add_parser("inspect", help="what the runtime sees and sends: tools, request, turn, wire (see: nbagent inspect --help)",
                    add_help=False)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
+    trust = cli_trust.add_parser(sub)
     demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "demo": demo, **offered}
+    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "trust": trust, "demo": demo, **offered}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -384,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("resources", "prompts"):
             with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
                 return signals.run(_offered(args))
+        if args.command == "trust":
+            print(cli_trust.run(args, args.cwd))
+            return 0
         if args.command == "demo":
             from nbagent.notebook.demo import run_demo
 

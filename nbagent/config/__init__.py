@@ -29,6 +29,7 @@ from nbagent.config.errors import ConfigError, problems
 from nbagent.config.files import read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.config.oauth import OAuthSettings
+from nbagent.config.trust import ProjectTrust, check_key, listed, not_read, trust_of
 from nbagent.protocol import ApprovalMode, Policy
 
 __all__ = [
@@ -275,6 +276,9 @@ class Config(_Strict):
     """Fixed 127.0.0.1 port for the OAuth login callback; ``None`` takes an ephemeral one."""
     home: str | None = None
     """Where threads live; ``$NBAGENT_HOME`` or ``~/.nbagent`` when unset."""
+    projects: dict[str, ProjectTrust] = Field(default_factory=dict)
+    """Folders (absolute paths) whose ``nbagent.toml`` and ``.mcp.json`` are read (``trusted``)
+    or never read (``untrusted``); only the user file says (``nbagent.config.trust``)."""
 
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     """Internal: which file each MCP server (``mcp_servers.NAME``) came from."""
@@ -290,6 +294,13 @@ class Config(_Strict):
             if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
                 raise ValueError(f"{name!r} must be a plain file name, not a path")
         return names
+
+    @field_validator("projects")
+    @classmethod
+    def _absolute_folders(cls, projects: dict[str, ProjectTrust]) -> dict[str, ProjectTrust]:
+        for folder in projects:
+            check_key(folder)
+        return projects
 
     @field_validator("mcp_servers")
     @classmethod
@@ -392,19 +403,33 @@ def load_config(
     layers: list[tuple[str, dict[str, Any]]] = []
     notes: list[str] = []
     user = home / USER_FILE
-    if user.is_file():
-        layers.append((str(user), read_toml(user)))
-    mcp_json = cwd_path / MCP_JSON
-    if mcp_json.is_file():
-        servers, notes = read_mcp_json(mcp_json, env)
-        layers.append((str(mcp_json), servers))
-    project = cwd_path / PROJECT_FILE
-    if project.is_file():
-        layers.append((str(project), read_toml(project)))
-
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for origin, data in layers:
+    projects: dict[str, ProjectTrust] = {}
+    if user.is_file():
+        merged = read_toml(user)
+        layers.append((str(user), merged))
+        below = _validate(merged, str(user))
+        projects = below.projects
+        sources = dict.fromkeys(below.mcp_servers, str(user))
+    project_files = [path for path in (cwd_path / MCP_JSON, cwd_path / PROJECT_FILE) if path.is_file()]
+    try:
+        verdict = trust_of(cwd_path, listed(projects, env)) if project_files else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for path in project_files:
+        if verdict is None or verdict.level != "trusted":
+            notes.append(not_read(path, cwd_path.resolve(), verdict, user))
+        elif path.name == MCP_JSON:
+            servers, notes_here = read_mcp_json(path, env)
+            notes += notes_here
+            layers.append((str(path), servers))
+        else:
+            layers.append((str(path), read_toml(path)))
+
+    for origin, data in layers[1 if user.is_file() else 0:]:
+        if "projects" in data:
+            raise ConfigError(f"{origin}: key 'projects': only {user} says which folders are trusted")
         # Validated over the layers below (already valid), so an error is this file's own, and
         # a table that overrides one key of a lower file's table is not rejected as incomplete.
         merged = _merge_layer(merged, data)

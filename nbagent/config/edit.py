@@ -30,6 +30,7 @@ from nbagent.config import (
     default_home,
 )
 from nbagent.config.files import read_json, read_text
+from nbagent.config.trust import TrustLevel, folder_key
 
 LAUNCH_KEYS = (
     "command", "args", "env", "env_vars", "cwd", "url", "http_headers", "env_http_headers",
@@ -273,3 +274,22 @@ def record_always_approval(
         rebuilt = server_config.model_copy(update={"tools": {**server_config.tools, tool: per_tool}})
         config.mcp_servers = {**config.mcp_servers, server: rebuilt}
     return path
+
+
+def record_trust(folder: str | Path, level: TrustLevel | None) -> tuple[Path, str]:
+    """Write ``[projects."<folder>"] trust_level = level`` into the user file (``None`` removes
+    the entry); the file and the folder as written. Only the user file says which folders are
+    trusted, so this is the one writer of ``projects``."""
+    path, key = user_file(), folder_key(folder)
+    with editing(path) as doc:
+        if "projects" not in doc:
+            doc["projects"] = tomlkit.table(is_super_table=True)
+        projects = doc["projects"]
+        if not isinstance(projects, Mapping):
+            raise ConfigError(f"{path}: key 'projects' is not a table")
+        if level is None:
+            projects.pop(key, None)
+        else:
+            entry = projects.setdefault(key, tomlkit.table())
+            entry["trust_level"] = level
+    return path, key

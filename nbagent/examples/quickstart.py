@@ -35,7 +35,12 @@ trusted = true                     # let its read-only annotations skip the appr
 [mcp_servers.demo.tools.log_experiment]
 approval_mode = "approve"          # this tool asks its own question instead
 """)
-print((work / "nbagent.toml").read_text())'''
+print((work / "nbagent.toml").read_text())
+
+# nbagent reads a folder's nbagent.toml only once you trust the folder (it names programs to
+# start): you just wrote this one. From a shell it is `nbagent trust`; in a notebook `%agent trust`.
+from nbagent.config.edit import record_trust
+record_trust(work, "trusted")'''
 
 HEADLESS = r'''import nbagent.notebook as nb
 from nbagent.examples.walkthroughs.kit import nobody_clicks

@@ -29,6 +29,7 @@ from nbagent.protocol import (
     Op,
     SessionConfigured,
     ToolCallBegin,
+    WarningEvent,
 )
 from nbagent.protocol.ops import OUTSIDE_ENTRY
 
@@ -56,6 +57,8 @@ class KernelAgent:
         as that cell's messages, so a client recording the cell (nbclient saving widget state for
         a rendered page) sees them, not only the cell that opened the session."""
         self.watchers: list[View] = []
+        self.session_warnings: list[str] = []
+        """The session's warnings outside any turn, as shown (redacted), for ``%agent status``."""
         """Views that see session-level events (startup status displays)."""
         self.endings: dict[str, asyncio.Future[Event]] = {}
         self._opening: asyncio.Future[Session] | None = None
@@ -207,10 +210,15 @@ class KernelAgent:
             self.configured = msg
         event = self._redacted(event)
         msg = event.msg
-        if isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):
+        turn_id = event.turn_id
+        # A session's own warning (a config file not read, a key not honoured) comes before any
+        # turn: the startup display shows it, else nobody would.
+        session_warning = isinstance(msg, WarningEvent) and turn_id is None
+        if session_warning:
+            self.session_warnings.append(msg.message)  # type: ignore[union-attr]
+        if session_warning or isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
-        turn_id = event.turn_id
         if turn_id is None and isinstance(msg, ElicitationRequested) and self.session is not None:
             turn_id = self.session.current_turn_id
         view = self.views.get(turn_id) if turn_id else None

@@ -7,7 +7,14 @@ import ipywidgets as W
 from nbagent.mcp.status import ServerStatus
 from nbagent.notebook.html import COLORS, badge, esc, pre
 from nbagent.notebook.login import LoginLinks
-from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired, McpStartupComplete, McpStartupUpdate
+from nbagent.protocol import (
+    Event,
+    McpLoginCompleted,
+    McpLoginRequired,
+    McpStartupComplete,
+    McpStartupUpdate,
+    WarningEvent,
+)
 from nbagent.textsafe import describe_for_display
 
 STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled": "warn", "stopped": "muted"}
@@ -25,8 +32,9 @@ class StartupView:
         self.updates: dict[str, McpStartupUpdate] = {}
         self.servers = list(servers)
         self.status = W.HTML()
+        self.warnings = W.HTML()
         self.logins = LoginLinks()
-        self.widget = W.VBox([self.status, self.logins.widget])
+        self.widget = W.VBox([self.status, self.warnings, self.logins.widget])
         self.complete = not servers
         self._render()
 
@@ -42,6 +50,9 @@ class StartupView:
             self._render()
         elif isinstance(msg, (McpLoginRequired, McpLoginCompleted)):
             self.logins.handle(msg)
+        elif isinstance(msg, WarningEvent):  # the session's own, e.g. a config file it did not read
+            line = f"<div style='color:{COLORS['warn']}'>⚠ {esc(describe_for_display(msg.message))}</div>"
+            self.warnings.value += line
 
     def _render(self) -> None:
         if not self.servers:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from tests.trusting import clean_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "tests" / "servers"
@@ -41,7 +42,7 @@ def start_nbagent(*args: str, home: Path | str, cwd: Path | None = None) -> subp
 
 
 def _clean(home: Path | str, env: dict[str, str] | None) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    clean = clean_environ()
     clean["NBAGENT_HOME"] = str(home)
     clean.update(env or {})
     return clean

@@ -15,6 +15,7 @@ import pytest
 
 from nbagent.config import load_config
 from tests.cli.proc import SERVERS, failing_server, nbagent, one_line_error, start_nbagent, stdio_server
+from tests.trusting import TRUSTED
 
 CODEX_FIXTURE = Path(__file__).resolve().parents[1] / "config" / "fixtures" / "codex_config.toml"
 
@@ -101,7 +102,7 @@ def test_remove_takes_a_server_out_of_every_file_that_has_it(tmp_path: Path) -> 
     ]
     assert json.loads((tmp_path / ".mcp.json").read_text()) == {"mcpServers": {"other": {"command": "node", "args": ["o.js"]}}}
     assert (tmp_path / ".mcp.json").read_text().startswith('{\n    "mcpServers"')  # its indent kept
-    assert list(load_config(tmp_path, environ={"NBAGENT_HOME": str(home)}).mcp_servers) == ["other"]
+    assert list(load_config(tmp_path, environ={**TRUSTED, "NBAGENT_HOME": str(home)}).mcp_servers) == ["other"]
 
 
 def test_import_codex_round_trip_with_every_key(tmp_path: Path) -> None:
@@ -116,8 +117,8 @@ def test_import_codex_round_trip_with_every_key(tmp_path: Path) -> None:
     assert "imported 'docs'" in proc.stdout and "imported 'linear'" in proc.stdout
     assert "note: " in proc.stdout and "key 'http_headers_helper' is ignored" in proc.stdout  # says what is not honoured
 
-    as_codex = load_config(tmp_path / "empty", environ={"NBAGENT_HOME": str(codex)})
-    imported = load_config(project, environ={"NBAGENT_HOME": str(home)})
+    as_codex = load_config(tmp_path / "empty", environ={**TRUSTED, "NBAGENT_HOME": str(codex)})
+    imported = load_config(project, environ={**TRUSTED, "NBAGENT_HOME": str(home)})
     assert imported.mcp_servers == as_codex.mcp_servers and set(imported.mcp_servers) == {"docs", "linear"}
     assert imported.mcp_oauth_credentials_store == "keyring" and imported.mcp_oauth_callback_port == 4321
     assert [w.split(": ", 1)[1] for w in imported.warnings] == [w.split(": ", 1)[1] for w in as_codex.warnings]
@@ -178,7 +179,7 @@ def test_import_translates_variables_to_env_keys_and_a_dry_run_writes_nothing(tm
         nbagent("mcp", "import", tool, home=tmp_path / "home", cwd=project, env=env)
     text = (project / "nbagent.toml").read_text()
     assert not any(value in text for value in secrets.values())  # names of variables, never their values
-    servers = load_config(project, environ={"NBAGENT_HOME": str(tmp_path / "home")}).mcp_servers
+    servers = load_config(project, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home")}).mcp_servers
     github, memory = servers["github"], servers["memory"]
     assert github.bearer_token_env_var == "GITHUB_PAT" and github.env_http_headers == {"X-Org": "ORG"}
     assert github.http_headers == {"X-Plain": "p"}

@@ -13,6 +13,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
 from tests.cli.proc import nbagent
+from tests.trusting import TRUSTED
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_config.toml"
 CODEX_KEYS = {
@@ -43,7 +44,7 @@ def codex_home(tmp_path: Path) -> Path:
 def load(home: Path, work: Path | None = None):
     work = work or home.parent / "work"
     work.mkdir(exist_ok=True)
-    return load_config(work, environ={"NBAGENT_HOME": str(home)})
+    return load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(home)})
 
 
 def test_the_fixture_uses_every_key_codex_accepts_for_a_server() -> None:

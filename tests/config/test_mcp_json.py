@@ -13,6 +13,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
 from tests.mcp.conftest import SERVERS, HttpServer, http_server, records, sse_server
+from tests.trusting import TRUSTED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp_json"
 __all__ = ["http_server", "sse_server"]  # the real servers, as fixtures of this module
@@ -45,7 +46,7 @@ async def call_add(config, tmp_path: Path) -> str:
 
 async def test_type_stdio_runs_the_expanded_command_args_and_env(tmp_path: Path) -> None:
     record = tmp_path / "record.jsonl"
-    environ = {"NBAGENT_HOME": str(tmp_path / "home"), "PYTHON": sys.executable, "SERVERS": str(SERVERS),
+    environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "PYTHON": sys.executable, "SERVERS": str(SERVERS),
                "RECORD": str(record)}  # fmt: skip
     config = load_config(project(tmp_path, "stdio.json"), environ=environ)
     feat = config.mcp_servers["feat"]
@@ -62,7 +63,7 @@ async def test_type_stdio_runs_the_expanded_command_args_and_env(tmp_path: Path)
 async def test_type_http_connects_over_streamable_http_with_expanded_url_and_headers(
     tmp_path: Path, http_server: HttpServer
 ) -> None:
-    environ = {"NBAGENT_HOME": str(tmp_path / "home"), "HTTP_URL": http_server.url, "HTTP_TOKEN": http_server.token}
+    environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "HTTP_URL": http_server.url, "HTTP_TOKEN": http_server.token}
     config = load_config(project(tmp_path, "http.json"), environ=environ)
     web = config.mcp_servers["web"]
     assert (web.transport, web.url) == ("http", http_server.url)
@@ -72,7 +73,7 @@ async def test_type_http_connects_over_streamable_http_with_expanded_url_and_hea
 
 async def test_type_sse_connects_with_the_sdk_sse_client(tmp_path: Path, sse_server: HttpServer) -> None:
     """The server speaks only the older HTTP+SSE transport: streamable HTTP could not call it."""
-    environ = {"NBAGENT_HOME": str(tmp_path / "home"), "SSE_URL": sse_server.url, "HTTP_TOKEN": sse_server.token}
+    environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "SSE_URL": sse_server.url, "HTTP_TOKEN": sse_server.token}
     config = load_config(project(tmp_path, "sse.json"), environ=environ)
     assert config.mcp_servers["events"].transport == "sse"
     assert "42" in await call_add(config, tmp_path)
@@ -81,7 +82,7 @@ async def test_type_sse_connects_with_the_sdk_sse_client(tmp_path: Path, sse_ser
 
 async def test_the_sse_endpoint_is_not_reachable_as_streamable_http(tmp_path: Path, sse_server: HttpServer) -> None:
     """What ``type: "sse"`` being read as ``http`` would do: the connection fails."""
-    environ = {"NBAGENT_HOME": str(tmp_path / "home"), "SSE_URL": sse_server.url, "HTTP_TOKEN": sse_server.token}
+    environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "SSE_URL": sse_server.url, "HTTP_TOKEN": sse_server.token}
     work = project(tmp_path, "sse.json")
     text = (work / ".mcp.json").read_text().replace('"sse"', '"http"')
     (work / ".mcp.json").write_text(text)
@@ -108,7 +109,7 @@ async def test_the_sse_endpoint_is_not_reachable_as_streamable_http(tmp_path: Pa
 )
 def test_expansion_follows_claude_code(tmp_path: Path, value: str, environ: dict, expected: str) -> None:
     work = mcp_json(tmp_path, {"s": {"command": "x", "args": [value], "env": {"V": value}}})
-    config = load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home"), **environ})
+    config = load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), **environ})
     s = config.mcp_servers["s"]
     assert (s.args, s.env) == ([expected], {"V": expected})
 
@@ -125,7 +126,7 @@ def test_a_missing_variable_without_default_names_file_server_key_and_variable(t
     }[field]
     work = mcp_json(tmp_path, {"github": entry})
     with pytest.raises(ConfigError) as err:
-        load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home"), "OTHER_SECRET": "s3cr3t"})
+        load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "OTHER_SECRET": "s3cr3t"})
     message = str(err.value)
     assert message.startswith(str(work / ".mcp.json"))
     assert f"key 'mcpServers.github.{field}" in message and "NOT_SET_ANYWHERE is not set" in message
@@ -134,7 +135,7 @@ def test_a_missing_variable_without_default_names_file_server_key_and_variable(t
 
 def test_only_the_fields_claude_code_expands_are_expanded(tmp_path: Path) -> None:
     work = mcp_json(tmp_path, {"s": {"command": "x", "cwd": "${HOME_DIR}", "enabled_tools": ["${T}"]}})
-    s = load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home"), "HOME_DIR": "/h", "T": "t"}).mcp_servers["s"]
+    s = load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "HOME_DIR": "/h", "T": "t"}).mcp_servers["s"]
     assert (s.cwd, s.enabled_tools) == ("${HOME_DIR}", ["${T}"])
 
 
@@ -165,7 +166,7 @@ def test_a_wrongly_typed_value_is_an_error_naming_the_key_as_the_file_spells_it(
 ) -> None:
     work = mcp_json(tmp_path, {"s": entry})
     with pytest.raises(ConfigError) as err:
-        load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+        load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
     message = str(err.value)
     assert message.startswith(str(work / ".mcp.json")) and f"key '{key}" in message, message
 
@@ -175,7 +176,7 @@ def test_claude_code_keys_nbagent_cannot_honour_are_warnings(tmp_path: Path) -> 
         "type": "http", "url": "http://x/mcp", "headersHelper": "./headers.sh",
         "oauth": {"clientId": "abc", "callbackPort": 8123, "scopes": "read write", "authServerMetadataUrl": "http://a"},
     }})  # fmt: skip
-    config = load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+    config = load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
     s, warnings = config.mcp_servers["s"], config.warnings
     assert s.scopes == ["read", "write"]
     origin = str(work / ".mcp.json")
@@ -185,5 +186,5 @@ def test_claude_code_keys_nbagent_cannot_honour_are_warnings(tmp_path: Path) -> 
 
 def test_disabled_true_turns_the_server_off(tmp_path: Path) -> None:
     work = mcp_json(tmp_path, {"s": {"command": "x", "disabled": True}, "t": {"command": "y", "disabled": False}})
-    config = load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+    config = load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
     assert (config.mcp_servers["s"].enabled, config.mcp_servers["t"].enabled) == (False, True)

@@ -5,7 +5,6 @@ HTTP, the project's fake server refusing over-long bodies as a real one does."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from nbagent import Session
 from nbagent.config import Config, ModelProviderConfig
 from nbagent.core.context import COMPACT_INSTRUCTIONS, ContextBudget, SUMMARY_PREFIX
 from nbagent.protocol import Event
+from tests.trusting import clean_environ
 
 WINDOW = 6_000
 CHUNK = "lorem ipsum dolor sit amet " * 45  # ~1,200 characters, ~300 tokens
@@ -117,7 +117,7 @@ async def test_a_compacted_thread_resumed_in_a_new_process_sends_the_same_view(o
     (tmp_path / "nbagent.toml").write_text(
         f'model = "test-model"\nmodel_provider = "local"\nmodel_context_window = {WINDOW}\nhome = "{home}"\n'
         f'max_tool_rounds = 50\n[model_providers.local]\nbase_url = "{openai_server.base_url}"\nwire_api = "chat"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NBAGENT_", "OPENAI_"))} | {"OPENAI_API_KEY": "sk-test"}
+    env = clean_environ() | {"OPENAI_API_KEY": "sk-test"}
     done = subprocess.run([sys.executable, "-c", RUN_FIRST_TURN, str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

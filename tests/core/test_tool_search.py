@@ -15,6 +15,7 @@ from nbagent.models import chat, responses
 from nbagent.protocol import ApprovalDecision, Event
 from tests.core.test_openai_session import sent_outputs
 from tests.mcp.conftest import records, server_cfg
+from tests.trusting import TRUSTED
 
 FOUND = "mcp__many__open_pull_request"
 
@@ -138,7 +139,7 @@ async def test_a_tool_never_in_view_is_still_asked_about_before_it_runs(
 def test_a_cap_below_two_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
     (tmp_path / "nbagent.toml").write_text("max_model_tools = 1\n")
     with pytest.raises(ConfigError, match="max_model_tools"):
-        load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+        load_config(tmp_path, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
 
 
 async def test_a_wrong_name_past_the_cap_points_to_the_search_not_to_every_name(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import sys
 import time
@@ -25,6 +24,7 @@ from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 from tests.mcp.conftest import Answers, _free_port
 from tests.mcp.oauth_helpers import OAuthServer, Person, follow, serve_oauth
 from tests.waiting import until
+from tests.trusting import clean_environ
 
 
 @pytest.fixture
@@ -309,7 +309,7 @@ async def test_the_cli_prints_the_link_and_the_run_completes_once_it_is_followed
     script = tmp_path / "script.json"
     call = {"tool_calls": [{"name": "mcp__remote__add", "arguments": {"a": 2, "b": 3}}]}
     script.write_text(json.dumps({"responses": [call, {"text": "added"}]}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env = clean_environ()
     env["NBAGENT_HOME"] = str(tmp_path / "home")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "nbagent.cli", "-C", str(tmp_path), "run", "-m", f"replay:{script}",

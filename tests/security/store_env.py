@@ -4,11 +4,11 @@ holds on disk, and a real full filesystem (a small tmpfs)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from tests.trusting import clean_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "tests" / "servers"
@@ -17,7 +17,7 @@ CLI = [sys.executable, "-m", "nbagent.cli"]
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     """The user's environment without nbagent/OpenAI settings, plus ``$NBAGENT_HOME``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env = clean_environ()
     env["NBAGENT_HOME"] = str(home)
     env["PYTHONPATH"] = str(ROOT)
     return {**env, **extra}

@@ -15,6 +15,7 @@ from nbagent.config import ConfigError, load_config
 from nbagent.protocol import ApprovalDecision, Event
 from tests.config.test_mcp_json import mcp_json
 from tests.mcp.conftest import records, server_cfg
+from tests.trusting import TRUSTED
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -36,7 +37,7 @@ def test_config_expanded_value_is_never_expanded_again(tmp_path: Path, planted: 
     own documentation) stays that text: it never pulls in another variable's value."""
     work = mcp_json(tmp_path, {"s": {"type": "http", "url": "https://example.com/mcp?q=${PLANTED}",
                                      "headers": {"X-Query": "${PLANTED}"}}})  # fmt: skip
-    environ = {"NBAGENT_HOME": str(tmp_path / "home"), "PLANTED": planted, "SECRET_KEY": SECRET}
+    environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "PLANTED": planted, "SECRET_KEY": SECRET}
     s = load_config(work, environ=environ).mcp_servers["s"]
     assert s.url == f"https://example.com/mcp?q={planted}"
     assert s.http_headers == {"X-Query": planted}
@@ -49,7 +50,7 @@ def test_config_expanded_value_is_never_expanded_again(tmp_path: Path, planted: 
 def test_config_missing_variable_error_carries_no_value(tmp_path: Path, value: str) -> None:
     work = mcp_json(tmp_path, {"s": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": value}}})
     with pytest.raises(ConfigError) as err:
-        load_config(work, environ={"NBAGENT_HOME": str(tmp_path / "home"), "TOKEN": SECRET})
+        load_config(work, environ={**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "TOKEN": SECRET})
     message = str(err.value)
     assert "MISSING is not set" in message and "mcpServers.s.headers" in message
     assert SECRET not in message and "Bearer" not in message
@@ -67,7 +68,7 @@ def test_config_missing_variable_error_carries_no_value(tmp_path: Path, value: s
 def test_config_refused_codex_value_is_not_echoed(tmp_path: Path, table: str) -> None:
     home = user_file(tmp_path, f"[mcp_servers.a]\n{table}\n")
     with pytest.raises(ConfigError) as err:
-        load_config(tmp_path, environ={"NBAGENT_HOME": str(home)})
+        load_config(tmp_path, environ={**TRUSTED, "NBAGENT_HOME": str(home)})
     assert SECRET not in str(err.value) and str(err.value).startswith(str(home / "config.toml"))
 
 
@@ -78,7 +79,7 @@ def test_config_ignored_key_warnings_carry_no_secret_value(tmp_path: Path) -> No
         f'env = {{ TOKEN = "{SECRET}" }}\nsupports_parallel_tool_calls = true\n'
         f'[mcp_servers.a.tools.t]\noutput_token_limit = 10\n',
     )
-    warnings = load_config(tmp_path, environ={"NBAGENT_HOME": str(home)}).warnings
+    warnings = load_config(tmp_path, environ={**TRUSTED, "NBAGENT_HOME": str(home)}).warnings
     assert len(warnings) == 4 and not any(SECRET in w for w in warnings), warnings
 
 

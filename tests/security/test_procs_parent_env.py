@@ -16,6 +16,7 @@ import pytest
 
 from tests.mcp.conftest import records
 from tests.security.procs import replay, tool_call, write_project
+from tests.trusting import clean_environ
 
 CANARY = "sk-canary-" + os.urandom(8).hex()
 
@@ -28,7 +29,7 @@ def _ancestors(tmp_path: Path, env_clear_parent: bool | None) -> list[dict[str, 
     work = tmp_path / "work"
     write_project(work, record, env_clear_parent=env_clear_parent)
     model = replay(tmp_path / "script.json", tool_call("ancestors_env", name="OPENAI_API_KEY"), {"text": "done"})
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env = clean_environ()
     env |= {"NBAGENT_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": CANARY}
     proc = subprocess.run(
         [sys.executable, "-m", "nbagent.cli", "run", "-m", model, "--policy", "full-auto", "--json", "look"],

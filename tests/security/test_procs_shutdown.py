@@ -23,6 +23,7 @@ from tests.security.procs import (
     kill_leftovers, replay, spawned, survivors, tool_call, write_project,
 )  # fmt: skip
 from tests.waiting import until, wait_for
+from tests.trusting import clean_environ
 
 
 async def _spawn_all(manager: McpConnectionManager) -> None:
@@ -82,7 +83,7 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
     record = tmp_path / "records.jsonl"
     work = tmp_path / "work"
     write_project(work, record)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NBAGENT_"))}
+    env = clean_environ()
     env["NBAGENT_HOME"] = str(tmp_path / "home")
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     proc = subprocess.Popen(

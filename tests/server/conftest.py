@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from tests.trusting import TRUSTED
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDER = Path(__file__).parent / "servers" / "recorder.py"
@@ -45,6 +46,7 @@ class ServerEnv:
             "HOME": str(self.tmp),
             "PYTHONPATH": str(ROOT),
             "RECORD_FILE": str(self.record),
+            **TRUSTED,
         }
 
     def script(self, *responses: dict[str, Any]) -> str:

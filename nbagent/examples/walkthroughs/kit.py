@@ -16,6 +16,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any
 
+from nbagent.config.edit import record_trust
 from nbagent.notebook.demo import AUTOPILOT_ENV
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ def data(name: str) -> Path:
 
 def workspace(name: str, config: str = "") -> Path:
     """Make ``./NAME-work``, move into it, keep threads and logs inside (``$NBAGENT_HOME``), and
-    write ``config`` as its ``nbagent.toml``; print the config and return the folder.
+    write ``config`` as its ``nbagent.toml`` and trust the folder (in that home's
+    ``config.toml``: ``nbagent.config.trust``); print the config and return the folder.
 
     ``$python`` in ``config`` becomes this kernel's interpreter (to start the example MCP servers)
     and ``$data`` the folder of the walkthroughs' files, both as TOML strings.
@@ -42,6 +44,7 @@ def workspace(name: str, config: str = "") -> Path:
     os.environ["NBAGENT_HOME"] = str(work / "home")
     text = Template(config).substitute(python=json.dumps(sys.executable), data=json.dumps(str(data(""))))
     (work / "nbagent.toml").write_text(text)
+    record_trust(work, "trusted")  # written here, so trusted: a folder's config is read only then
     print(text.strip())
     return work
 

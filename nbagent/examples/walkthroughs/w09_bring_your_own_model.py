@@ -14,7 +14,8 @@ def client_for(toml: str, environ: dict[str, str]):
     """What nbagent builds from a config: nothing is sent until a turn asks the model."""
     folder = Path(tempfile.mkdtemp())
     (folder / "nbagent.toml").write_text(toml)
-    config = load_config(folder, environ=environ)
+    # A folder this code just wrote, so trusted (a folder's config is read only then).
+    config = load_config(folder, environ={"NBAGENT_TRUSTED_FOLDERS": str(folder), **environ})
     return make_model(config, config.require_model(), cwd=folder)
 
 OPENAI = 'model = "gpt-4.1"\\n'

@@ -1,0 +1,65 @@
+"""``nbagent trust [FOLDER]``: say whether a folder's own config is read (``nbagent.config.trust``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from nbagent.cli_errors import BadInput
+from nbagent.config import MCP_JSON, PROJECT_FILE, ConfigError
+from nbagent.config.errors import problems
+from nbagent.config.files import read_toml
+from nbagent.config.trust import ENV, ProjectTrust, TrustLevel, listed, trust_of
+
+_Projects = TypeAdapter(dict[str, ProjectTrust])
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = sub.add_parser("trust", help="read this folder's nbagent.toml and .mcp.json (or mark it untrusted)")
+    p.add_argument("folder", nargs="?", help="the folder (default: the working directory); covers its subfolders")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--untrusted", action="store_true", help="never read this folder's config")
+    how.add_argument("--forget", action="store_true", help="remove the folder's entry (not trusted, no longer listed)")
+    how.add_argument("--list", action="store_true", help="the folders listed, and whether each is trusted")
+    return p
+
+
+def run(args: argparse.Namespace, cwd: str | None) -> str:
+    """What was recorded, for the terminal."""
+    if args.list:
+        if args.folder:
+            raise BadInput("--list takes no folder")
+        own = _listed()
+        rows = [f"{e.trust_level:9}  {folder}" for folder, e in sorted(own.items())]
+        rows += [f"trusted    {folder}  (${ENV})" for folder in sorted(listed({}, os.environ)) if folder not in own]
+        return "\n".join(rows) or "no folders listed"
+    from nbagent.config.edit import record_trust
+
+    folder = Path(cwd or ".", args.folder or ".")
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: not a folder")
+    level: TrustLevel | None = None if args.forget else "untrusted" if args.untrusted else "trusted"
+    path, key = record_trust(folder, level)
+    done = {"trusted": "Trusted", "untrusted": "Marked untrusted", None: "Removed"}[level]
+    verdict = trust_of(key, listed(_listed(), os.environ))
+    if verdict is None or verdict.level == "untrusted":
+        now = f"its {PROJECT_FILE} and {MCP_JSON} are not read"
+    else:
+        present = [str(Path(key, name)) for name in (MCP_JSON, PROJECT_FILE) if Path(key, name).is_file()]
+        covered = "" if str(verdict.folder) == key else f" (inside trusted {verdict.folder})"
+        now = f"its config is read{covered}" + (f": {', '.join(present)}" if present else "")
+    return f"{done} {key} {'from' if level is None else 'in'} {path}: {now}"
+
+
+def _listed() -> dict[str, ProjectTrust]:
+    """The user file's ``[projects]``, read alone: a folder's broken config must not stop this."""
+    from nbagent.config.edit import user_file
+
+    path = user_file()
+    try:
+        return _Projects.validate_python(read_toml(path).get("projects", {})) if path.is_file() else {}
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {problems(exc, lambda key: f'projects.{key}')}") from None
