@@ -276,7 +276,17 @@ def add(cwd: Path, name: str, entry: Mapping[str, Any], *, user: bool = False) -
 
     path = _target(cwd, name, user)
     replaced = put_server(path, name, entry)
-    return f"Replaced how MCP server '{name}' starts, in {path}" if replaced else f"Added MCP server '{name}' to {path}"
+    done = f"Replaced how MCP server '{name}' starts, in {path}" if replaced else f"Added MCP server '{name}' to {path}"
+    return "\n".join([done, *_unread(cwd, path)])
+
+
+def _unread(cwd: Path, path: Path) -> list[str]:
+    """Why ``path`` will not be read, when it is a project file in a folder not trusted."""
+    try:
+        warnings = load_config(cwd).warnings
+    except ConfigError:
+        return []
+    return [w for w in warnings if w.startswith(f"{path}: not read")]
 
 
 def remove(cwd: Path, name: str) -> str:

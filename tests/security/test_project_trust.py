@@ -133,3 +133,18 @@ def test_a_kernel_in_an_untrusted_folder_runs_nothing_and_says_why(tmp_path: Pat
     finally:
         kernel.close()
     assert not marker.exists()
+
+
+def test_adding_a_server_to_an_untrusted_folder_says_it_will_not_be_read(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    added = nbagent("mcp", "add", "echo", "--", sys.executable, "-c", "pass", home=home, cwd=work, env=UNTRUSTED)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines() == [
+        f"Added MCP server 'echo' to {work / 'nbagent.toml'}",
+        f"{work / 'nbagent.toml'}: not read: {work} is not a trusted folder (a folder's config can start programs, "
+        f"send the API key elsewhere and relax approvals). If you trust who wrote it: nbagent trust {work}",
+    ]
+    nbagent("trust", home=home, cwd=work, env=UNTRUSTED)
+    again = nbagent("mcp", "add", "echo", "--", sys.executable, "-c", "pass", home=home, cwd=work, env=UNTRUSTED)
+    assert again.stdout.splitlines() == [f"Replaced how MCP server 'echo' starts, in {work / 'nbagent.toml'}"]
