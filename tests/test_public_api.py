@@ -85,6 +85,9 @@ OPS = {
 }
 USER_TURN_FIELDS = ["ask_timeout_sec", "entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
 
+ANSWERED_BY = ["user", "policy", "remembered", "timeout", "unanswered", "interrupt"]
+"""Who or what resolves an ask (``AnsweredBy``); a server's question is never ``remembered``."""
+
 ENVELOPE_FIELDS = ["seq", "thread_id", "turn_id", "at", "msg"]
 
 EVENTS = {
@@ -188,3 +191,14 @@ def test_the_op_and_event_types_are_pinned() -> None:
     assert not missing, f"nbagent.protocol no longer exports {missing}"
     user_turn = sorted(protocol.UserTurn.model_fields)
     assert user_turn == USER_TURN_FIELDS, f"UserTurn's fields are now {user_turn} (pinned {USER_TURN_FIELDS})"
+
+
+def test_who_resolves_an_ask_is_pinned() -> None:
+    by = {
+        "AnsweredBy": list(typing.get_args(protocol.AnsweredBy)),
+        "approval_resolved.by": list(typing.get_args(protocol.ApprovalResolved.model_fields["by"].annotation)),
+        "elicitation_resolved.by": list(typing.get_args(protocol.ElicitationResolved.model_fields["by"].annotation)),
+    }
+    pinned = [ANSWERED_BY, ANSWERED_BY, [b for b in ANSWERED_BY if b != "remembered"]]
+    changed = [f"{name} is now {now}" for (name, now), want in zip(by.items(), pinned, strict=True) if now != want]
+    assert not changed, f"who resolves an ask changed (pinned {ANSWERED_BY}):\n" + "\n".join(changed)

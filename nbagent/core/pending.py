@@ -1,10 +1,11 @@
 """Asks waiting for a person (DESIGN §5, §6): one mechanism for approvals and server questions.
 
 An ask is registered under its id before its request is emitted (so a subscriber may answer at
-once) and ends in exactly one ``Resolution``: by the user, by policy, by a timeout or by an
-interrupt. Every resolution is recorded and announced by the desk that asked. When no one can
-answer (policy ``never``, no front end attached) no request is emitted: the ask is resolved by
-policy at once, and the resolution says why.
+once) and ends in exactly one ``Resolution``: by the user, by policy, by a timeout, unanswered
+(its front end knows no answer will come) or by an interrupt. Every resolution is recorded and
+announced by the desk that asked. When no one can answer (policy ``never``, no front end
+attached) no request is emitted: the ask is resolved by policy at once, and the resolution says
+why.
 
 The vocabulary: a ``Resolution`` is how one ask ended; a desk turns it into what its caller
 needs (``ApprovalOutcome`` for a tool call, ``ElicitOutcome`` for a server), as ``TurnOutcome``
@@ -70,7 +71,7 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
 
     @abstractmethod
     def fallback(self, request: RequestT, by: AnsweredBy) -> AnswerT:
-        """The answer when no person gives one (policy, timeout, interrupt)."""
+        """The answer when no person gives one (policy, timeout, unanswered, interrupt)."""
 
     @abstractmethod
     def declined(self, request: RequestT, why: str) -> str:
@@ -106,7 +107,7 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
             async with asyncio.timeout(timeout):
                 resolution = await asyncio.shield(waiting.future)
         except TimeoutError:
-            resolution = Resolution(self.fallback(request, "timeout"), "timeout", f"No answer within {timeout:g} s.")
+            resolution = self.without_answer(request, "timeout", f"No answer within {timeout:g} s.")
         except asyncio.CancelledError:
             self.resolve(request, self.interrupted(request), turn_id)
             raise
@@ -114,12 +115,16 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
             self._waiting.pop(key, None)
         return self.resolve(request, resolution, turn_id)
 
+    def without_answer(self, request: RequestT, by: AnsweredBy, message: str) -> Resolution[AnswerT]:
+        """How an ask ends when no person answers it: the fallback, and why."""
+        return Resolution(self.fallback(request, by), by, message)
+
     def decline(self, request: RequestT, why: str) -> Resolution[AnswerT]:
         """The resolution of an ask no one can answer."""
-        return Resolution(self.fallback(request, "policy"), "policy", self.declined(request, why))
+        return self.without_answer(request, "policy", self.declined(request, why))
 
     def interrupted(self, request: RequestT) -> Resolution[AnswerT]:
-        return Resolution(self.fallback(request, "interrupt"), "interrupt", "The turn was interrupted.")
+        return self.without_answer(request, "interrupt", "The turn was interrupted.")
 
     def resolve(self, request: RequestT, resolution: Resolution[AnswerT], turn_id: str | None) -> Resolution[AnswerT]:
         """Record and announce how an ask ended; every ask passes here exactly once."""
@@ -141,6 +146,16 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
         if self.waiting(key) is None:
             return False
         self._waiting[key].future.set_result(Resolution(answer, "user", message))
+        return True
+
+    def unanswered(self, key: str, why: str) -> bool:
+        """Settle the ask waiting under ``key`` now as nobody answering: its front end knows no
+        answer will come (the client it asked failed or left), so the turn goes on without
+        waiting out the timeout. ``False`` (with a warning) when nothing waits under ``key``."""
+        request = self.waiting(key)
+        if request is None:
+            return False
+        self._waiting[key].future.set_result(self.without_answer(request, "unanswered", why))
         return True
 
     def refuse(self, key: str, message: str) -> bool:

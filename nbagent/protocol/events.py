@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_serializer, model_validator
 
 from nbagent.protocol._base import ProtocolModel, now
-from nbagent.protocol.ops import Decision, Entry, Policy
+from nbagent.protocol.ops import AnsweredBy, Decision, Entry, Policy
 from nbagent.protocol.tools import ContentBlock, ToolAnnotations
 
 
@@ -116,7 +116,7 @@ class ApprovalResolved(_Msg):
     type: Literal["approval_resolved"] = "approval_resolved"
     call_id: str
     decision: Decision
-    by: Literal["user", "policy", "remembered", "timeout", "interrupt"]
+    by: AnsweredBy
     message: str | None = None
     arguments: dict[str, Any] | None = None
 
@@ -137,10 +137,11 @@ class ElicitationResolved(_Msg):
     type: Literal["elicitation_resolved"] = "elicitation_resolved"
     request_id: str
     action: Literal["accept", "decline", "cancel"]
-    by: Literal["user", "policy", "timeout", "interrupt"]
+    by: Literal["user", "policy", "timeout", "unanswered", "interrupt"]
+    """``AnsweredBy`` but ``remembered``: a server's question is never answered from memory."""
     content: dict[str, Any] | None = None
     message: str | None = None
-    """Why no one was asked, when no one could answer."""
+    """Why no person answered, when none did (no one could be asked, a timeout, unanswered)."""
 
 
 class McpStartupUpdate(_Msg):

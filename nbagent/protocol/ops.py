@@ -25,8 +25,10 @@ Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
 DECISIONS_THAT_RUN: frozenset[Decision] = frozenset({"approve", "approve_session", "always"})
 """The decisions under which the call runs; every other one means it does not."""
 
-AnsweredBy = Literal["user", "policy", "remembered", "timeout", "interrupt"]
-"""Who or what resolved an ask (an approval or a server's question)."""
+AnsweredBy = Literal["user", "policy", "remembered", "timeout", "unanswered", "interrupt"]
+"""Who or what resolved an ask (an approval or a server's question). Nobody answering is never a
+decision: ``timeout`` when no answer came in time, ``unanswered`` when the front end that put the
+ask knew at once that none would come (the client it asks failed or left)."""
 
 
 class UserTurn(ProtocolModel):

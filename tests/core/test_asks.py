@@ -127,6 +127,35 @@ async def test_an_unanswered_ask_times_out(home: Path, script, tmp_path: Path, k
     assert executed(kind, record) == ([] if kind == "approval" else ["cancel"])
 
 
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_ask_its_front_end_cannot_put_ends_unanswered_at_once(
+    home: Path, script, tmp_path: Path, kind: str
+) -> None:
+    """A front end that knows no answer will come (its client failed to show the ask) settles it
+    at once: nobody answered, so it is neither the user's no nor a wait for the timeout."""
+    servers, model, requested, field, record = setup(kind, script, tmp_path)
+    async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
+        desk = session.approvals if kind == "approval" else session.elicitations
+        settled: dict[str, bool] = {}
+
+        def front_end(event: EventMsg) -> None:
+            if event.type == requested:
+                key = getattr(event, field_of_id(kind))
+                settled[key] = desk.unanswered(key, "The client failed.")
+
+        result = await run_with(session, front_end)  # bounded well under the 600 s timeouts
+        [key] = settled
+        late = desk.unanswered(key, "again")  # a finished ask is settled once
+    assert settled == {key: True} and late is False
+    fallback = "deny" if kind == "approval" else "cancel"
+    assert resolutions(result.items, kind, field) == [(fallback, "unanswered", "The client failed.")]
+    assert executed(kind, record) == ([] if kind == "approval" else ["cancel"])
+    if kind == "approval":
+        [told] = [i.output for i in result.items if i.type == "function_call_output"]
+        assert "This call was not approved; it did not run. Reason: The client failed." in told, told
+    assert result.status == "completed"
+
+
 @pytest.mark.parametrize("who", ["no front end", "policy never"])
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_ask_no_one_can_answer_is_declined_without_a_live_request(
