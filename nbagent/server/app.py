@@ -41,6 +41,7 @@ from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, 
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
 from nbagent.store import Redactor
 from nbagent.store import ThreadBusy as ThreadWritten
+from nbagent.textsafe import one_line
 
 INSTRUCTIONS = (
     "nbagent runs an agent session per thread. Call `agent` with a prompt to start a thread; it "
@@ -212,8 +213,9 @@ class AgentServer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _ask_push(self, ctx: ServerRequestContext[Any], run: TurnRun, ask: Ask) -> None:
-        """Ask the client; an ask it never answers (an error, a client gone without a word) is
-        left to the session's timeout (``--ask-timeout``), which settles it as nobody answering."""
+        """Ask the client. An error for an answer (its form failed, it disconnected) means none
+        will come: the ask ends then, unanswered. One it never answers is left to the turn's ask
+        bound (``--ask-timeout``), which settles it by timeout."""
         _, url_ok = _elicit_caps(ctx)
         params = elicit_params(ask, url_ok=url_ok)
         if params is None:
@@ -228,8 +230,8 @@ class AgentServer:
                     result = await ctx.session.elicit_form(params.message, params.requested_schema,
                                                            related_request_id=ctx.request_id)
             except Exception as exc:
-                run.session.warn(f"asking the MCP client failed ({exc}): nobody answered, so it ends unanswered "
-                                 f"within {self.pool.defaults.ask_timeout:g} s")
+                said = one_line(str(exc) or type(exc).__name__)[:300]  # the client's words, on one line
+                run.unanswered(ask, f"The MCP client could not be asked: {said}")
                 return
             run.answer(ask, answer_op(ask, result))
 

@@ -19,16 +19,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbagent.config import Config, load_config
+from nbagent.core.approval import ApprovalDesk
+from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.session import RunResult, Session
 from nbagent.core.thread import redacted
 from nbagent.protocol import (
     ApprovalRequested,
     ElicitationRequested,
-    ElicitationResponse,
     Event,
     Interrupt,
     Op,
     Policy,
+    UserTurn,
     new_id,
 )
 from nbagent.server.asks import Ask
@@ -57,8 +59,9 @@ class Defaults:
     park_timeout: float = 600.0
     """How long a stateless run waits for the client's next round before it is interrupted."""
     ask_timeout: float = 600.0
-    """How long an ask waits for the MCP client's answer before it is settled as unanswered
-    (by timeout, never as the user's word) and the turn goes on: a client may vanish silently."""
+    """How long each ask of a turn waits for the MCP client's answer before it is settled by
+    timeout (never as the user's word) and the turn goes on: a client may vanish silently. Each
+    turn passes it as ``UserTurn.ask_timeout_sec``."""
     idle_timeout: float = 300.0
     """A session without a turn for this long is closed (its thread stays resumable)."""
     max_sessions: int = 8
@@ -77,18 +80,15 @@ class Defaults:
         merged.update({"model": asked.model or merged.get("model") or self.model,
                        "approval_policy": asked.policy or merged.get("approval_policy") or self.policy,
                        "home": merged.get("home") or self.home})
-        cfg = load_config(cwd, overrides=merged)
-        bound = self.ask_timeout  # the session's own timeout settles an ask nobody answers
-        cfg.approval_timeout_sec = min(cfg.approval_timeout_sec or bound, bound)
-        cfg.elicitation_timeout_sec = min(cfg.elicitation_timeout_sec, bound)
-        return cfg
+        return load_config(cwd, overrides=merged)
 
 
 class TurnRun:
     """One turn driven by one or more tool-call rounds; events queue up between rounds."""
 
     def __init__(
-        self, handle: ThreadHandle, prompt: str, model: str | None, policy: Policy | None, interactive: bool
+        self, handle: ThreadHandle, prompt: str, model: str | None, policy: Policy | None, interactive: bool,
+        ask_timeout: float,
     ) -> None:
         self.handle = handle
         self.session = handle.session
@@ -98,9 +98,10 @@ class TurnRun:
         self.answered: set[str] = set()
         self.sent: dict[str, Ask] = {}
         self._park: asyncio.TimerHandle | None = None
-        self.task: asyncio.Task[RunResult] = asyncio.ensure_future(
-            self.session.run(prompt, entry="mcp_server", model=model, policy=policy, interactive=interactive)
-        )
+        self.task: asyncio.Future[RunResult] = self.session.start(UserTurn(
+            prompt=prompt, entry="mcp_server", model=model, policy=policy, interactive=interactive,
+            ask_timeout_sec=ask_timeout,
+        ))
         self.task.add_done_callback(lambda _: self._unsubscribe())
 
     @property
@@ -131,18 +132,32 @@ class TurnRun:
         asks += [self._ask("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
         return [a for a in asks if a.wire_key not in self.answered]
 
-    def answer(self, ask: Ask, op: Op) -> None:
-        """Submit the answer once, and only while the session still waits for it."""
-        still = ask.key in (self.session.pending_approvals() if ask.kind == "approval"
-                            else self.session.pending_elicitations())
-        if ask.wire_key in self.answered or not still:
-            return
+    def _desk(self, ask: Ask) -> ApprovalDesk | ElicitationDesk:
+        return self.session.approvals if ask.kind == "approval" else self.session.elicitations
+
+    def _settles(self, ask: Ask) -> bool:
+        """Whether ``ask`` may be settled now: the session still waits for it and nothing has
+        been submitted for it (it is settled once)."""
+        if ask.wire_key in self.answered or ask.key not in self._desk(ask).requests():
+            return False
         self.answered.add(ask.wire_key)
+        return True
+
+    def answer(self, ask: Ask, op: Op) -> None:
+        """Submit the client's answer once, and only while the session still waits for it."""
+        if not self._settles(ask):
+            return
         self.session.submit(op)
         if ask.kind == "elicitation" and ask.key in self.session.pending_elicitations():
             # The session refused the client's answer (it does not fit the schema; the reason is a
-            # warning event). The client is not asked again, so cancel rather than wait for the timeout.
-            self.session.submit(ElicitationResponse(request_id=ask.key, action="cancel"))
+            # warning event). The client is not asked again, so no answer will come.
+            self.session.elicitations.unanswered(ask.key, "The MCP client's answer did not fit the question.")
+
+    def unanswered(self, ask: Ask, why: str) -> None:
+        """Settle ``ask`` now as nobody answering (the client could not be asked), once, and
+        only while the session still waits for it."""
+        if self._settles(ask):
+            self._desk(ask).unanswered(ask.key, why)
 
     async def next(self, forward: Forwarder) -> RunResult | Ask:
         """Forward events until the session waits on a question or the turn has ended."""
@@ -237,7 +252,9 @@ class SessionPool:
             await asyncio.gather(self._closing[thread], return_exceptions=True)
         ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
         close = asyncio.Event()
-        kwargs = dict(cwd=where, thread=thread, thread_name=thread_name, config=cfg, interactive=True,
+        # Each turn says who can be asked (its calling client) and bounds its asks; between turns
+        # no client is attached, so a question an inner server asks then is declined at once.
+        kwargs = dict(cwd=where, thread=thread, thread_name=thread_name, config=cfg, interactive=False,
                       entry="mcp_server")
         owner = asyncio.ensure_future(self._own(kwargs, ready, close))
         session = await ready
@@ -358,7 +375,7 @@ class SessionPool:
         MCP client says what it can do)."""
         if handle.busy:
             raise ThreadBusy(f"thread {handle.session.thread.id} is running a turn; wait or cancel it first")
-        run = TurnRun(handle, prompt, model, policy, interactive)
+        run = TurnRun(handle, prompt, model, policy, interactive, self.defaults.ask_timeout)
         handle.run = run
         handle.last_used = time.monotonic()
         self.runs[run.token] = run

@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from nbagent.store import ThreadStore
 from tests.server.conftest import MODES, Seen, ServerEnv, connect
 
 TRANSPORTS = ["stdio", "http"]
@@ -152,3 +153,9 @@ async def test_invalid_forwarded_answer_cancels_instead_of_hanging(mode: str, se
             result = await client.call_tool("agent", {"prompt": "greet", "model": model, "config": config})
     assert result.structured_content["text"] == "Done.", result
     assert senv.records() == [{"tool": "ask_name", "arguments": {"action": "cancel", "name": None}}]
+    with ThreadStore(senv.home) as store:
+        items = store.load(result.structured_content["thread_id"]).items
+    [asked] = [i for i in items if i.type == "elicitation"]
+    # Nobody's answer fitted: that is not the user's cancel.
+    assert (asked.action, asked.by, asked.message) == (  # type: ignore[union-attr]
+        "cancel", "unanswered", "The MCP client's answer did not fit the question."), asked

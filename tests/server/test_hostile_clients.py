@@ -20,8 +20,9 @@ from tests.waiting import until, wait_for
 pytestmark = pytest.mark.timeout(120)
 
 
-def _recorder(senv: ServerEnv) -> str:
-    servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)}}}
+def _recorder(senv: ServerEnv, **settings: str) -> str:
+    servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)},
+                       **settings}}
     return f"mcp_servers={json.dumps(servers)}"
 
 
@@ -79,7 +80,9 @@ async def test_a_client_killed_while_asked_frees_its_session_for_the_next_caller
 ) -> None:
     model = senv.script({"tool_calls": [{"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}]},
                         {"text": "Went on."})
+    # --ask-timeout bounds each ask of a turn, even where the config lets an approval wait longer.
     server = start_http_server(senv, "--model", model, "--policy", "on-request", "-c", _recorder(senv),
+                               "-c", "approval_timeout_sec=900",
                                "--max-sessions", "1", "--ask-timeout", "1", "--session-idle-timeout", "1")
     servers.append(server)
     client = subprocess.Popen([sys.executable, "-c", HANGING_CLIENT, server.url, server.token], env=senv.env(),
@@ -98,28 +101,48 @@ async def test_a_client_killed_while_asked_frees_its_session_for_the_next_caller
     assert senv.records() == []  # the unanswered call never ran
 
 
-async def test_an_approval_the_client_fails_to_ask_is_not_the_users_no(
-    senv: ServerEnv, servers: list[HttpServer]
+ASKS = {
+    # kind: (the model's call, the policy under which it asks, the record's answer when nobody answers)
+    "approval": ({"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}, "on-request", "deny"),
+    "question": ({"name": "mcp__rec__ask_name", "arguments": {}}, "full-auto", "cancel"),
+}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("kind", ASKS)
+async def test_an_ask_the_client_fails_to_show_ends_unanswered_at_once(
+    senv: ServerEnv, servers: list[HttpServer], kind: str, transport: str
 ) -> None:
-    model = senv.script({"tool_calls": [{"name": "mcp__rec__write_note", "arguments": {"text": "hi"}}]},
-                        {"text": "Went on."})
-    server = start_http_server(senv, "--model", model, "--policy", "on-request", "-c", _recorder(senv),
-                               "--ask-timeout", "1")
-    servers.append(server)
+    """The client answers the elicitation with an error: the ask ends then, as nobody answering
+    (not the user's no), and the turn goes on long before ``--ask-timeout``."""
+    call, policy, fallback = ASKS[kind]
+    model = senv.script({"tool_calls": [call]}, {"text": "Went on."})
+    rec = _recorder(senv, protocol="legacy")  # its server pushes the question (ask_name)
+    args = ("--model", model, "--policy", policy, "-c", rec, "--ask-timeout", "600")
+    http = None
+    if transport == "http":
+        http = start_http_server(senv, *args)
+        servers.append(http)
 
     def broken(params: types.ElicitRequestParams) -> types.ElicitResult:
         raise RuntimeError("this client's form is broken")
 
-    async with connect("http", "legacy", senv, http=server, answer=broken) as client:
-        result = await client.call_tool("agent", {"prompt": "write it"})
+    with anyio.fail_after(30):  # the ask would otherwise wait out the 600 s
+        async with connect(transport, "legacy", senv, http=http, answer=broken, server_args=args) as client:
+            result = await client.call_tool("agent", {"prompt": "ask it"})
     assert not result.is_error and result.structured_content["text"] == "Went on.", result
-    thread = ThreadStore(senv.home).load(result.structured_content["thread_id"])
-    approvals = [i for i in thread.items if i.type == "approval"]
-    assert [(a.decision, a.by) for a in approvals] == [("deny", "timeout")], approvals  # type: ignore[union-attr]
-    told = [i.output for i in thread.items if i.type == "function_call_output"]  # type: ignore[union-attr]
-    assert len(told) == 1 and "did not run" in str(told[0]) and "No answer" in str(told[0]), told
-    assert "user denied" not in str(told[0]).lower()
-    assert senv.records() == []
+    with ThreadStore(senv.home) as store:
+        thread = store.load(result.structured_content["thread_id"])
+    record = "approval" if kind == "approval" else "elicitation"
+    [ask] = [i.model_dump() for i in thread.items if i.type == record]
+    assert (ask.get("decision") or ask.get("action"), ask["by"]) == (fallback, "unanswered"), ask
+    assert ask["message"] == "The MCP client could not be asked: this client's form is broken", ask
+    [told] = [str(i.output) for i in thread.items if i.type == "function_call_output"]  # type: ignore[union-attr]
+    if kind == "approval":
+        assert "not approved; it did not run. Reason: The MCP client could not be asked" in told, told
+        assert "user denied" not in told.lower() and senv.records() == []
+    else:
+        assert told.endswith("no name (cancel)") and [r["tool"] for r in senv.records()] == ["ask_name"], told
 
 
 def test_a_client_that_closes_the_pipes_while_asked_ends_the_stdio_server_quietly(senv: ServerEnv) -> None:
