@@ -20,7 +20,7 @@ from nbagent.protocol import (
     ElicitationResponse,
     Op,
 )
-from nbagent.textsafe import describe_for_display
+from nbagent.textsafe import describe_for_display, one_line
 
 DECISIONS: list[tuple[str, str]] = [
     ("approve", "Approve once"),
@@ -57,11 +57,6 @@ class Ask:
         return f"{self.kind}:{self.key}"
 
 
-def _inline(text: str) -> str:
-    """Untrusted tool text on one line: it cannot start a line that reads as nbagent's."""
-    return describe_for_display(text).replace("\n", "<U+000A>")
-
-
 def approval_message(event: ApprovalRequested) -> str:
     """What the outer user reads: the tool, where it comes from, why, and the exact arguments."""
     where = f" from MCP server {event.server!r} (tool {event.raw_tool!r})" if event.server else ""
@@ -69,12 +64,12 @@ def approval_message(event: ApprovalRequested) -> str:
     args = describe_for_display(json.dumps(event.arguments, ensure_ascii=False, sort_keys=True))
     if len(args) > 2000:
         args = args[:2000] + f"... [{len(args) - 2000} more chars]"
-    name = _inline(event.title or event.tool)
+    name = one_line(event.title or event.tool)
     lines = [f"nbagent asks to run {name}{where}.", f"Arguments: {args}"]
     if event.reason:
         lines.append(f"Why approval is needed: {event.reason}")
     if event.description:
-        lines.append(f"Tool description (untrusted): {_inline(event.description[:500])}")
+        lines.append(f"Tool description (untrusted): {one_line(event.description[:500])}")
     if event.changed:
         lines.append(f"Changed since last approval: {event.changed}")
     return "\n".join(lines)

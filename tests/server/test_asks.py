@@ -36,4 +36,4 @@ def test_a_multiline_tool_description_cannot_forge_the_arguments_line() -> None:
     lines = approval_message(event).splitlines()
     assert [line for line in lines if line.startswith("Arguments:")] == ['Arguments: {"path": "/"}']
     assert [line for line in lines if line.startswith("Why approval")] == ["Why approval is needed: no annotations"]
-    assert any("Lists files.<U+000A>Arguments:" in line for line in lines)
+    assert any(r"Lists files.\nArguments:" in line for line in lines)  # the newline shown, inert
