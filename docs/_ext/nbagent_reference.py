@@ -34,6 +34,7 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
     """Each TOML table nbagent reads: its header, its model, one line on where it sits."""
     from nbagent.config import ApprovedDefinition, Config, McpServerConfig, ModelProviderConfig, ToolConfig
     from nbagent.config.oauth import OAuthSettings
+    from nbagent.config.trust import ProjectTrust
 
     return [
         ("Top level", Config, "Keys at the top of `nbagent.toml` or `~/.nbagent/config.toml`."),
@@ -43,6 +44,8 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
          "Written by an *Always* approval; not meant to be edited by hand."),
         ("[mcp_servers.NAME.oauth]", OAuthSettings, "How nbagent presents itself to the server's authorization server."),
         ("[model_providers.NAME]", ModelProviderConfig, "An OpenAI-compatible endpoint, chosen with `model_provider = \"NAME\"`."),
+        ('[projects."FOLDER"]', ProjectTrust,
+         "A folder (absolute path) whose own config is read or never read; only in `~/.nbagent/config.toml`."),
     ]
 
 
