@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from IPython.display import display
 
@@ -171,8 +171,10 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         return
     sub, rest = args[0], args[1:]
     if sub in ("help", "-h", "--help"):
+        _expect("mcp help", rest)
         _out(_usage("mcp"))
-    elif sub == "restart" and len(rest) == 1:
+    elif sub == "restart":
+        _expect("mcp restart", rest, least=1, most=1)
         _known_server(agent, rest[0])
         _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
     elif sub in cli_mcp.VERBS:
@@ -339,7 +341,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
 
 
 HELP = """%agent commands:
-  %agent                          the session: model, thread, policy, MCP servers, pending asks
+  %agent [status]                 the session: model, thread, policy, MCP servers, pending asks
   %agent help                     this list
   %agent threads                  saved threads (* marks the current one)
   %agent resume ID                continue a saved thread
@@ -376,60 +378,97 @@ HELP = """%agent commands:
 
 def _usage(cmd: str) -> str:
     """The lines of :data:`HELP` for one command (empty for a command that has none)."""
-    return "\n".join(line for line in HELP.splitlines() if line.startswith(f"  %agent {cmd} "))
+    return "\n".join(line for line in HELP.splitlines() if line.startswith((f"  %agent {cmd} ", f"  %agent [{cmd}] ")))
+
+
+def _expect(cmd: str, args: list[str], least: int = 0, most: int | None = 0) -> None:
+    """Refuse a word count ``cmd`` does not take (``most`` None: any), naming the first word too
+    many, with the command's usage: a word ignored would look accepted."""
+    usage = _usage(cmd) or _usage(cmd.split()[0])
+    if most is not None and len(args) > most:
+        raise UsageError(f"unexpected argument {args[most]!r} for {cmd!r}; usage:\n{usage}")
+    if len(args) < least:
+        raise UsageError(f"missing argument for {cmd!r}; usage:\n{usage}")
+
+
+def _resume(agent: KernelAgent, args: list[str]) -> None:
+    _later(agent, lambda sess: sess.thread.resume(args[0]), "resumed thread {result}")
+
+
+def _new(agent: KernelAgent, args: list[str]) -> None:
+    name = args[0] if args else None
+    _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
+
+
+def _context(agent: KernelAgent, args: list[str]) -> None:
+    if args:
+        if args[0] not in ("on", "off"):
+            raise UsageError("context must be on or off")
+        agent.show_context(args[0] == "on")
+    _out(f"notebook context: {'on' if agent.context_on else 'off'} (the model "
+         f"{'sees' if agent.context_on else 'does not see'} the cells and the kernel's names at each turn's start)")
+
+
+def _compact(agent: KernelAgent, args: list[str]) -> None:
+    _later(agent, lambda sess: sess.compact(),
+           lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")
+
+
+def _inspect(agent: KernelAgent, args: list[str]) -> None:
+    from nbagent.notebook.inspect_view import run_inspect
+
+    run_inspect(agent, args)
+
+
+def _frontend(agent: KernelAgent, args: list[str]) -> None:
+    if args:
+        if args[0] not in KINDS:
+            raise UsageError(f"frontend must be one of {', '.join(KINDS)}")
+        agent.frontend_override = args[0]  # type: ignore[assignment]
+    _out(f"frontend: {agent.frontend()}")
+
+
+class _Command(NamedTuple):
+    """A sub-command and the number of words it takes (``most`` None: any; it checks them)."""
+
+    run: Callable[[KernelAgent, list[str]], None]
+    least: int = 0
+    most: int | None = 0
+
+
+COMMANDS: dict[str, _Command] = {
+    "status": _Command(lambda agent, _args: status(agent)),
+    "help": _Command(lambda _agent, _args: _out(HELP)),
+    "threads": _Command(lambda agent, _args: threads(agent)),
+    "history": _Command(lambda agent, _args: history(agent)),
+    "resume": _Command(_resume, least=1, most=1),
+    "new": _Command(_new, most=1),
+    "context": _Command(_context, most=1),
+    "compact": _Command(_compact),
+    "mcp": _Command(mcp, most=None),
+    "resources": _Command(lambda agent, args: offered(agent, "resources", args), most=None),
+    "prompts": _Command(lambda agent, args: offered(agent, "prompts", args), most=None),
+    "inspect": _Command(_inspect, most=None),
+    "stop": _Command(lambda agent, _args: _out("interrupting the running turn" if agent.stop() else "no turn is running")),
+    "approve": _Command(lambda agent, args: answer(agent, "approve", args), most=1),
+    "deny": _Command(lambda agent, args: answer(agent, "deny", args), most=None),
+    "serve": _Command(serve, most=None),
+    "frontend": _Command(_frontend, most=1),
+}
+"""Every ``%agent`` sub-command; :func:`run_line` checks the word count of each, in one place."""
+ALIASES = {"": "status", "-h": "help", "--help": "help", "?": "help"}
 
 
 def run_line(agent: KernelAgent, line: str) -> None:
     """``%agent ...``; usage problems print one line and the usage, never a traceback."""
     try:
         args = shlex.split(line)
-        cmd, rest = (args[0], args[1:]) if args else ("", [])
-        if cmd in ("", "status"):
-            status(agent)
-        elif cmd in ("help", "-h", "--help", "?"):
-            _out(HELP)
-        elif cmd == "threads":
-            threads(agent)
-        elif cmd == "history":
-            history(agent)
-        elif cmd == "resume" and len(rest) == 1:
-            _later(agent, lambda sess: sess.thread.resume(rest[0]), "resumed thread {result}")
-        elif cmd == "new" and len(rest) <= 1:
-            name = rest[0] if rest else None
-            _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
-        elif cmd == "context" and len(rest) <= 1:
-            if rest:
-                if rest[0] not in ("on", "off"):
-                    raise UsageError("context must be on or off")
-                agent.show_context(rest[0] == "on")
-            _out(f"notebook context: {'on' if agent.context_on else 'off'} (the model "
-                 f"{'sees' if agent.context_on else 'does not see'} the cells and the kernel's names at each turn's start)")
-        elif cmd == "compact" and not rest:
-            _later(agent, lambda sess: sess.compact(),
-                   lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")
-        elif cmd == "mcp":
-            mcp(agent, rest)
-        elif cmd in ("resources", "prompts"):
-            offered(agent, cmd, rest)
-        elif cmd == "inspect":
-            from nbagent.notebook.inspect_view import run_inspect
-
-            run_inspect(agent, rest)
-        elif cmd == "stop":
-            _out("interrupting the running turn" if agent.stop() else "no turn is running")
-        elif cmd in ("approve", "deny"):
-            answer(agent, cmd, rest)
-        elif cmd == "serve":
-            serve(agent, rest)
-        elif cmd == "frontend" and len(rest) <= 1:
-            if rest:
-                if rest[0] not in KINDS:
-                    raise UsageError(f"frontend must be one of {', '.join(KINDS)}")
-                agent.frontend_override = rest[0]  # type: ignore[assignment]
-            _out(f"frontend: {agent.frontend()}")
-        elif usage := _usage(cmd):
-            raise UsageError(f"wrong arguments for {cmd!r}; usage:\n{usage}")
-        else:
+        word, rest = (args[0], args[1:]) if args else ("", [])
+        cmd = ALIASES.get(word, word)
+        command = COMMANDS.get(cmd)
+        if command is None:
             raise UsageError(f"unknown command {line.strip()!r}")
+        _expect(cmd, rest, command.least, command.most)
+        command.run(agent, rest)
     except (UsageError, ValueError) as exc:
         print(f"%agent: {exc}\n{LINE_USAGE}", file=sys.stderr)

@@ -128,3 +128,38 @@ def test_bad_arguments_print_usage_not_a_traceback(make_kernel):
         text = kernel.outputs(reply["parent_header"]["msg_id"])
         assert reply["content"]["status"] == "ok", code
         assert "usage:" in text and "Traceback" not in text, (code, text)
+
+
+EXTRA = [
+    ("%agent status --verbose", "unexpected argument '--verbose' for 'status'"),
+    ("%agent history 5 extra", "unexpected argument '5' for 'history'"),
+    ("%agent threads all", "unexpected argument 'all' for 'threads'"),
+    ("%agent help mcp", "unexpected argument 'mcp' for 'help'"),
+    ("%agent stop now", "unexpected argument 'now' for 'stop'"),
+    ("%agent compact now", "unexpected argument 'now' for 'compact'"),
+    ("%agent new a b", "unexpected argument 'b' for 'new'"),
+    ("%agent context on off", "unexpected argument 'off' for 'context'"),
+    ("%agent frontend text widgets", "unexpected argument 'widgets' for 'frontend'"),
+    ("%agent approve call_1 yes", "unexpected argument 'yes' for 'approve'"),
+    ("%agent resume", "missing argument for 'resume'"),
+    ("%agent mcp help me", "unexpected argument 'me' for 'mcp help'"),
+    ("%agent mcp restart demo again", "unexpected argument 'again' for 'mcp restart'"),
+]
+
+
+def test_a_command_given_an_argument_it_does_not_take_says_so_and_does_nothing(make_kernel):
+    """The words a command does not take are a one-line error naming the command and the word,
+    then its usage; never a quiet run that ignores them."""
+    kernel, _ = make_kernel({"text": "unused"})
+    kernel.run("import nbagent.notebook as nb; from nbagent.notebook.extension import get_agent; _ = await nb.ready()")
+    before = kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().thread.id]")
+    for line, said in EXTRA:
+        _, out = kernel.run(line)
+        first, *rest = out.splitlines()
+        assert first.startswith(f"%agent: {said}"), (line, out)
+        command = line.split()[1]
+        assert any(r.startswith(f"  %agent {command} ") or r.startswith(f"  %agent [{command}] ") for r in rest), (line, out)
+        assert "usage: %agent" in out and "Traceback" not in out, (line, out)
+    kernel.pump(0.5)  # a command that ran anyway would be reporting by now
+    assert kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().thread.id]") == before
+

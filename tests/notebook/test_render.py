@@ -132,8 +132,8 @@ def test_agent_help_prints_the_commands(line, capsys):
     ("line", "shown"),
     [
         ("mcp --help", "%agent mcp add NAME --url URL"),
-        ("resume", "wrong arguments for 'resume'; usage:\n  %agent resume ID"),
-        ("new a b", "wrong arguments for 'new'; usage:\n  %agent new [NAME]"),
+        ("resume", "missing argument for 'resume'; usage:\n  %agent resume ID"),
+        ("new a b", "unexpected argument 'b' for 'new'; usage:\n  %agent new [NAME]"),
         ("serve --port 99999", "N from 0, any free port, to 65535"),
     ],
 )
