@@ -288,10 +288,12 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     pending = s.pending_approvals()
     if args:
         call_id = args[0]
+    elif not pending:
+        raise UsageError("no approval is pending")
     elif len(pending) == 1:
         call_id = next(iter(pending))
     else:
-        raise UsageError(f"{decision} needs a CALL_ID ({len(pending)} approvals pending: {', '.join(pending) or 'none'})")
+        raise UsageError(f"{decision} needs a CALL_ID ({len(pending)} approvals pending: {', '.join(pending)})")
     if call_id not in pending:
         raise UsageError(f"no pending approval {call_id!r} (pending: {', '.join(pending) or 'none'})")
     message = " ".join(args[1:]) or None if decision == "deny" else None
@@ -313,8 +315,8 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         agent.spawn(handle.stop())
         _out("stopped serving")
         return
-    port = 0
-    if args[:1] == ["--port"] and len(args) == 2 and args[1].isdigit() and int(args[1]) <= 65535:
+    port = 0  # N in ASCII digits: int() would read "٣" as 3, and "²" is a digit it cannot read
+    if args[:1] == ["--port"] and len(args) == 2 and args[1].isascii() and args[1].isdigit() and int(args[1]) <= 65535:
         port = int(args[1])
     elif args:
         raise UsageError("serve [--port N] | serve --stop (N from 0, any free port, to 65535)")

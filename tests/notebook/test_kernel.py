@@ -163,3 +163,22 @@ def test_a_command_given_an_argument_it_does_not_take_says_so_and_does_nothing(m
     kernel.pump(0.5)  # a command that ran anyway would be reporting by now
     assert kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().thread.id]") == before
 
+
+def test_approve_or_deny_with_nothing_pending_says_nothing_is_pending(make_kernel):
+    """Not that a CALL_ID is needed: no CALL_ID would help."""
+    kernel, _ = make_kernel({"text": "unused"})
+    kernel.run("import nbagent.notebook as nb; _ = await nb.ready()")
+    for line in ("%agent approve", "%agent deny"):
+        _, out = kernel.run(line)
+        assert out.startswith("%agent: no approval is pending\n"), (line, out)
+        assert "needs a CALL_ID" not in out and "usage: %agent" in out, (line, out)
+
+
+@pytest.mark.parametrize("port", ["²", "٣"])
+def test_serve_refuses_a_port_that_is_not_ascii_digits_with_its_usage(port, capsys):
+    from nbagent.notebook.agent import KernelAgent
+    from nbagent.notebook.commands import run_line
+
+    run_line(KernelAgent(shell=None), f"serve --port {port}")
+    err = capsys.readouterr().err
+    assert err.startswith("%agent: serve [--port N] | serve --stop (N from 0"), err
