@@ -17,6 +17,14 @@ from nbagent.config.trust import ENV, ProjectTrust, TrustLevel, listed, trust_of
 _Projects = TypeAdapter(dict[str, ProjectTrust])
 
 
+FLAGS = ("--untrusted", "--forget", "--list")
+
+
+def words(folder: str | None, flag: str | None) -> argparse.Namespace:
+    """What ``add_parser``'s parser gives, for ``%agent trust``'s words."""
+    return argparse.Namespace(folder=folder, **{f.lstrip("-"): f == flag for f in FLAGS})
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = sub.add_parser("trust", help="read this folder's nbagent.toml and .mcp.json (or mark it untrusted)")
     p.add_argument("folder", nargs="?", help="the folder (default: the working directory); covers its subfolders")

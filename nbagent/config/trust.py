@@ -91,4 +91,5 @@ def not_read(file: Path, folder: Path, verdict: Verdict | None, user_file: Path)
     else:
         why = (f"{folder} is not a trusted folder (a folder's config can start programs, send the API key "
                f"elsewhere and relax approvals)")
-    return f"{file}: not read: {why}. If you trust who wrote it: nbagent trust {shlex.quote(str(folder))}"
+    return (f"{file}: not read: {why}. If you trust who wrote it: nbagent trust {shlex.quote(str(folder))} "
+            f"(in a notebook there: %agent trust)")

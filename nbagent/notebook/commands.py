@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from IPython.display import display
 
+from nbagent.cli_errors import BadInput
 from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
 from nbagent.mcp import offers
@@ -115,6 +116,7 @@ def status(agent: KernelAgent) -> None:
     lines.extend(f"instructions: {line}" for line in s.project_docs().describe())
     statuses = s.servers.status()
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
+    lines.extend(f"warning:  {one_line(w)}" for w in agent.session_warnings)  # e.g. a config file not read
     for call_id, req in s.pending_approvals().items():
         asked = _shown(s, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
         lines.append(f"pending approval {call_id}: {asked}  (%agent approve|deny {call_id})")
@@ -374,6 +376,7 @@ HELP = """%agent commands:
   %agent serve [--port N]         expose this notebook over MCP to an outside agent (127.0.0.1, token)
   %agent serve --stop
   %agent frontend [widgets|text|headless]   how asks are shown in this kernel
+  %agent trust [FOLDER] [--untrusted | --forget | --list]   read this folder's nbagent.toml and .mcp.json (they start programs)
 %%agent [-t THREAD] [-m MODEL] [--policy untrusted|on-request|never|full-auto] [--new] [--wait] [-i]
   <the goal, in words>            run a turn (--wait keeps the cell running until it ends)"""
 
@@ -422,6 +425,28 @@ def _inspect(agent: KernelAgent, args: list[str]) -> None:
     run_inspect(agent, args)
 
 
+def _trust(agent: KernelAgent, args: list[str]) -> None:
+    """``%agent trust`` as ``nbagent trust`` does it, for the session's folder by default; the
+    servers a newly trusted folder names start now, its other settings with the next session."""
+    from nbagent import cli_trust
+    from nbagent.config import load_config
+
+    flags, folders = [a for a in args if a.startswith("-")], [a for a in args if not a.startswith("-")]
+    if len(flags) > 1 or len(folders) > 1 or not set(flags) <= set(cli_trust.FLAGS):
+        raise UsageError(f"trust takes at most one FOLDER and one of {', '.join(cli_trust.FLAGS)}; usage:\n{_usage('trust')}")
+    s = agent.session
+    cwd = s.cwd if s is not None else os.getcwd()
+    try:
+        _out(cli_trust.run(cli_trust.words(folders[0] if folders else None, flags[0] if flags else None), cwd))
+    except BadInput as exc:
+        raise UsageError(str(exc)) from None
+    config = load_config(cwd)
+    if s is None or flags or not any(Path(origin).parent.resolve() == Path(cwd).resolve() for origin in config.sources.values()):
+        return
+    _start(agent, Path(cwd), [name for name in config.mcp_servers if name not in s.servers.names()])
+    _out("its servers start now; its other settings (model, policy) apply from the next kernel start")
+
+
 def _frontend(agent: KernelAgent, args: list[str]) -> None:
     if args:
         if args[0] not in KINDS:
@@ -456,6 +481,7 @@ COMMANDS: dict[str, _Command] = {
     "deny": _Command(lambda agent, args: answer(agent, "deny", args), most=None),
     "serve": _Command(serve, most=None),
     "frontend": _Command(_frontend, most=1),
+    "trust": _Command(_trust, most=2),
 }
 """Every ``%agent`` sub-command; :func:`run_line` checks the word count of each, in one place."""
 ALIASES = {"": "status", "-h": "help", "--help": "help", "?": "help"}

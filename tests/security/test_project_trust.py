@@ -143,8 +143,29 @@ def test_adding_a_server_to_an_untrusted_folder_says_it_will_not_be_read(tmp_pat
     assert added.stdout.splitlines() == [
         f"Added MCP server 'echo' to {work / 'nbagent.toml'}",
         f"{work / 'nbagent.toml'}: not read: {work} is not a trusted folder (a folder's config can start programs, "
-        f"send the API key elsewhere and relax approvals). If you trust who wrote it: nbagent trust {work}",
+        f"send the API key elsewhere and relax approvals). If you trust who wrote it: nbagent trust {work} "
+        "(in a notebook there: %agent trust)",
     ]
     nbagent("trust", home=home, cwd=work, env=UNTRUSTED)
     again = nbagent("mcp", "add", "echo", "--", sys.executable, "-c", "pass", home=home, cwd=work, env=UNTRUSTED)
     assert again.stdout.splitlines() == [f"Replaced how MCP server 'echo' starts, in {work / 'nbagent.toml'}"]
+
+
+def test_trusting_the_folder_from_the_notebook_starts_its_servers(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    work = planted(tmp_path / "clone", marker)
+    kernel = Kernel(work, env={**UNTRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
+    try:
+        kernel.run("%load_ext nbagent")
+        _, status = kernel.run("%agent status")
+        assert f"warning:  {work / 'nbagent.toml'}: not read" in status
+        assert not marker.exists()
+        _, said = kernel.run("%agent trust")
+        assert f"Trusted {work} in {tmp_path / 'home' / 'config.toml'}: its config is read" in said
+        assert "its other settings (model, policy) apply from the next kernel start" in said
+        wait_for(lambda: marker.exists() and len(marker.read_text().splitlines()) == 2, timeout=60,
+                 what="the servers the folder names, started once it is trusted")
+        _, refused = kernel.run("%agent trust a b")
+        assert "trust takes at most one FOLDER" in refused or "unexpected argument" in refused
+    finally:
+        kernel.close()
