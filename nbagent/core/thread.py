@@ -7,16 +7,15 @@ changes; a running turn forbids it, since its items belong to the thread it star
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from nbagent.config import Config
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextView
+from nbagent.mcp.wire import secret_sources
 from nbagent.protocol import (
     FunctionCall,
     Item,
@@ -32,9 +31,7 @@ from nbagent.store import (
     Redactor,
     RolloutWriter,
     ThreadStore,
-    named_secrets,
     repair_open_calls,
-    secret_values,
     without_orphan_outputs,
 )
 from nbagent.store import ThreadSummary
@@ -45,22 +42,7 @@ def rollout_secrets(config: Config) -> list[str]:
     """What the rollout redacts: values that are secrets by what they are (API keys, bearer
     tokens, header values) or by their name (``*TOKEN*``...), in the config or this process's
     environment. A server's other settings (``NODE_ENV = "production"``) are history."""
-    env = os.environ
-    secrets = [config.api_key]
-    for provider in config.model_providers.values():
-        secrets += [*provider.http_headers.values(), env.get(provider.env_key or ""), _password(provider.base_url)]
-    for server in config.mcp_servers.values():
-        secrets += [*named_secrets(server.env), *server.http_headers.values(), _password(server.url)]
-        secrets += [env.get(var) for var in [server.bearer_token_env_var or "", *server.env_http_headers.values()]]
-    return secret_values([*secrets, *named_secrets(env)])
-
-
-def _password(url: str | None) -> str | None:
-    """The password of a ``user:password@host`` URL, which the client sends as a Basic header."""
-    try:
-        return urlsplit(url).password if url else None
-    except ValueError:  # a malformed URL holds no password the client could send
-        return None
+    return list(secret_sources(config, config.mcp_servers))
 
 
 def redactor_for(config: Config) -> Redactor:

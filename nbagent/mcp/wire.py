@@ -8,25 +8,35 @@ Redaction is a security boundary (docs/security.md, "The wire view"): a message 
 after every known secret (the server's env values, its header values and bearer token, its OAuth
 tokens, the process's own secrets) is replaced wherever it occurs, the value of every key that
 names a secret (``token``, ``password``, ``api_key``...) is replaced, and ``Bearer ...`` text is cut.
+
+Which values are secrets, and of whom, is decided here too: ``secret_sources`` names every secret
+nbagent holds (the rollout redacts by the same rule), ``given_secrets`` what one server was handed
+itself, and ``SecretsKept`` refuses a call whose arguments would carry another's to it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
+from nbagent.mcp.env import server_env
 from nbagent.store.rollout import REDACTED, Redactor
-from nbagent.store.secrets import named_secrets, names_a_secret, process_secrets, secret_values
+from nbagent.store.secrets import MIN_SECRET_LEN, named_secrets, names_a_secret, process_secrets, secret_values
 
-__all__ = ["WIRE_KEEP", "WireMessage", "WireTap", "server_secrets", "WireRedactor"]
+__all__ = [
+    "WIRE_KEEP", "SecretsKept", "WireMessage", "WireTap", "WireRedactor", "given_secrets", "secret_sources",
+    "server_secrets",
+]  # fmt: skip
 
 WIRE_KEEP = 200
 """Messages kept per server: enough for a startup and a few calls, bounded whatever runs."""
@@ -38,6 +48,8 @@ _KEYED_TEXT = re.compile(
     r"""(?!\[redacted\]|(?i:bearer|basic)\b)([^"'\s,;}&]{4,})"""
 )
 """``"api_key": "sk-..."`` or ``token=...`` inside a text (a result that is JSON as text)."""
+_SCHEME = re.compile(r"(?i)(?:bearer|basic|token)\s+(\S+)")
+"""A header value that is a scheme and a credential."""
 _NOT_SECRET_KEYS = frozenset({"progressToken", "nextCursor", "cursor", "maxTokens", "max_tokens"})
 """Protocol fields whose names contain a secret word but whose values are ids or numbers."""
 
@@ -155,13 +167,14 @@ def server_secrets(name: str, cfg: McpServerConfig, config: Config | None, *, ev
     values += [v for k, v in env.items() if names_a_secret(k)]
     if config is not None and config.api_key:
         values.append(config.api_key)
-    values += _oauth_secrets(name, cfg, config)
+    values += _oauth_secrets(name, cfg, config).values()
     return secret_values([*values, *process_secrets()])
 
 
-def _oauth_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> list[str | None]:
+def _oauth_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> dict[str, str | None]:
+    """This server's stored OAuth tokens and client secret, by what each is."""
     if config is None or not cfg.url:
-        return []
+        return {}
     from nbagent.mcp.oauth.storage import OAuthRecord, backend_for
 
     with suppress(Exception):  # no record, a keyring that cannot be read: nothing stored to hide
@@ -169,12 +182,96 @@ def _oauth_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> li
         if text:
             record = OAuthRecord.model_validate_json(text)
             tokens, client = record.tokens, record.client_info
-            return [
-                tokens.access_token if tokens else None,
-                tokens.refresh_token if tokens else None,
-                client.client_secret if client else None,
-            ]
-    return []
+            return {
+                "OAuth access token": tokens.access_token if tokens else None,
+                "OAuth refresh token": tokens.refresh_token if tokens else None,
+                "OAuth client secret": client.client_secret if client else None,
+            }
+    return {}
+
+
+def _password(url: str | None) -> str | None:
+    """The password of a ``user:password@host`` URL, which the client sends as a Basic header."""
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:  # a malformed URL holds no password the client could send
+        return None
+
+
+def secret_sources(
+    config: Config | None, servers: Mapping[str, McpServerConfig], *, oauth: bool = False
+) -> dict[str, str]:
+    """Every secret nbagent holds -> what it is ("the model API key", "MCP server 'a''s header
+    Authorization"), never its value: the rollout's rule (docs/security.md, "History on disk"),
+    the credential of a ``Bearer ...`` header on its own and this process's own secrets, plus
+    with ``oauth`` each HTTP server's stored OAuth tokens (read from their store, so only where
+    a check needs them). The first source of a value names it."""
+    env = os.environ
+    found: list[tuple[str | None, str]] = []
+    if config is not None:
+        found.append((config.api_key, "the model API key"))
+        for name, provider in config.model_providers.items():
+            found += _headers(provider.http_headers, f"model provider {name!r}'s")
+            found.append((env.get(provider.env_key or ""), f"model provider {name!r}'s key ${provider.env_key}"))
+            found.append((_password(provider.base_url), f"the password in model provider {name!r}'s base_url"))
+    for name, server in servers.items():
+        where = f"MCP server {name!r}'s"
+        found += [(value, f"{where} env {key}") for key, value in server.env.items() if names_a_secret(key)]
+        found += _headers(server.http_headers, where)
+        found.append((_password(server.url), f"the password in {where} url"))
+        found.append((env.get(server.bearer_token_env_var or ""), f"{where} bearer token ${server.bearer_token_env_var}"))
+        found += [(env.get(var), f"{where} header {key} (${var})") for key, var in server.env_http_headers.items()]
+        if oauth:
+            found += [(value, f"{where} {what}") for what, value in _oauth_secrets(name, server, config).items()]
+    found += [(value, f"the environment variable {key}") for key, value in env.items() if names_a_secret(key)]
+    found += [(value, "a token of a server nbagent runs") for value in process_secrets()]
+    sources: dict[str, str] = {}
+    for value, what in found:
+        if isinstance(value, str) and len(value) >= MIN_SECRET_LEN:
+            sources.setdefault(value, what)
+    return sources
+
+
+def _headers(headers: Mapping[str, str], where: str) -> list[tuple[str | None, str]]:
+    """Each header value, and the credential of a ``Bearer ...`` / ``Basic ...`` one on its own:
+    the token is the secret, with or without the scheme in front."""
+    found: list[tuple[str | None, str]] = []
+    for key, value in headers.items():
+        found.append((value, f"{where} header {key}"))
+        if (scheme := _SCHEME.fullmatch(value)) is not None:
+            found.append((scheme.group(1), f"{where} header {key}"))
+    return found
+
+
+def given_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> list[str]:
+    """What nbagent itself hands this server: its whole environment (a stdio server's allowlist,
+    ``env_vars`` and ``env``), its headers, bearer token, URL password and OAuth tokens. Sending
+    it one of these again tells it nothing it was not given."""
+    env = os.environ
+    values = list(server_env(cfg).values()) if cfg.transport == "stdio" else []
+    values += [*cfg.http_headers.values(), _password(cfg.url)]
+    values += [env.get(var) for var in [cfg.bearer_token_env_var or "", *cfg.env_http_headers.values()]]
+    values += _oauth_secrets(name, cfg, config).values()
+    return [value for value in values if value]
+
+
+class SecretsKept:
+    """The secrets one server must not be sent (those nbagent holds that it was not given), and
+    the one-scan check of a call's arguments against them."""
+
+    def __init__(self, sources: Mapping[str, str], given: Iterable[str]) -> None:
+        given = list(given)
+        # A secret inside a value the server was given (a token in its "Bearer ..." header) is its own.
+        self._what = {secret: what for secret, what in sources.items() if not any(secret in g for g in given)}
+        self._redactor = Redactor(self._what)
+
+    def find(self, arguments: Any) -> str | None:
+        """What the secret ``arguments`` hold is (never its value), or ``None``: every string,
+        keys included, however deep, in one scan of their JSON."""
+        if not self._redactor:
+            return None
+        found = self._redactor.find(json.dumps(arguments, ensure_ascii=False, default=str))
+        return self._what[found] if found is not None else None
 
 
 class WireRedactor:
