@@ -533,6 +533,7 @@ class Session:
                 outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
             else:
                 self._interrupt_reason = None
+                self._mcp.refresh_secrets()  # as the rollout does: a secret set since is kept from servers too
                 turn = self._turn(
                     op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive, op.ask_timeout_sec
                 )

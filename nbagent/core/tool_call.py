@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
@@ -80,18 +80,30 @@ def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
     return kept
 
 
+@runtime_checkable
+class GuardedToolProvider(ToolProvider, Protocol):
+    """A source outside this process (MCP servers, local or over HTTP): a call's arguments must
+    not carry a secret it was not given. Python function and notebook tools run in the process
+    that holds the secrets already, so they have no such check."""
+
+    def withheld(self, spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
+        """Why ``arguments`` must not reach this source (never the secret's value); ``None``
+        when they may. Called for every call, so it must cost one scan, not a lookup of secrets."""
+        ...
+
+
 @functools.cache
-def _changes(kind: type) -> bool:
-    """Whether a provider class can change its tools. Known per class, once: a runtime check
+def _implements(kind: type, protocol: type) -> bool:
+    """Whether a provider class implements ``protocol``. Known per class, once: a runtime check
     against a ``Protocol`` walks its members on every call."""
-    return issubclass(kind, ChangingToolProvider)
+    return issubclass(kind, protocol)
 
 
 async def definition_to_run(asks: ApprovalDesk, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
     """The definition the call will run, which the approval is checked against: a source with a
     change announced waits for its re-list, and an "always" from the config lists again first
     (a server may change a tool between sessions without saying so)."""
-    if not _changes(type(provider)):
+    if not _implements(type(provider), ChangingToolProvider):
         return spec
     relist = asks.recorded_always(spec) is not None
     return await cast(ChangingToolProvider, provider).current_definition(spec, relist=relist)
@@ -137,6 +149,17 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     if isinstance(current, str):
         return ToolResult.error(f"could not call {call.name}: {current}")
     return _Resolved(current, entry[1], arguments)
+
+
+def _withheld(resolved: _Resolved, arguments: dict[str, Any]) -> ToolResult | None:
+    """The refusal of a call whose arguments hold a secret its source must not be sent; checked
+    before any approval (a panel never offers it, ``full-auto`` never runs it) and again on
+    arguments a person edited."""
+    provider = resolved.provider
+    if not _implements(type(provider), GuardedToolProvider):
+        return None
+    reason = cast(GuardedToolProvider, provider).withheld(resolved.spec, arguments)
+    return ToolResult.error(reason) if reason is not None else None
 
 
 async def _approve(turn: TurnContext, call: FunctionCall, resolved: _Resolved) -> dict[str, Any] | ToolResult:
@@ -209,9 +232,13 @@ async def execute_call(turn: TurnContext, call: FunctionCall, arguments: dict[st
     resolved = await _resolve(turn, call, arguments)
     if isinstance(resolved, ToolResult):
         return _finish(turn, call, resolved, "failed", started)
+    if (refused := _withheld(resolved, resolved.arguments)) is not None:
+        return _finish(turn, call, refused, "denied", started)
     approved = await _approve(turn, call, resolved)
     if isinstance(approved, ToolResult):
         return _finish(turn, call, approved, "denied", started)
+    if approved is not resolved.arguments and (refused := _withheld(resolved, approved)) is not None:
+        return _finish(turn, call, refused, "denied", started)  # a person edited a secret in
     started = time.perf_counter()
     result = await _run(turn, call, resolved, approved)
     return _finish(turn, call, result, "failed" if result.is_error else "completed", started)

@@ -22,13 +22,14 @@ from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.catalog import CatalogBuilder, Completer, ServerTools
 from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
-from nbagent.mcp.wire import WireMessage, server_secrets
+from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
 from nbagent.mcp.status import ServerStatus
 from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, McpToolsChanged, ToolResult, ToolSpec
-from nbagent.protocol import Event, WarningEvent
+from nbagent.protocol import Event, McpLoginCompleted, WarningEvent
 from nbagent.protocol.tools import ProgressFn
+from nbagent.store.secrets import process_secrets_version
 
 _DEFAULT_CAP: int = Config.model_fields["max_model_tools"].default
 """``max_model_tools`` for a manager made without a config."""
@@ -71,6 +72,11 @@ class McpConnectionManager:
         read it again (and need not otherwise)."""
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._sources: dict[str, str] | None = None
+        self._kept: dict[str, SecretsKept] = {}
+        """Every secret held, and per server those its calls must not carry: read at the first
+        call after ``refresh_secrets`` (or a new process secret), never per call."""
+        self._kept_version = process_secrets_version()
 
     # ----- lifecycle ---------------------------------------------------------------------
 
@@ -298,6 +304,34 @@ class McpConnectionManager:
             return f"MCP server {server!r} no longer offers the tool {tool!r}; not called"
         return current
 
+    def withheld(self, spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
+        """Why ``arguments`` must not reach ``spec``'s server: they hold a secret nbagent keeps
+        from it (the API key, another server's token, a process secret; its own are its own).
+        ``None`` when they hold none, found by one scan against this server's set."""
+        server = spec.server or ""
+        if self._kept_version != (version := process_secrets_version()):
+            self.refresh_secrets()
+            self._kept_version = version
+        kept = self._kept.get(server)
+        if kept is None:
+            if self._sources is None:
+                self._sources = secret_sources(self._config, self._configs, oauth=True)
+            cfg = self._configs.get(server)
+            given = given_secrets(server, cfg, self._config) if cfg is not None else []
+            kept = self._kept[server] = SecretsKept(self._sources, given)
+        what = kept.find(arguments)
+        if what is None:
+            return None
+        return (
+            f"MCP tool {spec.raw_name!r} on server {server!r}: an argument holds a secret nbagent keeps from this "
+            f"server ({what}); not called. Leave it out: a server gets only the secrets it was given"
+        )
+
+    def refresh_secrets(self) -> None:
+        """Read the secrets again at the next call (a turn starts; a server or a login changed)."""
+        self._sources = None
+        self._kept = {}
+
     async def call_tool(
         self,
         spec: ToolSpec,
@@ -402,6 +436,8 @@ class McpConnectionManager:
     def _emit(self, event: Event) -> None:
         if isinstance(event, McpStartupUpdate):  # every change of a server's state is announced so
             self.generation += 1
+        if isinstance(event, McpStartupUpdate | McpLoginCompleted):  # new servers, new tokens
+            self.refresh_secrets()
         deliver(self._on_event, event, log)  # a broken subscriber must not break startup or calls
 
 

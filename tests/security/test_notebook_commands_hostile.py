@@ -46,7 +46,8 @@ async def test_status_and_history_redact_a_secret_the_model_repeats(
         {"text": "Deleting.", "tool_calls": [{"name": "mcp__feat__delete_note", "arguments": {"key": SECRET}}]},
         {"text": f"I did not delete {SECRET}."},
     )
-    servers = {"feat": server_cfg("features.py", home / "record.jsonl")}
+    # The server holds the token itself: a call carrying a secret it was not given is never asked about.
+    servers = {"feat": server_cfg("features.py", home / "record.jsonl", env={"DEMO_API_TOKEN": SECRET})}
     agent = KernelAgent(shell=None, session_factory=lambda: Session(
         model=model, policy="on-request", mcp_servers=servers, interactive=True))
     session = await agent.ready()
