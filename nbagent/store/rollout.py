@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -21,11 +22,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from nbagent.gcpause import gc_paused
+from nbagent.protocol.events import (
+    TERMINAL_TYPES,
+    AgentMessage,
+    AgentMessageDelta,
+    Event,
+    Reasoning,
+    ReasoningDelta,
+)
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
 from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
 
-__all__ = ["REDACTED", "Redactor", "RolloutWriteError", "RolloutWriter", "read_rollout"]
+__all__ = [
+    "REDACTED", "DeltaRedactor", "Redactor", "RolloutWriteError", "RolloutWriter", "StreamRedactor", "read_rollout",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +62,14 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: dict[str, str] = {}  # each form a secret may take in a line -> the secret
+        forms: set[str] = set()
         for secret in secret_values(secrets):
             for once in _escaped(secret):
-                forms.update(dict.fromkeys(_escaped(once), secret))
-        self._forms = forms
+                forms.update(_escaped(once))
         ordered = sorted(forms, key=len, reverse=True)  # a secret containing another goes whole
         self._text = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in ordered)) if ordered else None
+        self._ordered = ordered
 
     def __bool__(self) -> bool:
         return self._text is not None
@@ -67,11 +78,40 @@ class Redactor:
         """Redact a plain string (for values that go elsewhere than the rollout)."""
         return self._text.sub(REDACTED, value) if self._text is not None else value
 
-    def find(self, text: str) -> str | None:
-        """The first secret that occurs in ``text`` (as it is or JSON-escaped), found by one scan;
-        ``None`` when none does. For a check that refuses rather than hides."""
-        match = self._text.search(text) if self._text is not None else None
-        return self._forms[match.group()] if match is not None else None
+    def release(self, text: str) -> tuple[str, str]:
+        """``text`` streamed so far, cut where no secret can span: ``(the part before, redacted,
+        to show now; the tail that may still begin a secret, to hold)``. The tail is the shortest
+        one, at most the longest form minus one character, so text that begins no secret is
+        shown at once; shown piece by piece, a stream reads as ``text()`` of its whole."""
+        if self._text is None:
+            return text, ""
+        shown: list[str] = []
+        start = 0
+        while True:
+            held = self._held_from(text, start)
+            match = self._text.search(text, start)
+            if match is None or match.start() >= held:
+                shown.append(text[start:held])
+                return "".join(shown), text[held:]
+            # Before the held tail no later text can make a longer form match here: this one is
+            # final, and redacted whole even where it runs into what would have been held.
+            shown += (text[start : match.start()], REDACTED)
+            start = match.end()
+
+    def _held_from(self, text: str, start: int) -> int:
+        """The start of the longest tail of ``text[start:]`` that is the beginning of a longer
+        form (the next fragment may still complete it); ``len(text)`` when there is none."""
+        starts = self._starts
+        for i in range(max(start, len(text) - len(self._ordered[0]) + 1), len(text)):
+            if text[i] in starts and text[i:] in starts:
+                return i
+        return len(text)
+
+    @functools.cached_property
+    def _starts(self) -> frozenset[str]:
+        """Every proper prefix of every form: the ends a stream's text may have while a secret is
+        still coming. Built on first use: only a stream needs it."""
+        return frozenset(form[:n] for form in self._ordered for n in range(1, len(form)))
 
     def line(self, data: bytes) -> bytes:
         """Return ``data`` with every secret in free text replaced; ``data`` itself when none occurs."""
@@ -109,6 +149,66 @@ class Redactor:
                 out[new] = self._free(v)
             return out
         return value
+
+
+class StreamRedactor:
+    """One stream of text fragments (a message's deltas) shown as it comes, yet redacted as its
+    whole text is: a secret the model streams in pieces is in no one fragment. What may still
+    begin a secret is held until a later fragment shows whether it does; ``end`` releases it."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, fragment: str, redactor: Redactor) -> str:
+        """What of the stream can be shown now, redacted (``""`` while all of it is held)."""
+        shown, self._held = redactor.release(self._held + fragment)
+        return shown
+
+    def end(self, redactor: Redactor) -> str:
+        """The held tail, redacted: the stream is over, so no secret can complete it any more."""
+        held, self._held = self._held, ""
+        return redactor.text(held)
+
+
+class DeltaRedactor:
+    """The text deltas of an event stream, redacted per item by a ``StreamRedactor`` each (a
+    message and a reasoning summary stream side by side); every other event is returned as it
+    came, for the caller to redact whole.
+
+    A delta gives what its stream releases (no event while all of it is held). The event that
+    ends an item's stream (its ``agent_message`` or ``reasoning``, or its turn's end when the
+    stream broke off) comes after one more delta of that item with the held tail, on the ending
+    event's envelope, so the deltas still join to the whole text."""
+
+    def __init__(self, redactor: Callable[[], Redactor]) -> None:
+        self._redactor = redactor
+        self._streams: dict[str, tuple[str | None, AgentMessageDelta | ReasoningDelta, StreamRedactor]] = {}
+        """Item id -> its turn, its first delta (the type of the tail's) and its text."""
+
+    def __call__(self, event: Event) -> list[Event]:
+        msg = event.msg
+        if isinstance(msg, (AgentMessageDelta, ReasoningDelta)):
+            *_, text = self._streams.setdefault(msg.item_id, (event.turn_id, msg, StreamRedactor()))
+            shown = text.feed(msg.delta, self._redactor())
+            if shown == msg.delta:
+                return [event]
+            return [_with_delta(event, msg, shown)] if shown else []
+        if isinstance(msg, (AgentMessage, Reasoning)):
+            ended = [msg.item_id] if msg.item_id in self._streams else []
+        elif msg.type in TERMINAL_TYPES:
+            ended = [key for key, (turn_id, *_) in self._streams.items() if turn_id == event.turn_id]
+        else:
+            return [event]
+        tails: list[Event] = []
+        for key in ended:
+            _, first, text = self._streams.pop(key)
+            if tail := text.end(self._redactor()):
+                tails.append(_with_delta(event, first, tail))
+        return [*tails, event]
+
+
+def _with_delta(envelope: Event, msg: AgentMessageDelta | ReasoningDelta, delta: str) -> Event:
+    return envelope.model_copy(update={"msg": msg.model_copy(update={"delta": delta})})
 
 
 def _escaped(text: str) -> set[str]:
