@@ -62,10 +62,11 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: set[str] = set()
+        forms: dict[str, str] = {}  # each form a secret may take in a line -> the secret
         for secret in secret_values(secrets):
             for once in _escaped(secret):
-                forms.update(_escaped(once))
+                forms.update(dict.fromkeys(_escaped(once), secret))
+        self._forms = forms
         ordered = sorted(forms, key=len, reverse=True)  # a secret containing another goes whole
         self._text = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in ordered)) if ordered else None
@@ -77,6 +78,12 @@ class Redactor:
     def text(self, value: str) -> str:
         """Redact a plain string (for values that go elsewhere than the rollout)."""
         return self._text.sub(REDACTED, value) if self._text is not None else value
+
+    def find(self, text: str) -> str | None:
+        """The first secret that occurs in ``text`` (as it is or JSON-escaped), found by one scan;
+        ``None`` when none does. For a check that refuses rather than hides."""
+        match = self._text.search(text) if self._text is not None else None
+        return self._forms[match.group()] if match is not None else None
 
     def release(self, text: str) -> tuple[str, str]:
         """``text`` streamed so far, cut where no secret can span: ``(the part before, redacted,
