@@ -73,7 +73,8 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     from nbagent.core.session import Session
-    from nbagent.core.thread import redacted
+    from nbagent.core.thread import DELTA_TYPES, redacted
+    from nbagent.store.rollout import DeltaRedactor
 
     as_json: bool = args.json
     out = sys.stdout
@@ -81,9 +82,12 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     shown_errors: set[str] = set()
 
     def show(event: Event) -> None:
-        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page). A
-        # secret split across two streamed fragments is not found; the message that ends them is.
-        event = redacted(event, session.thread.redactor())
+        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
+        # Streamed text is redacted by its stream, since a secret may come in several fragments.
+        for shown in streams(event):
+            print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
+
+    def print_one(event: Event) -> None:
         if as_json:
             out.write(event.model_dump_json() + "\n")
             out.flush()
@@ -98,6 +102,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     config = load_config(args.cwd)
     _home(config)
     session = Session(model=args.model, policy=args.policy, cwd=args.cwd, config=config, thread=thread, entry="cli")
+    streams = DeltaRedactor(session.thread.redactor)
     session.subscribe(show)
     async with session:
         result = await session.run(args.goal)

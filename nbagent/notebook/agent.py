@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from nbagent.core.session import Session
     from nbagent.server.notebook_server import NotebookServerHandle
+    from nbagent.store.rollout import DeltaRedactor
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
@@ -75,6 +76,8 @@ class KernelAgent:
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
         self.context_on = False
         """The model sees the notebook's cells and the kernel's names (``%agent context on``)."""
+        self._streams: DeltaRedactor | None = None
+        """The session's streamed text, redacted per item as it is shown."""
 
     # -- the session -----------------------------------------------------------------------
 
@@ -130,9 +133,12 @@ class KernelAgent:
         return self._opening
 
     async def _open(self) -> Session:
+        from nbagent.store.rollout import DeltaRedactor
+
         self.error = None
         try:
             session = self._factory()
+            self._streams = DeltaRedactor(session.thread.redactor)
             self._unsubscribe = session.subscribe(self._on_event)
             await session.__aenter__()
         except Exception as exc:
@@ -195,20 +201,25 @@ class KernelAgent:
         self.endings[turn_id] = future
         return future
 
-    def _redacted(self, event: Event) -> Event:
-        """``event`` as the rollout would hold it: a cell's output is saved with the notebook.
-        Deltas pass as they are: the message that ends them replaces their text, redacted."""
+    def _shown(self, event: Event) -> list[Event]:
+        """``event`` as the rollout would hold it: a cell's output is saved with the notebook, and
+        what it shows while text streams is seen. So a delta's text is redacted by its stream (a
+        secret may come in several fragments): what may begin a secret waits for the next one."""
         from nbagent.core.thread import DELTA_TYPES, redacted  # loaded with the session by now
 
-        if event.msg.type in DELTA_TYPES or self.session is None:
-            return event
-        return redacted(event, self.session.thread.redactor())
+        if self.session is None or self._streams is None:
+            return [event]
+        redactor = self.session.thread.redactor
+        return [e if e.msg.type in DELTA_TYPES else redacted(e, redactor()) for e in self._streams(event)]
 
     def _on_event(self, event: Event) -> None:
-        msg = event.msg
-        if isinstance(msg, SessionConfigured):
-            self.configured = msg
-        event = self._redacted(event)
+        if isinstance(event.msg, SessionConfigured):
+            self.configured = event.msg
+        for shown in self._shown(event):
+            self._deliver(shown)
+
+    def _deliver(self, event: Event) -> None:
+        """To the view of the event's turn (and to startup displays); its turn's end closes it."""
         msg = event.msg
         turn_id = event.turn_id
         # A session's own warning (a config file not read, a key not honoured) comes before any
