@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,11 @@ def planted(folder: Path, marker: Path) -> Path:
     return folder
 
 
+def ran_both(marker: Path) -> bool:
+    """Both planted servers (``nbagent.toml``'s and ``.mcp.json``'s) have started."""
+    return marker.exists() and len(marker.read_text().splitlines()) == 2
+
+
 def test_a_folders_config_runs_nothing_until_the_user_trusts_it(tmp_path: Path) -> None:
     home, marker = tmp_path / "home", tmp_path / "ran"
     work = planted(tmp_path / "clone", marker)
@@ -50,8 +56,7 @@ def test_a_folders_config_runs_nothing_until_the_user_trusts_it(tmp_path: Path) 
     assert f'[projects."{work}"]' in (home / "config.toml").read_text()
     again = nbagent("tools", home=home, cwd=work, env=UNTRUSTED)
     assert "not read" not in again.stderr
-    wait_for(lambda: marker.exists() and len(marker.read_text().splitlines()) == 2, timeout=30,
-             what="both servers the trusted folder names to start")
+    wait_for(lambda: ran_both(marker), timeout=30, what="both servers the trusted folder names to start")
 
 
 def test_an_untrusted_folder_cannot_send_the_key_elsewhere_or_relax_approvals(tmp_path: Path) -> None:
@@ -115,23 +120,31 @@ def test_a_relative_folder_is_refused_naming_where_it_is(tmp_path: Path, where: 
     assert str(err.value).startswith(expected), str(err.value)
 
 
-def test_a_kernel_in_an_untrusted_folder_runs_nothing_and_says_why(tmp_path: Path) -> None:
+@pytest.fixture
+def clone_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path, Path]]:
+    """A kernel with nbagent loaded in a planted folder nobody trusted: (kernel, folder, marker)."""
     marker = tmp_path / "ran"
     work = planted(tmp_path / "clone", marker)
     kernel = Kernel(work, env={**UNTRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
     try:
         kernel.run("%load_ext nbagent")
-        def warned() -> list:
-            kernel.pump(0.05)
-            return [w for w in kernel.find("HTMLModel") if "not read" in str(w.state.get("value"))]
-
-        shown = wait_for(warned, timeout=60, what="the startup display's warning")
-        text = shown[0].state["value"]
-        assert f"{work / 'nbagent.toml'}: not read" in text and f"nbagent trust {work}" in text
-        _, status = kernel.run("%agent status")
-        assert "policy:   on-request" in status and "mcp:      no servers" in status
+        yield kernel, work, marker
     finally:
         kernel.close()
+
+
+def test_a_kernel_in_an_untrusted_folder_runs_nothing_and_says_why(clone_kernel: tuple[Kernel, Path, Path]) -> None:
+    kernel, work, marker = clone_kernel
+
+    def warned() -> list:
+        kernel.pump(0.05)
+        return [w for w in kernel.find("HTMLModel") if "not read" in str(w.state.get("value"))]
+
+    shown = wait_for(warned, timeout=60, what="the startup display's warning")
+    text = shown[0].state["value"]
+    assert f"{work / 'nbagent.toml'}: not read" in text and f"nbagent trust {work}" in text
+    _, status = kernel.run("%agent status")
+    assert "policy:   on-request" in status and "mcp:      no servers" in status
     assert not marker.exists()
 
 
@@ -151,21 +164,16 @@ def test_adding_a_server_to_an_untrusted_folder_says_it_will_not_be_read(tmp_pat
     assert again.stdout.splitlines() == [f"Replaced how MCP server 'echo' starts, in {work / 'nbagent.toml'}"]
 
 
-def test_trusting_the_folder_from_the_notebook_starts_its_servers(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    work = planted(tmp_path / "clone", marker)
-    kernel = Kernel(work, env={**UNTRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
-    try:
-        kernel.run("%load_ext nbagent")
-        _, status = kernel.run("%agent status")
-        assert f"warning:  {work / 'nbagent.toml'}: not read" in status
-        assert not marker.exists()
-        _, said = kernel.run("%agent trust")
-        assert f"Trusted {work} in {tmp_path / 'home' / 'config.toml'}: its config is read" in said
-        assert "its other settings (model, policy) apply from the next kernel start" in said
-        wait_for(lambda: marker.exists() and len(marker.read_text().splitlines()) == 2, timeout=60,
-                 what="the servers the folder names, started once it is trusted")
-        _, refused = kernel.run("%agent trust a b")
-        assert "trust takes at most one FOLDER" in refused or "unexpected argument" in refused
-    finally:
-        kernel.close()
+def test_trusting_the_folder_from_the_notebook_starts_its_servers(
+    clone_kernel: tuple[Kernel, Path, Path], tmp_path: Path,
+) -> None:
+    kernel, work, marker = clone_kernel
+    _, status = kernel.run("%agent status")
+    assert f"warning:  {work / 'nbagent.toml'}: not read" in status
+    assert not marker.exists()
+    _, said = kernel.run("%agent trust")
+    assert f"Trusted {work} in {tmp_path / 'home' / 'config.toml'}: its config is read" in said
+    assert "its other settings (model, policy) apply from the next kernel start" in said
+    wait_for(lambda: ran_both(marker), timeout=60, what="the servers the folder names, started once it is trusted")
+    _, refused = kernel.run("%agent trust a b")
+    assert "trust takes at most one FOLDER" in refused
