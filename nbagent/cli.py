@@ -73,8 +73,7 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     from nbagent.core.session import Session
-    from nbagent.core.thread import DELTA_TYPES, redacted
-    from nbagent.store.rollout import DeltaRedactor
+    from nbagent.core.thread import DELTA_TYPES, DeltaRedactor, redacted
 
     as_json: bool = args.json
     out = sys.stdout

@@ -17,10 +17,16 @@ from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextView
 from nbagent.mcp.wire import secret_sources
 from nbagent.protocol import (
+    TERMINAL_TYPES,
+    AgentMessage,
+    AgentMessageDelta,
+    Event,
     FunctionCall,
     Item,
     ItemRecord,
     NameRecord,
+    Reasoning,
+    ReasoningDelta,
     RolloutLine,
     ThreadMeta,
     TurnRecord,
@@ -35,6 +41,7 @@ from nbagent.store import (
     without_orphan_outputs,
 )
 from nbagent.store import ThreadSummary
+from nbagent.store.rollout import StreamRedactor
 from nbagent.store.secrets import process_secrets
 
 
@@ -66,6 +73,48 @@ def redacted(value: ModelT, redactor: Redactor) -> ModelT:
     raw = value.model_dump_json(by_alias=True)
     clean = redactor.text(raw)
     return value if clean == raw else type(value).model_validate_json(clean)
+
+
+class DeltaRedactor:
+    """The text deltas of an event stream, redacted per item by a ``StreamRedactor`` each (a
+    message and a reasoning summary stream side by side); every other event is returned as it
+    came, for the caller to redact whole.
+
+    A delta gives what its stream releases (no event while all of it is held). The event that
+    ends an item's stream (its ``agent_message`` or ``reasoning``, or its turn's end when the
+    stream broke off) comes after one more delta of that item with the held tail, on the ending
+    event's envelope, so the deltas still join to the whole text."""
+
+    def __init__(self, redactor: Callable[[], Redactor]) -> None:
+        self._redactor = redactor
+        self._streams: dict[str, tuple[str | None, AgentMessageDelta | ReasoningDelta, StreamRedactor]] = {}
+        """Item id -> its turn, its first delta (the type of the tail's) and its text."""
+
+    def __call__(self, event: Event) -> list[Event]:
+        msg = event.msg
+        if isinstance(msg, (AgentMessageDelta, ReasoningDelta)):
+            *_, text = self._streams.setdefault(msg.item_id, (event.turn_id, msg, StreamRedactor()))
+            shown = text.feed(msg.delta, self._redactor())
+            if shown == msg.delta:
+                return [event]
+            return [_with_delta(event, msg, shown)] if shown else []
+        if isinstance(msg, (AgentMessage, Reasoning)):
+            ended = [msg.item_id] if msg.item_id in self._streams else []
+        elif msg.type in TERMINAL_TYPES:
+            ended = [key for key, (turn_id, *_) in self._streams.items() if turn_id == event.turn_id]
+        else:
+            return [event]
+        tails: list[Event] = []
+        for key in ended:
+            _, first, text = self._streams.pop(key)
+            if tail := text.end(self._redactor()):
+                tails.append(_with_delta(event, first, tail))
+        return [*tails, event]
+
+
+def _with_delta(envelope: Event, msg: AgentMessageDelta | ReasoningDelta, delta: str) -> Event:
+    return envelope.model_copy(update={"msg": msg.model_copy(update={"delta": delta})})
+
 
 
 class ThreadState:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from nbagent.core.session import Session
     from nbagent.server.notebook_server import NotebookServerHandle
-    from nbagent.store.rollout import DeltaRedactor
+    from nbagent.core.thread import DeltaRedactor
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
@@ -133,7 +133,7 @@ class KernelAgent:
         return self._opening
 
     async def _open(self) -> Session:
-        from nbagent.store.rollout import DeltaRedactor
+        from nbagent.core.thread import DeltaRedactor
 
         self.error = None
         try:

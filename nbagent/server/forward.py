@@ -13,7 +13,8 @@ from typing import Any
 
 from nbagent.core.thread import redacted
 from nbagent.protocol import Event
-from nbagent.store.rollout import DeltaRedactor, Redactor
+from nbagent.core.thread import DeltaRedactor
+from nbagent.store.rollout import Redactor
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 Log = Callable[[str, Any], Awaitable[None]]

@@ -22,20 +22,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from nbagent.gcpause import gc_paused
-from nbagent.protocol.events import (
-    TERMINAL_TYPES,
-    AgentMessage,
-    AgentMessageDelta,
-    Event,
-    Reasoning,
-    ReasoningDelta,
-)
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
 from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
 
 __all__ = [
-    "REDACTED", "DeltaRedactor", "Redactor", "RolloutWriteError", "RolloutWriter", "StreamRedactor", "read_rollout",
+    "REDACTED", "Redactor", "RolloutWriteError", "RolloutWriter", "StreamRedactor", "read_rollout",
 ]
 
 log = logging.getLogger(__name__)
@@ -175,47 +167,6 @@ class StreamRedactor:
         """The held tail, redacted: the stream is over, so no secret can complete it any more."""
         held, self._held = self._held, ""
         return redactor.text(held)
-
-
-class DeltaRedactor:
-    """The text deltas of an event stream, redacted per item by a ``StreamRedactor`` each (a
-    message and a reasoning summary stream side by side); every other event is returned as it
-    came, for the caller to redact whole.
-
-    A delta gives what its stream releases (no event while all of it is held). The event that
-    ends an item's stream (its ``agent_message`` or ``reasoning``, or its turn's end when the
-    stream broke off) comes after one more delta of that item with the held tail, on the ending
-    event's envelope, so the deltas still join to the whole text."""
-
-    def __init__(self, redactor: Callable[[], Redactor]) -> None:
-        self._redactor = redactor
-        self._streams: dict[str, tuple[str | None, AgentMessageDelta | ReasoningDelta, StreamRedactor]] = {}
-        """Item id -> its turn, its first delta (the type of the tail's) and its text."""
-
-    def __call__(self, event: Event) -> list[Event]:
-        msg = event.msg
-        if isinstance(msg, (AgentMessageDelta, ReasoningDelta)):
-            *_, text = self._streams.setdefault(msg.item_id, (event.turn_id, msg, StreamRedactor()))
-            shown = text.feed(msg.delta, self._redactor())
-            if shown == msg.delta:
-                return [event]
-            return [_with_delta(event, msg, shown)] if shown else []
-        if isinstance(msg, (AgentMessage, Reasoning)):
-            ended = [msg.item_id] if msg.item_id in self._streams else []
-        elif msg.type in TERMINAL_TYPES:
-            ended = [key for key, (turn_id, *_) in self._streams.items() if turn_id == event.turn_id]
-        else:
-            return [event]
-        tails: list[Event] = []
-        for key in ended:
-            _, first, text = self._streams.pop(key)
-            if tail := text.end(self._redactor()):
-                tails.append(_with_delta(event, first, tail))
-        return [*tails, event]
-
-
-def _with_delta(envelope: Event, msg: AgentMessageDelta | ReasoningDelta, delta: str) -> Event:
-    return envelope.model_copy(update={"msg": msg.model_copy(update={"delta": delta})})
 
 
 def _escaped(text: str) -> set[str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 
 from nbagent.protocol import AgentMessage, AgentMessageDelta, Event, Reasoning, ReasoningDelta, TurnAborted
-from nbagent.store.rollout import DeltaRedactor, Redactor, StreamRedactor
+from nbagent.core.thread import DeltaRedactor
+from nbagent.store.rollout import Redactor, StreamRedactor
 
 KEY = "sk-test-0123456789abcdef"
 OTHER = "sk-test-0123-other-tok"
