@@ -58,7 +58,7 @@ THREAD = {
     "rename": "(self, name: 'str') -> 'None'",
     "resume": "(self, id_or_name: 'str') -> 'str'",
     "saved": "(self, limit: 'int' = 50) -> 'list[ThreadSummary]'",
-    "write": "(self, line: 'RolloutLine') -> 'None'",
+    "write": "(self, line: 'RolloutLine') -> 'RolloutLine'",
 }
 THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]
 

@@ -154,14 +154,18 @@ class ThreadState:
     # -- the rollout -----------------------------------------------------------------------
 
     def record(self, item: Item) -> None:
-        self.write(ItemRecord(item=item))  # first: history never holds what the disk could not
+        """Write ``item``, then keep it as written: a secret a server echoed or the model repeated
+        is gone from the history the model is sent next, as from a resumed thread's."""
+        written = self.write(ItemRecord(item=item))  # first: history never holds what the disk could not
+        if isinstance(written, ItemRecord):
+            item = written.item
         self.items.append(item)
         if isinstance(item, FunctionCall):
             self.call_ids.add(item.call_id)
 
-    def write(self, line: RolloutLine) -> None:
-        if self._writer is not None:
-            self._writer.append(line)
+    def write(self, line: RolloutLine) -> RolloutLine:
+        """``line`` written to the rollout, as written (redacted)."""
+        return self._writer.append(line) if self._writer is not None else line
 
     def close(self) -> None:
         if self._writer is not None:

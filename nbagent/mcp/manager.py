@@ -315,9 +315,9 @@ class McpConnectionManager:
         kept = self._kept.get(server)
         if kept is None:
             if self._sources is None:
-                self._sources = secret_sources(self._config, self._configs, oauth=True)
+                self._sources = secret_sources(self._config, self._configs, every_header=False)
             cfg = self._configs.get(server)
-            given = given_secrets(server, cfg, self._config) if cfg is not None else []
+            given = given_secrets(server, cfg) if cfg is not None else []
             kept = self._kept[server] = SecretsKept(self._sources, given)
         what = kept.find(arguments)
         if what is None:

@@ -5,8 +5,8 @@ one append of a reference to a bounded deque, nothing else. Serialising and reda
 when someone inspects, so the call path pays O(1) per message whether anyone ever looks or not.
 
 Redaction is a security boundary (docs/security.md, "The wire view"): a message is shown only
-after every known secret (the server's env values, its header values and bearer token, its OAuth
-tokens, the process's own secrets) is replaced wherever it occurs, the value of every key that
+after every known secret (the server's env values, its header values, bearer token and URL
+password, the OAuth tokens this process holds, the process's own secrets) is replaced wherever it occurs, the value of every key that
 names a secret (``token``, ``password``, ``api_key``...) is replaced, and ``Bearer ...`` text is cut.
 
 Which values are secrets, and of whom, is decided here too: ``secret_sources`` names every secret
@@ -22,7 +22,7 @@ import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -30,8 +30,9 @@ from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.env import server_env
+from nbagent.mcp.oauth.storage import owner_of
 from nbagent.store.rollout import REDACTED, Redactor
-from nbagent.store.secrets import MIN_SECRET_LEN, named_secrets, names_a_secret, process_secrets, secret_values
+from nbagent.store.secrets import MIN_SECRET_LEN, names_a_secret, process_secret_sources, secret_values
 
 __all__ = [
     "WIRE_KEEP", "SecretsKept", "WireMessage", "WireTap", "WireRedactor", "given_secrets", "secret_sources",
@@ -50,6 +51,7 @@ _KEYED_TEXT = re.compile(
 """``"api_key": "sk-..."`` or ``token=...`` inside a text (a result that is JSON as text)."""
 _SCHEME = re.compile(r"(?i)(?:bearer|basic|token)\s+(\S+)")
 """A header value that is a scheme and a credential."""
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _NOT_SECRET_KEYS = frozenset({"progressToken", "nextCursor", "cursor", "maxTokens", "max_tokens"})
 """Protocol fields whose names contain a secret word but whose values are ids or numbers."""
 
@@ -155,39 +157,13 @@ class _Write:
 
 
 def server_secrets(name: str, cfg: McpServerConfig, config: Config | None, *, every_env_value: bool = True) -> list[str]:
-    """Every value of this server that must never be shown: its env values, its header values,
-    the variables its headers and bearer token come from, its stored OAuth tokens and the
-    process's own secrets. The wire view hides every env value (over-redacting a protocol
-    message costs nothing); ``every_env_value=False`` hides only those named like secrets, for
-    text a person must read whole, such as the error a failing server prints."""
-    env = os.environ
-    own = cfg.env.values() if every_env_value else named_secrets(cfg.env)
-    values: list[str | None] = [*own, *cfg.http_headers.values()]
-    values += [env.get(var) for var in [cfg.bearer_token_env_var or "", *cfg.env_http_headers.values()]]
-    values += [v for k, v in env.items() if names_a_secret(k)]
-    if config is not None and config.api_key:
-        values.append(config.api_key)
-    values += _oauth_secrets(name, cfg, config).values()
-    return secret_values([*values, *process_secrets()])
-
-
-def _oauth_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> dict[str, str | None]:
-    """This server's stored OAuth tokens and client secret, by what each is."""
-    if config is None or not cfg.url:
-        return {}
-    from nbagent.mcp.oauth.storage import OAuthRecord, backend_for
-
-    with suppress(Exception):  # no record, a keyring that cannot be read: nothing stored to hide
-        text = backend_for(name, cfg.url, config).read()
-        if text:
-            record = OAuthRecord.model_validate_json(text)
-            tokens, client = record.tokens, record.client_info
-            return {
-                "OAuth access token": tokens.access_token if tokens else None,
-                "OAuth refresh token": tokens.refresh_token if tokens else None,
-                "OAuth client secret": client.client_secret if client else None,
-            }
-    return {}
+    """Every value that must never be shown beside this server: the rollout's rule over it
+    (``secret_sources``: its credentials, the model's, the environment's and the process's,
+    OAuth tokens included). The wire view hides every env value as well (over-redacting a
+    protocol message costs nothing); ``every_env_value=False`` keeps to those named like
+    secrets, for text a person must read whole, such as the error a failing server prints."""
+    own = list(cfg.env.values()) if every_env_value else []
+    return secret_values([*own, *secret_sources(config, {name: cfg})])
 
 
 def _password(url: str | None) -> str | None:
@@ -199,32 +175,27 @@ def _password(url: str | None) -> str | None:
 
 
 def secret_sources(
-    config: Config | None, servers: Mapping[str, McpServerConfig], *, oauth: bool = False
+    config: Config | None, servers: Mapping[str, McpServerConfig], *, every_header: bool = True
 ) -> dict[str, str]:
     """Every secret nbagent holds -> what it is ("the model API key", "MCP server 'a''s header
     Authorization"), never its value: the rollout's rule (docs/security.md, "History on disk"),
-    the credential of a ``Bearer ...`` header on its own and this process's own secrets, plus
-    with ``oauth`` each HTTP server's stored OAuth tokens (read from their store, so only where
-    a check needs them). The first source of a value names it."""
+    the credential of a ``Bearer ...`` header on its own and this process's own secrets (OAuth
+    tokens among them). ``every_header=False`` counts only headers that carry a credential, for
+    refusing a call rather than redacting a text. The first source of a value names it."""
     env = os.environ
     found: list[tuple[str | None, str]] = []
     if config is not None:
         found.append((config.api_key, "the model API key"))
         for name, provider in config.model_providers.items():
-            found += _headers(provider.http_headers, f"model provider {name!r}'s")
+            found += _headers(provider.http_headers, f"model provider {name!r}'s", every_header)
             found.append((env.get(provider.env_key or ""), f"model provider {name!r}'s key ${provider.env_key}"))
             found.append((_password(provider.base_url), f"the password in model provider {name!r}'s base_url"))
     for name, server in servers.items():
         where = f"MCP server {name!r}'s"
         found += [(value, f"{where} env {key}") for key, value in server.env.items() if names_a_secret(key)]
-        found += _headers(server.http_headers, where)
-        found.append((_password(server.url), f"the password in {where} url"))
-        found.append((env.get(server.bearer_token_env_var or ""), f"{where} bearer token ${server.bearer_token_env_var}"))
-        found += [(env.get(var), f"{where} header {key} (${var})") for key, var in server.env_http_headers.items()]
-        if oauth:
-            found += [(value, f"{where} {what}") for what, value in _oauth_secrets(name, server, config).items()]
+        found += _handed(server, where, every_header)
     found += [(value, f"the environment variable {key}") for key, value in env.items() if names_a_secret(key)]
-    found += [(value, "a token of a server nbagent runs") for value in process_secrets()]
+    found += [(value, what) for value, (what, _) in process_secret_sources().items()]
     sources: dict[str, str] = {}
     for value, what in found:
         if isinstance(value, str) and len(value) >= MIN_SECRET_LEN:
@@ -232,26 +203,50 @@ def secret_sources(
     return sources
 
 
-def _headers(headers: Mapping[str, str], where: str) -> list[tuple[str | None, str]]:
-    """Each header value, and the credential of a ``Bearer ...`` / ``Basic ...`` one on its own:
-    the token is the secret, with or without the scheme in front."""
+def _handed(server: McpServerConfig, where: str, every_header: bool) -> list[tuple[str | None, str]]:
+    """The credentials nbagent sends this server from its config, by what each is: its headers,
+    the variables its bearer token and other headers come from, its URL's password, its OAuth
+    client's secret. (Its OAuth tokens are process secrets it owns.)"""
+    env = os.environ
+    found = _headers(server.http_headers, where, every_header)
+    found.append((_password(server.url), f"the password in {where} url"))
+    found.append((env.get(server.bearer_token_env_var or ""), f"{where} bearer token ${server.bearer_token_env_var}"))
+    found += [
+        (env.get(var), f"{where} header {key} (${var})")
+        for key, var in server.env_http_headers.items()
+        if every_header or _credential_header(key, env.get(var, ""))
+    ]
+    if server.oauth is not None and (var := server.oauth.client_secret_env_var):
+        found.append((env.get(var), f"{where} OAuth client secret ${var}"))
+    return found
+
+
+def _headers(headers: Mapping[str, str], where: str, every_header: bool) -> list[tuple[str | None, str]]:
+    """Each header value (only those carrying a credential unless ``every_header``), and the
+    credential of a ``Bearer ...`` / ``Basic ...`` one on its own: the token is the secret, with
+    or without the scheme in front."""
     found: list[tuple[str | None, str]] = []
     for key, value in headers.items():
-        found.append((value, f"{where} header {key}"))
+        if every_header or _credential_header(key, value):
+            found.append((value, f"{where} header {key}"))
         if (scheme := _SCHEME.fullmatch(value)) is not None:
             found.append((scheme.group(1), f"{where} header {key}"))
     return found
 
 
-def given_secrets(name: str, cfg: McpServerConfig, config: Config | None) -> list[str]:
+def _credential_header(key: str, value: str) -> bool:
+    """``Authorization``, ``Cookie``, ``X-Api-Key``, or any ``Bearer ...`` value; not ``Accept``."""
+    return key.lower() in _CREDENTIAL_HEADERS or names_a_secret(key) or _SCHEME.fullmatch(value) is not None
+
+
+def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:
     """What nbagent itself hands this server: its whole environment (a stdio server's allowlist,
-    ``env_vars`` and ``env``), its headers, bearer token, URL password and OAuth tokens. Sending
-    it one of these again tells it nothing it was not given."""
-    env = os.environ
+    ``env_vars`` and ``env``), its credentials and the OAuth tokens it was issued. Sending it one
+    of these again tells it nothing it was not given."""
     values = list(server_env(cfg).values()) if cfg.transport == "stdio" else []
-    values += [*cfg.http_headers.values(), _password(cfg.url)]
-    values += [env.get(var) for var in [cfg.bearer_token_env_var or "", *cfg.env_http_headers.values()]]
-    values += _oauth_secrets(name, cfg, config).values()
+    values += [value for value, _ in _handed(cfg, "", every_header=True)]
+    owner = owner_of(name, cfg.url)
+    values += [value for value, (_, whose) in process_secret_sources().items() if whose == owner]
     return [value for value in values if value]
 
 

@@ -270,8 +270,9 @@ class RolloutWriter:
     def closed(self) -> bool:
         return self._fd is None
 
-    def append(self, line: RolloutLine) -> None:
-        """Serialize, redact and write one line; flushed to the OS before returning.
+    def append(self, line: RolloutLine) -> RolloutLine:
+        """Serialize, redact and write one line; flushed to the OS before returning. Returns the
+        line as written: ``line`` itself unless a secret was redacted from it.
 
         Raises ``RolloutWriteError`` (an ``OSError``) when the line could not be written whole.
         """
@@ -280,13 +281,14 @@ class RolloutWriter:
         raw = line.__pydantic_serializer__.to_json(line)
         data = self.redactor.line(raw)
         self._write_all(data + b"\n")
+        if data is not raw:  # what the file holds: redacted values
+            line = RolloutLineAdapter.validate_json(data)
         if self._on_line is not None:
             try:
-                if data is not raw:  # the index holds what the file holds: redacted values
-                    line = RolloutLineAdapter.validate_json(data)
                 self._on_line(line, data)
             except Exception:  # the line is written; bookkeeping must not turn that into a failure
                 log.exception("rollout line hook failed for %s", self.path)
+        return line
 
     def append_item(self, item: Item) -> None:
         self.append(ItemRecord(item=item))

@@ -3,21 +3,24 @@
 Redacting a value that is not a secret destroys history (``NODE_ENV = "production"`` made every
 prompt read "deploy to [redacted]"), so a value is a secret by what it is (an API key, a bearer
 token, a header value: the caller says so) or by the name it is kept under, and never when it is
-too short to be one. A server's own bearer token is a secret of the whole process: every rollout
-this process writes redacts it, including rollouts opened before the server started.
+too short to be one. A server's own bearer token, and each OAuth token this process reads or is
+issued, is a secret of the whole process: every rollout this process writes redacts it, including
+rollouts opened before it was known, and no MCP server but its owner is sent it.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from types import MappingProxyType
 
 __all__ = [
     "MIN_SECRET_LEN",
     "add_process_secret",
     "names_a_secret",
     "named_secrets",
+    "process_secret_sources",
     "process_secrets",
     "process_secrets_version",
     "secret_values",
@@ -31,6 +34,7 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE
 
 _lock = threading.Lock()
 _process: frozenset[str] = frozenset()
+_sources: dict[str, tuple[str, Hashable]] = {}
 _version = 0
 
 
@@ -49,19 +53,28 @@ def named_secrets(env: Mapping[str, str]) -> list[str]:
     return secret_values(value for name, value in env.items() if names_a_secret(name))
 
 
-def add_process_secret(value: str) -> None:
-    """A secret of this process (a server's bearer token): redacted from every rollout it writes."""
+def add_process_secret(value: str, what: str = "a token of a server nbagent runs", owner: Hashable = None) -> None:
+    """A secret of this process: redacted from every rollout it writes, and sent to no MCP
+    server but ``owner`` (the key ``mcp.wire.owner_key`` gives a server it belongs to; ``None``
+    for nbagent's own, which no server is given). ``what`` names it where a value must not be
+    shown. The first registration of a value decides both."""
     global _process, _version
     if len(value) < MIN_SECRET_LEN:
         return
     with _lock:
         if value not in _process:
+            _sources[value] = (what, owner)
             _process = _process | {value}
             _version += 1
 
 
 def process_secrets() -> frozenset[str]:
     return _process
+
+
+def process_secret_sources() -> Mapping[str, tuple[str, Hashable]]:
+    """Each process secret -> (what it is, whose it is)."""
+    return MappingProxyType(_sources)
 
 
 def process_secrets_version() -> int:

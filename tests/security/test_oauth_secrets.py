@@ -16,13 +16,14 @@ import httpx
 import pytest
 
 from nbagent import Session
-from nbagent.config import Config, McpServerConfig
+from nbagent.config import Config, McpServerConfig, ModelProviderConfig
+from nbagent.core.thread import redacted
 from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.oauth.callback import LoopbackCallback
 from nbagent.mcp.oauth.storage import FileBackend
 from nbagent.notebook.login import LoginLinks
 from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired
-from tests.mcp.conftest import Answers, _free_port
+from tests.mcp.conftest import Answers, _free_port, records, server_cfg
 from tests.mcp.oauth_helpers import OAuthServer, Person, serve_oauth
 from tests.security.store_env import disk_bytes
 
@@ -71,6 +72,40 @@ async def test_no_token_reaches_a_rollout_a_log_or_the_event_stream(
         assert token not in stream, "a token reached the event stream"
         assert token not in caplog.text, "a token reached the log"
     assert stat.S_IMODE((home / "oauth" / "remote.json").stat().st_mode) == 0o600
+
+
+async def test_a_token_a_server_echoes_back_is_hidden_everywhere_and_kept_from_other_servers(
+    oauth_server: OAuthServer, openai_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server puts the access token it was sent into its result: the rollout, the events a
+    front end shows and the model's next request hold it redacted, and a call carrying it to
+    another server does not run."""
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    openai_server.script([{"tool_calls": [{"name": "mcp__remote__credentials", "arguments": {}}]}, {"text": "seen"}])
+    config = Config(
+        model="m", model_provider="local", approval_policy="full-auto", home=str(home), mcp_oauth_credentials_store="file",
+        model_providers={"local": ModelProviderConfig(base_url=openai_server.base_url, wire_api="chat")},
+        mcp_servers={"remote": McpServerConfig(url=oauth_server.url), "other": server_cfg("takes_any.py", tmp_path / "o.ndjson")},
+    )  # fmt: skip
+    events: list[Event] = []
+    async with Session(config=config) as session:
+        session.subscribe(events.append)
+        person = Person(events)  # type: ignore[arg-type]
+        result = await asyncio.wait_for(session.run("who am I"), 60)
+        person.stop()
+        [token] = oauth_server.state()["issued"][:1]
+        shown = "\n".join(redacted(e, session.thread.redactor()).model_dump_json() for e in events)
+        sent = await session.call_tool("mcp__other__take", {"value": f"use {token}"})
+        thread_id = session.thread.id
+    assert result.ok, result.error
+    (told,) = [m["content"] for m in openai_server.requests[1]["messages"] if m.get("role") == "tool"]
+    assert "you signed in with [redacted]" in told  # the server's answer, its token cut
+    rollout = (home / "threads" / f"{thread_id}.jsonl").read_text()
+    for where in (rollout, shown, json.dumps(openai_server.requests)):
+        assert token not in where
+    assert "keeps from this server (MCP server 'remote''s OAuth access token)" in sent.output
+    assert records(tmp_path / "o.ndjson") == []  # the other server got nothing
 
 
 def test_the_store_is_0600_in_a_0700_directory_whatever_the_umask_or_the_directory_was(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.manager import McpConnectionManager
-from nbagent.mcp.oauth.storage import FileBackend, OAuthRecord
+from nbagent.mcp.oauth.storage import FileBackend, OAuthRecord, TokenStore
 from nbagent.mcp.wire import WIRE_KEEP, WireTap, server_secrets
 from nbagent.protocol.elicitation import ElicitOutcome
 from tests.mcp.conftest import server_cfg
@@ -64,6 +64,7 @@ def test_header_values_the_bearer_token_and_stored_oauth_tokens_are_secrets(
     record = OAuthRecord(url=cfg.url, tokens={"access_token": "oauth-access-1111", "refresh_token": "oauth-refresh-2222",
                                               "token_type": "Bearer"})  # fmt: skip
     FileBackend(config.home_path / "oauth", "remote").write(record.model_dump_json())
+    TokenStore(FileBackend(config.home_path / "oauth", "remote"), "remote", cfg.url)  # read, as a connection does
     tap = WireTap()
     leaked = "bearer-value-4040 env-header-value-8080 static-header-6060 oauth-access-1111 oauth-refresh-2222"
     tap.note("received", types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"content": [{"type": "text", "text": leaked}],
@@ -91,3 +92,14 @@ def test_the_tap_keeps_a_bounded_number_of_messages_newest_last() -> None:
     shown = tap.messages([])
     assert len(shown) == WIRE_KEEP and shown[-1].method == f"notifications/n{WIRE_KEEP + 49}"
     assert [m.seq for m in tap.messages([], last=3)] == [WIRE_KEEP + 48, WIRE_KEEP + 49, WIRE_KEEP + 50]
+
+
+def test_the_password_in_a_servers_url_is_hidden_from_its_wire_view() -> None:
+    """The client sends ``user:password@`` as a Basic header; a server echoing it back shows none."""
+    cfg = McpServerConfig(url="https://me:url-password-0451@mcp.example/mcp")
+    tap = WireTap()
+    tap.note("received", types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"content": [
+        {"type": "text", "text": "you are me with url-password-0451"}]}))  # fmt: skip
+    [message] = tap.messages(server_secrets("web", cfg, Config()))
+    text = json.dumps(message.model_dump(mode="json"))
+    assert "url-password-0451" not in text and "you are me with [redacted]" in text

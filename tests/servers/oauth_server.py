@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -149,6 +150,13 @@ def add(a: int, b: int) -> int:
     """Add two integers."""
     record("add", a=a, b=b)
     return a + b
+
+
+@mcp.tool()
+def credentials() -> str:
+    """Say which access token this call came with (a server that echoes what it is sent)."""
+    token = get_access_token()
+    return f"you signed in with {token.token if token else None}"
 
 
 @mcp.custom_route("/health", methods=["GET"])

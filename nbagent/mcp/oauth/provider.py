@@ -148,7 +148,7 @@ class ServerAuth:
     ) -> None:
         assert server.url is not None
         self.name = name
-        self.store = TokenStore(backend_for(name, server.url, config), server.url, fresh=fresh)
+        self.store = TokenStore(backend_for(name, server.url, config), name, server.url, fresh=fresh)
         registered = _registered_port(self.store)
         port = config.mcp_oauth_callback_port or registered or free_port()
         if registered is not None and registered != port:

@@ -4,6 +4,9 @@ One record per server name, bound to the server's URL: a server whose ``url`` ch
 tokens meant for another resource. Files are written whole (temp file, then rename) with mode
 0600 in a 0700 directory, so a crash leaves the old record and no one else can read either;
 the OS keyring takes the same record when ``mcp_oauth_credentials_store`` asks for it.
+
+A token read or issued here is a secret of the process from then on (``add_process_secret``):
+rollouts and views redact it wherever a server echoes it, and only its own server is sent it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import stat
 import time
 from contextlib import suppress
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol
 
@@ -21,8 +24,15 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
 
 from nbagent.config import Config, ConfigError
+from nbagent.store.secrets import add_process_secret
 
 KEYRING_SERVICE = "nbagent-mcp-oauth"
+
+
+def owner_of(name: str, url: str | None) -> Hashable:
+    """Whose an OAuth secret is: the server of this name at this URL (a server that keeps the
+    name but points elsewhere is another)."""
+    return ("mcp server", name, url)
 
 
 class OAuthRecord(BaseModel):
@@ -135,8 +145,9 @@ class TokenStore:
     only when it succeeds). ``preregistered`` is a client named in the config: it takes the
     place of any stored registration and is never written."""
 
-    def __init__(self, backend: Backend, url: str, *, fresh: bool = False) -> None:
+    def __init__(self, backend: Backend, name: str, url: str, *, fresh: bool = False) -> None:
         self.backend = backend
+        self.name = name
         self.url = url
         self.preregistered: OAuthClientInformationFull | None = None
         self.on_tokens: Callable[[], None] | None = None
@@ -149,12 +160,25 @@ class TokenStore:
             with suppress(ValidationError, ValueError):
                 record = OAuthRecord.model_validate_json(text)
                 if record.url == self.url:
-                    return record
+                    return self._held(record)
         return OAuthRecord(url=self.url)
 
     def _save(self, **update: object) -> None:
-        self._record = self._record.model_copy(update=update)
+        self._record = self._held(self._record.model_copy(update=update))
         self.backend.write(self._record.model_dump_json(exclude_none=True))
+
+    def _held(self, record: OAuthRecord) -> OAuthRecord:
+        """``record``, its tokens and client secret now secrets of the process that this server owns."""
+        tokens, client = record.tokens, record.client_info
+        where, owner = f"MCP server {self.name!r}'s OAuth", owner_of(self.name, self.url)
+        for what, value in (
+            ("access token", tokens.access_token if tokens else None),
+            ("refresh token", tokens.refresh_token if tokens else None),
+            ("client secret", client.client_secret if client else None),
+        ):
+            if value:
+                add_process_secret(value, f"{where} {what}", owner)
+        return record
 
     @property
     def expires_at(self) -> float | None:
