@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
-from nbagent.cli_errors import BadInput, Parser, fail
+from nbagent.cli_errors import BadInput, Parser, fail, positive
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.core.context import describe as describe_compaction
 from nbagent.protocol import Event
@@ -143,9 +143,12 @@ def _threads(args: argparse.Namespace) -> int:
 
     config = load_config(args.cwd)
     with ThreadStore(_home(config)) as store:
-        threads = store.list_threads(limit=args.limit)
+        threads = store.list_threads(limit=args.limit + 1)
         for warning in store.take_warnings():
             print(f"warning: {warning}", file=sys.stderr)
+    if len(threads) > args.limit:
+        threads = threads[: args.limit]
+        print(f"(the {args.limit} most recently updated; more are saved: --limit N)", file=sys.stderr)
     if args.json:
         print(json.dumps([t.model_dump(mode="json") for t in threads]))
         return 0
@@ -304,7 +307,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     compact.add_argument("thread", type=_thread_ref)
     threads = sub.add_parser("threads", help="list threads")
     threads.add_argument("--json", action="store_true")
-    threads.add_argument("--limit", type=int, default=50)
+    threads.add_argument("--limit", type=positive(int), default=50, help="how many, most recently updated first (default 50)")
     export = sub.add_parser("export", help="write a recorded thread as a replay script (replay:FILE plays it offline)")
     export.add_argument("kind", choices=["replay"])
     export.add_argument("thread", type=_thread_ref)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 BAD_INPUT = 2
@@ -42,3 +43,18 @@ def fail(prog: str, exc: BaseException | str, code: int = BAD_INPUT) -> int:
     text = exc if isinstance(exc, str) else describe(exc)
     print(f"{prog}: {one_line(text)}", file=sys.stderr, flush=True)
     return code
+
+
+def positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
+    """An argparse type: a positive number of ``kind`` (argparse names the option when it refuses one)."""
+
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
+        return value
+
+    return parse

@@ -57,7 +57,7 @@ THREAD = {
     "refresh_secrets": "(self) -> 'None'",
     "rename": "(self, name: 'str') -> 'None'",
     "resume": "(self, id_or_name: 'str') -> 'str'",
-    "saved": "(self, limit: 'int' = 50) -> 'list[ThreadSummary]'",
+    "saved": "(self, limit: 'int | None' = 50) -> 'list[ThreadSummary]'",
     "write": "(self, line: 'RolloutLine') -> 'RolloutLine'",
 }
 THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]

@@ -177,8 +177,8 @@ class ThreadState:
         """The id of the saved thread with this id or name, if there is one."""
         return self._store.resolve(id_or_name)
 
-    def saved(self, limit: int = 50) -> list[ThreadSummary]:
-        """Saved threads, most recently updated first."""
+    def saved(self, limit: int | None = 50) -> list[ThreadSummary]:
+        """Saved threads, most recently updated first (``limit`` None: all of them)."""
         return self._store.list_threads(limit=limit)
 
     # -- switching -------------------------------------------------------------------------

@@ -125,19 +125,29 @@ def status(agent: KernelAgent) -> None:
     _out("\n".join(lines))
 
 
-def threads(agent: KernelAgent) -> None:
+THREADS_SHOWN = 50
+"""How many saved threads ``%agent threads`` lists unless told (``N`` or ``all``)."""
+
+
+def threads(agent: KernelAgent, args: list[str]) -> None:
     s = agent.session
     if s is None:
         return status(agent)
-    rows = s.thread.saved(limit=50)
+    word = args[0] if args else str(THREADS_SHOWN)
+    if word != "all" and not (word.isascii() and word.isdigit() and int(word) > 0):
+        raise UsageError(f"threads takes a number of threads or 'all', not {word!r}; usage:\n{_usage('threads')}")
+    shown = None if word == "all" else int(word)
+    rows = s.thread.saved(limit=None if shown is None else shown + 1)
     if not rows:
         _out("no threads yet")
         return
-    for t in rows:
+    for t in rows[:shown]:
         mark = "*" if t.id == s.thread.id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
         name = _shown(s, t.name or "-")
         _out(f"{mark} {t.id}  {name:<16} {when}  {plural(t.turns, 'turn')}  {_shown(s, repr((t.last_prompt or '')[:60]))}")
+    if shown is not None and len(rows) > shown:
+        _out(f"(the {shown} most recently updated; more are saved: %agent threads all, or %agent threads N)")
 
 
 def history(agent: KernelAgent) -> None:
@@ -347,7 +357,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
 HELP = """%agent commands:
   %agent [status]                 the session: model, thread, policy, MCP servers, pending asks
   %agent help                     this list
-  %agent threads                  saved threads (* marks the current one)
+  %agent threads [N|all]          saved threads, the 50 (or N) most recent (* marks the current one)
   %agent resume ID                continue a saved thread
   %agent new [NAME]               start a new thread
   %agent history                  the current thread's items: messages, calls, decisions, answers
@@ -466,7 +476,7 @@ class _Command(NamedTuple):
 COMMANDS: dict[str, _Command] = {
     "status": _Command(lambda agent, _args: status(agent)),
     "help": _Command(lambda _agent, _args: _out(HELP)),
-    "threads": _Command(lambda agent, _args: threads(agent)),
+    "threads": _Command(threads, most=1),
     "history": _Command(lambda agent, _args: history(agent)),
     "resume": _Command(_resume, least=1, most=1),
     "new": _Command(_new, most=1),

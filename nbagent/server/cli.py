@@ -7,11 +7,10 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from nbagent import signals
-from nbagent.cli_errors import BadInput, Parser, fail
+from nbagent.cli_errors import BadInput, Parser, fail, positive
 from nbagent.config import ConfigError
 from nbagent.protocol.ops import POLICIES
 from nbagent.server.threads import Defaults
@@ -37,15 +36,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", help="default working directory for new threads")
     p.add_argument("-c", "--config", action="append", default=[], metavar="KEY=JSON",
                    help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
-    p.add_argument("--park-timeout", type=_positive(float), default=600.0, metavar="SECONDS",
+    p.add_argument("--park-timeout", type=positive(float), default=600.0, metavar="SECONDS",
                    help="seconds a stateless (2026-07-28) run waits for the client's next round (default 600)")
-    p.add_argument("--ask-timeout", type=_positive(float), default=600.0, metavar="SECONDS",
+    p.add_argument("--ask-timeout", type=positive(float), default=600.0, metavar="SECONDS",
                    help="an approval or question waits this long for the MCP client's answer, then counts as "
                         "unanswered and the turn goes on (default 600)")
-    p.add_argument("--session-idle-timeout", type=_positive(float), default=300.0, metavar="SECONDS",
+    p.add_argument("--session-idle-timeout", type=positive(float), default=300.0, metavar="SECONDS",
                    help="close a thread's session (and its MCP servers) after this long without a turn; "
                         "the thread stays resumable (default 300)")
-    p.add_argument("--max-sessions", type=_positive(int), default=8, metavar="N",
+    p.add_argument("--max-sessions", type=positive(int), default=8, metavar="N",
                    help="live sessions at most; the oldest idle one is closed to make room (default 8)")
     p.add_argument("--allow-config-override", action="store_true",
                    help="let callers of the agent tool override any config key, cwd, home and replay: "
@@ -53,19 +52,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="warning", type=str.lower, choices=["debug", "info", "warning", "error"],
                    help="log level of the server's own stderr logging")
     return p
-
-
-def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
-    def parse(text: str) -> float | int:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
-        if not value > 0 or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}")
-        return value
-
-    return parse
 
 
 def _overrides(items: list[str]) -> dict[str, Any]:

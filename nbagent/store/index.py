@@ -413,8 +413,8 @@ class ThreadIndex:
             )
             return [r[0] for r in cur.fetchall()]
 
-    def list(self, limit: int = 50) -> list[ThreadSummary]:
-        return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (limit,))
+    def list(self, limit: int | None = 50) -> list[ThreadSummary]:
+        return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (-1 if limit is None else limit,))
 
     def all(self) -> list[ThreadSummary]:
         return self._rows("ORDER BY id")

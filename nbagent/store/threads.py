@@ -447,8 +447,9 @@ class ThreadStore:
                 found.append(stats.summary())
         self._index_call(lambda ix: ix.apply_scan(found, gone, scanned), None)
 
-    def list_threads(self, limit: int = 50) -> list[ThreadSummary]:
-        """Newest (last updated) first; another process's new thread and a deleted rollout included."""
+    def list_threads(self, limit: int | None = 50) -> list[ThreadSummary]:
+        """Newest (last updated) first, ``limit`` of them (``None``: all); another process's new
+        thread and a deleted rollout included."""
         self._flush_deferred()
         self._sync()
         return self._index_call(lambda ix: ix.list(limit), [])

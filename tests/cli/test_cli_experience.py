@@ -52,6 +52,20 @@ def test_threads_show_the_date_the_first_prompt_and_a_plural_that_fits(tmp_path:
     assert listed[one]["first_prompt"] == "plan the week" and listed[one]["last_prompt"] == "and the weekend"
 
 
+def test_threads_says_on_stderr_when_more_are_saved_than_the_limit(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made = [events_of(nbagent("run", "-m", HELLO, "--json", f"goal {n}", home=home).stdout)[0]["thread_id"] for n in range(3)]
+    proc = nbagent("threads", "--limit", "2", home=home)
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == made[:0:-1]  # the two newest
+    assert proc.stderr.strip() == "(the 2 most recently updated; more are saved: --limit N)"
+    listed = nbagent("threads", "--json", "--limit", "2", home=home)
+    assert len(json.loads(listed.stdout)) == 2 and "more are saved" in listed.stderr
+    everything = nbagent("threads", "--limit", "3", home=home)
+    assert len(everything.stdout.splitlines()) == 3 and everything.stderr == ""
+    refused = nbagent("threads", "--limit", "0", home=home)
+    assert refused.returncode == 2 and "expected a positive int, got '0'" in refused.stderr
+
+
 def _write_script(tmp_path: Path) -> Path:
     script = tmp_path / "write.json"
     call = {"name": "mcp__demo__write_note", "arguments": {"name": "todo", "text": "buy milk"}}

@@ -39,6 +39,29 @@ async def test_threads_counts_turns_in_words(replay: str, capsys: pytest.Capture
         await agent.close()
 
 
+async def test_threads_says_when_more_are_saved_than_it_lists(replay: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``%agent threads N`` lists the N most recent and says more are saved; ``all`` lists every
+    one, with no such line; a count that is not one is refused."""
+    agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay, thread_name="t0"))
+    session = await agent.ready()
+    try:
+        for n in range(1, 4):
+            await session.thread.new(f"t{n}")
+        run_line(agent, "threads 2")
+        listed = capsys.readouterr().out.splitlines()
+        assert [line[2:].split()[1] for line in listed[:2]] == ["t3", "t2"] and listed[0][0] == "*"  # newest first
+        assert listed[2:] == ["(the 2 most recently updated; more are saved: %agent threads all, or %agent threads N)"]
+        run_line(agent, "threads all")
+        listed = capsys.readouterr().out.splitlines()
+        assert len(listed) == 4 and not any("more are saved" in line for line in listed)
+        for word in ("0", "-1", "two", "\u0663"):
+            run_line(agent, f"threads {word}")
+            out = capsys.readouterr().err
+            assert out.startswith(f"%agent: threads takes a number of threads or 'all', not {word!r}"), out
+    finally:
+        await agent.close()
+
+
 async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp_path: Path) -> None:
     from nbagent.notebook.runner import drive, prepare
 

@@ -133,7 +133,7 @@ def test_bad_arguments_print_usage_not_a_traceback(make_kernel):
 EXTRA = [
     ("%agent status --verbose", "unexpected argument '--verbose' for 'status'"),
     ("%agent history 5 extra", "unexpected argument '5' for 'history'"),
-    ("%agent threads all", "unexpected argument 'all' for 'threads'"),
+    ("%agent threads all 5", "unexpected argument '5' for 'threads'"),
     ("%agent help mcp", "unexpected argument 'mcp' for 'help'"),
     ("%agent stop now", "unexpected argument 'now' for 'stop'"),
     ("%agent compact now", "unexpected argument 'now' for 'compact'"),
