@@ -249,15 +249,19 @@ def record_always_approval(
     cwd: str | Path | None = None,
     *,
     definition: ApprovedDefinition | None = None,
-) -> Path:
+) -> Path | None:
     """Write ``approval_mode = "approve"`` and the approved ``definition`` for one tool into the
-    file its server came from, and into ``config`` (rebuilt: objects it shares stay untouched).
+    file its server came from, and into ``config`` (rebuilt: objects it shares stay untouched);
+    the file written.
 
     Servers from ``.mcp.json`` (which has no such key) get the entry in the project's
-    ``nbagent.toml``.
+    ``nbagent.toml``, read with it. A server no file defines (one code handed to a session) gets
+    nothing and ``None``: a table of its tools alone would name no ``command`` or ``url``.
     """
     origin = config.sources.get(server)
-    path = project_file(cwd) if origin is None or origin.endswith(MCP_JSON) else Path(origin)
+    if origin is None:
+        return None
+    path = project_file(cwd) if origin.endswith(MCP_JSON) else Path(origin)
     with editing(path) as doc:
         servers = _servers(doc)
         entry = servers.setdefault(server, tomlkit.table(is_super_table=True))

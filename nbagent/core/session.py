@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -119,7 +119,7 @@ class Session:
         else:  # a copy (keeping its sources and key): per-session settings never leak back
             self.config = config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
         if mcp_servers:
-            self.config.mcp_servers = {**self.config.mcp_servers, **mcp_servers}
+            self._configure_servers(mcp_servers, self.config)
         self.interactive = interactive
         """Whether someone can answer asks, unless a turn says otherwise (``UserTurn.interactive``)."""
         self._entry: Entry = entry
@@ -478,25 +478,53 @@ class Session:
             self._bus.emit(WarningEvent(message=message))
 
     def _write_always(self, spec: ToolSpec) -> str | None:
-        if spec.server is None:
-            self._bus.emit(WarningEvent(message=f"{spec.name} is not an MCP tool: 'always' applies to this session only"))
-            return None
-        definition = fingerprint(spec)
+        """Where an "Always" is kept: the file the tool's server came from, next to its table
+        (the desk says which); for a tool no file defines, this session only, and a warning why."""
         from nbagent.config.edit import record_always_approval  # the TOML writer, on first use
 
-        return str(record_always_approval(self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=definition))
+        if spec.server is None:
+            why = "is not an MCP tool"
+        elif written := record_always_approval(
+            self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=fingerprint(spec)
+        ):
+            return str(written)
+        else:
+            why = f"comes from MCP server '{spec.server}', which was given to this session, not read from a config file"
+        self._bus.emit(WarningEvent(message=f"{spec.name} {why}: 'always' applies to this session only"))
+        return None
 
     def _server_configured(self, name: str, cfg: McpServerConfig | None) -> None:
         """A server added or removed while the session runs (``%agent mcp add``) is in the
         session's config as in the manager's: its secret-named env values join the rollout's
-        redaction set (what was hidden stays hidden), and its remembered approvals are read."""
-        servers = dict(self.config.mcp_servers)
-        if cfg is None:
-            servers.pop(name, None)
-        else:
-            servers[name] = cfg
-        self.config.mcp_servers = servers
+        redaction set (what was hidden stays hidden), its remembered approvals are read, and an
+        "Always" for it goes to the file it was added to."""
+        self._configure_servers({name: cfg}, None if cfg is None else self._files_now())
         self.thread.refresh_secrets()
+
+    def _configure_servers(self, servers: Mapping[str, McpServerConfig | None], files: Config | None) -> None:
+        """Put ``servers`` (``None``: removed) in the session's config, each with the file it came
+        from: the one ``files`` read it from, when that file defines it just so (``%agent mcp add``
+        wrote it there). A server code built (``Session(mcp_servers=...)``, ``servers.add``) is in
+        no file: an "Always" for it would write a table of its tools alone (no ``command``/``url``),
+        so it holds for this session only.
+        New dicts, never changed in place: a ``config`` handed to the session shares them."""
+        configured, sources = dict(self.config.mcp_servers), dict(self.config.sources)
+        for name, cfg in servers.items():
+            sources.pop(name, None)
+            if cfg is None:
+                configured.pop(name, None)
+                continue
+            configured[name] = cfg
+            if files is not None and name in files.sources and files.mcp_servers.get(name) == cfg:
+                sources[name] = files.sources[name]
+        self.config.mcp_servers, self.config.sources = configured, sources
+
+    def _files_now(self) -> Config | None:
+        """What the config files say now (one just written included); ``None`` when they do not load."""
+        try:
+            return load_config(self.cwd)
+        except ConfigError:
+            return None
 
     def _recorded_always(self, spec: ToolSpec) -> ApprovedDefinition | None:
         server = self.config.mcp_servers.get(spec.server or "")
