@@ -38,6 +38,29 @@ class AbortTurn(Exception):
     """The user chose "abort turn" at an approval."""
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""Arguments nested deeper than this are refused. Every event, approval panel and record that
+holds them is serialized by pydantic, which gives up past 255 levels (and reads JSON back no
+deeper than 201) with the arguments several levels inside its envelope; no real tool needs 64."""
+
+TOO_DEEP = f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+
+
+def nested_deeper(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep. Walked with a
+    stack, not recursion: the value may be deeper than Python's recursion limit."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     """``(arguments, problem)``: the model's JSON string as an object, or why it is not one."""
     if not raw.strip():
@@ -46,9 +69,16 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}"
+    except RecursionError:  # nested deeper than the parser recurses: far past the limit
+        return None, TOO_DEEP
     if not isinstance(value, dict):
         return None, f"the arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
+    return check_depth(value)
+
+
+def check_depth(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """``(arguments, None)``, or ``(None, problem)`` when they nest deeper than the limit."""
+    return (None, TOO_DEEP) if nested_deeper(arguments) else (arguments, None)
 
 
 NAMES_LISTED = 50
@@ -127,7 +157,7 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     model reads."""
     entry = turn.catalogue.get(call.name)
     spec = entry[0] if entry else None
-    arguments, problem = (parsed, None) if parsed is not None else parse_arguments(call.arguments)
+    arguments, problem = check_depth(parsed) if parsed is not None else parse_arguments(call.arguments)
     turn.emit(
         ToolCallBegin(
             call_id=call.call_id,
@@ -144,7 +174,8 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     if entry is None:
         return ToolResult.error(f"unknown tool {call.name!r}; {_available(turn.catalogue)}")
     if arguments is None:
-        return ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments as a JSON object.")
+        fix = f"nested at most {MAX_ARGUMENT_DEPTH} levels deep" if problem == TOO_DEEP else "as a JSON object"
+        return ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments {fix}.")
     current = await definition_to_run(turn.asks, *entry)
     if isinstance(current, str):
         return ToolResult.error(f"could not call {call.name}: {current}")

@@ -10,6 +10,7 @@ speaks newline-delimited JSON-RPC over its pipes. By default the server runs und
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,12 +18,13 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import anyio
 import mcp_types as types
 from anyio.abc import ByteSendStream, ObjectSendStream, Process
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from nbagent.mcp import proctree
 
@@ -126,10 +128,51 @@ def _argv(command: str, args: list[str], env: dict[str, str], cwd: str | None, l
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
+    """The line as a message. A reply that does not parse becomes an error answer to its request,
+    so the call fails at once with the cause instead of waiting out its timeout; any other line
+    that does not parse is an exception, which the session logs and drops."""
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
-        return exc
+        return _unreadable_reply(line, exc) or exc
+
+
+def _unreadable_reply(line: bytes, exc: ValueError) -> SessionMessage | None:
+    """A ``PARSE_ERROR`` answer to the request ``line`` replies to, saying why it could not be
+    read; ``None`` when the line holds no reply whose id can be recovered."""
+    reply = _reply_fields(line)
+    if reply is None:
+        return None
+    message = f"the server sent a reply nbagent cannot read: {_why_unreadable(reply, exc)}"
+    error = types.ErrorData(code=types.PARSE_ERROR, message=message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=reply["id"], error=error))
+
+
+def _reply_fields(line: bytes) -> dict[str, Any] | None:
+    """The line decoded by the plain JSON parser (which reads deeper than the message parser,
+    and gives up cleanly past Python's recursion limit) when it is a reply with a usable id. A
+    request from the server is never answered here: its ids are the server's own, not ours."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or "method" in value or not ("result" in value or "error" in value):
+        return None
+    request_id = value.get("id")
+    return value if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+
+
+def _why_unreadable(reply: dict[str, Any], exc: ValueError) -> str:
+    """The cause in a few words: too deep, or the first problem with the reply's shape."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    errors = exc.errors(include_url=False)
+    if any("recursion limit" in error["msg"] for error in errors):
+        return "it is nested too deep"
+    shape = "JSONRPCResponse" if "result" in reply else "JSONRPCError"
+    first = next((e for e in errors if e["loc"][:1] == (shape,)), errors[0])
+    where = ".".join(map(str, first["loc"][1:]))
+    return f"{where}: {first['msg']}" if where else first["msg"]
 
 
 class _StdinSender(ObjectSendStream[SessionMessage]):
