@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkabl
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
+from nbagent.mcp.checks import MAX_ARGUMENT_DEPTH, TOO_DEEP, nested_deeper
 from nbagent.mcp.meta import new_traceparent
 from nbagent.mcp.results import to_model_output
 from nbagent.protocol import (
@@ -36,29 +37,6 @@ if TYPE_CHECKING:
 
 class AbortTurn(Exception):
     """The user chose "abort turn" at an approval."""
-
-
-MAX_ARGUMENT_DEPTH = 64
-"""Arguments nested deeper than this are refused. Every event, approval panel and record that
-holds them is serialized by pydantic, which gives up past 255 levels (and reads JSON back no
-deeper than 201) with the arguments several levels inside its envelope; no real tool needs 64."""
-
-TOO_DEEP = f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-
-
-def nested_deeper(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` levels deep. Walked with a
-    stack, not recursion: the value may be deeper than Python's recursion limit."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:

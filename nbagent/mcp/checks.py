@@ -38,10 +38,35 @@ def bounded(check: Callable[[], list[str]], what: str, seconds: float = CHECK_SE
     return result[0]
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""Arguments nested deeper than this are refused. Every event, approval panel and record that
+holds them is serialized by pydantic, which gives up past 255 levels (and reads JSON back no
+deeper than 201) with the arguments several levels inside its envelope; no real tool needs 64."""
+
+TOO_DEEP = f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+
+
+def nested_deeper(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep. Walked with a
+    stack, not recursion: the value may be deeper than Python's recursion limit."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def argument_problems(schema: dict[str, Any] | None, arguments: Any, root: str = "arguments") -> list[str]:
     """Why ``arguments`` would not satisfy the tool's input schema (empty when they do)."""
     if not isinstance(arguments, dict):
         return [f"{root} must be a JSON object"]
+    if nested_deeper(arguments):  # before any validator recurses into them
+        return [f"{root}: {TOO_DEEP}"]
     if not schema:
         return []
     return bounded(lambda: _schema_problems(schema, arguments, root), "the arguments")

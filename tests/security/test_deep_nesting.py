@@ -127,3 +127,32 @@ async def test_a_reply_too_deep_to_read_fails_its_call_at_once_naming_the_cause(
     assert "MCP tool 'deep' on server 'deep'" in told and "timed out" not in told, told
     assert "a reply nbagent cannot read" in told and "nested too deep" in told, told
     assert outputs["call_plain"]["status"] == "completed" and "plain ok" in outputs["call_plain"]["output"]
+
+
+@pytest.mark.timeout(60)
+async def test_edited_arguments_nested_too_deep_are_refused_and_the_call_still_waits(tmp_path: Path) -> None:
+    """A person's (or an outer client's) edit 300 levels deep is refused with a warning naming
+    the problem; the approval still waits, and approving without the edit runs the model's call."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [
+        {"tool_calls": [{"call_id": "call_1", "name": TOOL, "arguments": {"text": "as asked"}}]}, {"text": "done"},
+    ]}))  # fmt: skip
+    config = Config(model=f"replay:{script}", approval_policy="on-request", home=str(tmp_path / "home"),
+                    mcp_servers={"echo": server_cfg("echo.py")})  # fmt: skip
+    warnings: list[str] = []
+    async with Session(config=config, interactive=True) as session:
+
+        def front_end(event: Event) -> None:
+            if event.msg.type == "approval_requested":
+                edit = {"text": "edited", "x": _nested(300)}
+                session.submit(ApprovalDecision(call_id="call_1", decision="approve", arguments=edit))
+            elif event.msg.type == "warning" and "edited arguments" in event.msg.message:
+                warnings.append(event.msg.message)
+                session.submit(ApprovalDecision(call_id="call_1", decision="approve"))
+
+        session.subscribe(front_end)
+        result = await session.run("go")
+    assert result.status == "completed", (result.status, result.error)
+    assert warnings == [f"edited arguments for call_1 rejected: arguments: the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels"]
+    (output,) = [i for i in result.items if i.type == "function_call_output"]
+    assert "as asked" in json.dumps(output.output) and "edited" not in json.dumps(output.output)
