@@ -14,6 +14,7 @@ from typing import Any
 
 from nbagent.mcp.elicitation import validate_content
 from nbagent.mcp.validation import SchemaUnusable, compiled
+from nbagent.protocol import ElicitationRequested
 from nbagent.schema import sanitize_schema, without_regexes
 
 CHECK_SECONDS = 2.0
@@ -84,3 +85,20 @@ def _schema_problems(schema: dict[str, Any], arguments: dict[str, Any], root: st
 def answer_problems(requested_schema: dict[str, Any], content: Any) -> list[str]:
     """Why ``content`` is not a valid answer to the server's question (empty when it is)."""
     return bounded(lambda: validate_content(requested_schema, content), "the answer")
+
+
+EMPTY_FORM: dict[str, Any] = {"type": "object", "properties": {}}
+"""The form a question without a ``requestedSchema`` asks: no fields."""
+
+
+def form_schema(request: ElicitationRequested) -> dict[str, Any]:
+    """The schema a form-mode question asks to be answered against."""
+    return request.requested_schema or EMPTY_FORM
+
+
+def elicitation_answer_problems(request: ElicitationRequested, content: Any) -> list[str]:
+    """Why ``content`` is refused as the answer to ``request`` (empty when it is taken). The one
+    check: the form runs it on what it is about to send before Accept sends anything, and the
+    session runs it on exactly what it was sent, with nothing added in between (a default the
+    person cleared stays cleared), so what Accept lets through is what the session takes."""
+    return answer_problems(form_schema(request), content)

@@ -1,8 +1,11 @@
-"""Answers to a server's elicitation: checked before they are sent, defaults filled in (DESIGN §6).
+"""Answers to a server's elicitation: checked before they are sent (DESIGN §6).
 
 ``validate_content`` checks an answer against the server's ``requestedSchema`` (read through
 the form model of ``nbagent.protocol.elicitation``), so a bad answer is refused with a reason
-instead of reaching the server. Pure, and never trusts the schema's shape.
+instead of reaching the server. The answer is checked and sent as given: a schema's defaults
+are what a front end pre-fills for the person, never added to an answer afterwards (a field the
+person cleared must not reach the server as their answer). Pure, and never trusts the schema's
+shape.
 """
 
 from __future__ import annotations
@@ -126,7 +129,10 @@ def validate_content(requested_schema: dict[str, Any], content: Any) -> list[str
 
 
 def apply_defaults(requested_schema: dict[str, Any], content: dict[str, Any] | None) -> dict[str, Any]:
-    """``content`` with schema defaults filled in for absent fields (a new dict; never raises)."""
+    """``content`` with schema defaults filled in for absent fields (a new dict; never raises).
+
+    For code that answers on a person's behalf and chooses to take the server's defaults (a
+    script answering from Python): the session never applies it to an answer it is sent."""
     out = dict(content or {})
     try:
         fields = elicitation_fields(requested_schema)

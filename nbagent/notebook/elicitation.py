@@ -1,19 +1,25 @@
 """The elicitation form: a server asks the user a question mid-call (DESIGN §6).
 
 Form mode renders ``requestedSchema`` as one natural widget per field (from
-``nbagent.protocol.elicitation.elicitation_fields``), validates inline and again before Accept (with
-``nbagent.mcp.checks.answer_problems``, the bounded check the session applies to the answer), and
-answers with an ``ElicitationResponse``. URL mode shows the message and a link the user opens
-themselves; nothing here ever opens it.
+``nbagent.protocol.elicitation.elicitation_fields``), each pre-filled with the schema's default for
+the person to keep, change or clear. It validates inline and again before Accept with
+``nbagent.mcp.checks.elicitation_answer_problems``, the very check the session applies to the
+answer it is sent, and answers with an ``ElicitationResponse`` holding exactly what the form
+shows (a cleared field is left out; nothing fills it back in). Should the session still turn the
+answer down, the form stays open and says why. A form that cannot be built says so and ends the
+question at once (``nbagent.core.elicitation.cannot_show``). URL mode shows the message and a
+link the user opens themselves; nothing here ever opens it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ipywidgets as W
 
-from nbagent.mcp.checks import answer_problems
+from nbagent.core.elicitation import cannot_show, refusals
+from nbagent.mcp.checks import answer_problems, elicitation_answer_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
@@ -33,15 +39,21 @@ def field_widget(field: FormField) -> W.Widget:
     if field.kind in ("string", "email", "uri", "date", "date-time"):
         return W.Text(value=d if isinstance(d, str) else "", placeholder=_PLACEHOLDER.get(field.kind, ""))
     if field.kind == "integer":
-        lo = int(field.minimum) if field.minimum is not None else -_INT_LIMIT
-        hi = int(field.maximum) if field.maximum is not None else _INT_LIMIT
-        value = int(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else max(lo, min(0, hi))
-        return W.BoundedIntText(value=value, min=lo, max=hi)
+        # only integers the bounds allow (minimum 0.5 allows 1, not 0); an open side reaches at
+        # least as far as the other bound, so min never passes max (ipywidgets raises)
+        lo = math.ceil(field.minimum) if field.minimum is not None else None
+        hi = math.floor(field.maximum) if field.maximum is not None else None
+        lo = lo if lo is not None else min(-_INT_LIMIT, hi if hi is not None else 0)
+        hi = hi if hi is not None else max(_INT_LIMIT, lo)
+        value = int(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else 0
+        return W.BoundedIntText(value=max(lo, min(value, hi)), min=lo, max=hi)
     if field.kind == "number":
-        lo_f = field.minimum if field.minimum is not None else -float(_INT_LIMIT)
-        hi_f = field.maximum if field.maximum is not None else float(_INT_LIMIT)
-        value_f = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else max(lo_f, min(0.0, hi_f))
-        return W.BoundedFloatText(value=value_f, min=lo_f, max=hi_f, step=None)
+        lo_f = float(field.minimum) if field.minimum is not None else None
+        hi_f = float(field.maximum) if field.maximum is not None else None
+        lo_f = lo_f if lo_f is not None else min(-float(_INT_LIMIT), hi_f if hi_f is not None else 0.0)
+        hi_f = hi_f if hi_f is not None else max(float(_INT_LIMIT), lo_f)
+        value_f = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else 0.0
+        return W.BoundedFloatText(value=max(lo_f, min(value_f, hi_f)), min=lo_f, max=hi_f, step=None)
     if field.kind == "boolean":
         return W.Checkbox(value=bool(d) if isinstance(d, bool) else False, indent=False)
     if field.kind == "enum":
@@ -123,6 +135,8 @@ class ElicitationForm:
         }
         if self.schema_error:
             self.buttons["accept"].disabled = True
+            # no one can answer it here: the question ends now rather than waiting out its timeout
+            cannot_show(event.request_id, self.schema_error)
         on_click = guarded("this answer", self._show_problem)
         for action, button in self.buttons.items():
             on_answer(button, on_click(lambda a=action: self.respond(a)))
@@ -152,11 +166,15 @@ class ElicitationForm:
         try:
             self.fields = elicitation_fields(self.event.requested_schema or {"type": "object", "properties": {}})
         except ElicitationSchemaError as exc:
-            self.schema_error = str(exc)
-            return [W.HTML(f"<div style='color:{COLORS['error']}'>This form cannot be shown: {esc(exc)}</div>")]
+            return self._cannot_show(str(exc))
         rows: list[W.Widget] = []
         for f in self.fields:
-            widget = field_widget(f)
+            try:
+                widget = field_widget(f)
+            except Exception as exc:  # noqa: BLE001 - e.g. a trait refusing a value: said, never raised into the event flow
+                self.inputs.clear()
+                self.messages.clear()
+                return self._cannot_show(f"field {f.name!r}: {type(exc).__name__}: {exc}")
             self.inputs[f.name] = widget
             star = f" <b style='color:{COLORS['error']}'>*</b>" if f.required else ""
             label = W.HTML(f"{esc(f.label)}{star}", layout=W.Layout(width="12em"))
@@ -168,6 +186,11 @@ class ElicitationForm:
             rows.append(W.HBox([label, widget, W.HTML(muted(hint)) if hint else W.HTML()]))
             rows.append(message)
         return rows
+
+    def _cannot_show(self, why: str) -> list[W.Widget]:
+        self.schema_error = why
+        self.fields = []
+        return [W.HTML(f"<div style='color:{COLORS['error']}'>This form cannot be shown: {esc(why)}</div>")]
 
     def content(self) -> dict[str, Any]:
         """The answer as the form holds it now; empty optional fields are left out."""
@@ -197,7 +220,7 @@ class ElicitationForm:
             self._show_summary()
 
     def _show_summary(self) -> list[str]:
-        problems = answer_problems(self.event.requested_schema or {}, self.content())
+        problems = elicitation_answer_problems(self.event, self.content())
         self._summary_shown = bool(problems)
         self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(p)}</div>" for p in problems)
         return problems
@@ -217,9 +240,13 @@ class ElicitationForm:
             content = self.content()
         self.problems.value = ""
         try:
-            self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]
+            with refusals() as refused:
+                self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]
         except Exception as exc:
             self.problems.value = f"<div style='color:{COLORS['error']}'>{esc(exc)}</div>"
+            return False
+        if refused:  # the session did not take it: still open, saying why
+            self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(why)}</div>" for why in refused)
             return False
         self.sent = action
         self._collapse(action, "by you")
@@ -227,10 +254,11 @@ class ElicitationForm:
 
     def on_resolved(self, event: ElicitationResolved) -> None:
         self.resolved = event
-        by = {"user": "by you", "policy": "by policy", "timeout": "timed out", "interrupt": "interrupted"}
-        self._collapse(event.action, by.get(event.by, event.by))
+        by = {"user": "by you", "policy": "by policy", "timeout": "timed out", "interrupt": "interrupted",
+              "unanswered": "without an answer"}
+        self._collapse(event.action, by.get(event.by, event.by), event.message if event.by != "user" else None)
 
-    def _collapse(self, action: str, by: str) -> None:
+    def _collapse(self, action: str, by: str, why: str | None = None) -> None:
         for button in self.buttons.values():
             button.disabled = True
         for widget in self.inputs.values():
@@ -239,6 +267,7 @@ class ElicitationForm:
         color = COLORS["ok"] if action == "accept" else COLORS["warn"]
         self.record.value = (
             f"<span style='color:{color}'>{esc(self.event.server)}: “{esc(self.event.message)}” — {esc(verb)} {esc(by)}</span>"
+            + (f"<div>{muted(why)}</div>" if why else "")
         )
         self.record.layout.display = ""
         self.body.layout.display = "none"

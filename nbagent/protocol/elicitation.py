@@ -105,7 +105,40 @@ def _enum_options(enum: Any, names: Any, where: str) -> list[tuple[Any, str]]:
     return [(v, str(v)) for v in enum]
 
 
+def _ordered(low: float | None, high: float | None, names: tuple[str, str], where: str) -> None:
+    """A lower bound above its upper bound leaves no answer at all: no form can be shown."""
+    if low is not None and high is not None and low > high:
+        raise ElicitationSchemaError(
+            f"{where}: {names[0]} {low!r} is above the {names[1]} {high!r}, so no answer can satisfy it"
+        )
+
+
+def _satisfiable(f: FormField, where: str) -> FormField:
+    """``f`` unless its constraints together rule out every answer (a form would be shown that
+    nothing typed into it could ever send)."""
+    if f.kind in ("integer", "number"):
+        _ordered(f.minimum, f.maximum, ("minimum", "maximum"), where)
+        integer, low, high = f.kind == "integer", f.minimum, f.maximum
+        if integer and low is not None and high is not None and math.ceil(low) > math.floor(high):
+            raise ElicitationSchemaError(
+                f"{where}: no integer lies between the minimum {low!r} and the maximum {high!r}"
+            )
+    elif f.kind == "multi_enum":
+        _ordered(f.min_items, f.max_items, ("minItems", "maxItems"), where)
+        if f.min_items is not None and f.min_items > len(f.options):
+            raise ElicitationSchemaError(
+                f"{where}: minItems {f.min_items} asks for more choices than there are options (only {len(f.options)})"
+            )
+    elif f.kind != "enum" and f.kind != "boolean":
+        _ordered(f.min_length, f.max_length, ("minLength", "maxLength"), where)
+    return f
+
+
 def _field(name: str, prop: Any, required: bool) -> FormField:
+    return _satisfiable(_read_field(name, prop, required), f"field {name!r}")
+
+
+def _read_field(name: str, prop: Any, required: bool) -> FormField:
     where = f"field {name!r}"
     if not isinstance(prop, dict):
         raise ElicitationSchemaError(f"{where}: schema must be an object, got {type(prop).__name__}")
