@@ -28,6 +28,7 @@ import httpx2
 from nbagent.config import McpServerConfig
 from nbagent.config.oauth import OAuthSettings
 from nbagent.core.session import Session
+from nbagent.mcp.elicitation import apply_defaults
 from nbagent.protocol import ElicitationResponse, Event
 
 SERVER = "conf"
@@ -92,7 +93,9 @@ class Person:
     def __call__(self, event: Event) -> None:
         msg = event.msg
         if msg.type == "elicitation_requested":
-            self.session.submit(ElicitationResponse(request_id=msg.request_id, action="accept", content={}))
+            # a person accepting the form as shown: its fields pre-filled with the server's defaults
+            content = apply_defaults(msg.requested_schema or {}, {})
+            self.session.submit(ElicitationResponse(request_id=msg.request_id, action="accept", content=content))
         elif msg.type == "mcp_login_required":
             print(f"login required: {msg.server}", file=sys.stderr)
             self.logins.append(asyncio.get_running_loop().create_task(self.follow(msg.url)))

@@ -176,8 +176,9 @@ shows it only if it is an `http(s)` link — `javascript:` is declined by policy
   records every ending (`ElicitationRecord`).
 - `nbagent/core/pending.py` — one mechanism for approvals and questions: timeout → `cancel`,
   no one to ask → `decline`, interrupt.
-- `nbagent/mcp/elicitation.py` — `validate_content`, `apply_defaults`: the answer against the
-  server's schema.
+- `nbagent/mcp/elicitation.py` — `validate_content`: the answer against the server's schema,
+  taken exactly as given (a form pre-fills the defaults; `apply_defaults` is for code answering
+  on someone's behalf).
 - `nbagent/protocol/elicitation.py` — the form model a `requestedSchema` is read into.
 - `nbagent/notebook/elicitation.py` — the form you saw.
 - `nbagent/models/responses.py` — `to_input_items`: what of the thread a model request carries."""),
