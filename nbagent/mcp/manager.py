@@ -315,7 +315,7 @@ class McpConnectionManager:
         kept = self._kept.get(server)
         if kept is None:
             if self._sources is None:
-                self._sources = secret_sources(self._config, self._configs, every_header=False)
+                self._sources = secret_sources(self._config, self._configs, credentials_only=True)
             cfg = self._configs.get(server)
             given = given_secrets(server, cfg) if cfg is not None else []
             kept = self._kept[server] = SecretsKept(self._sources, given)

@@ -51,7 +51,17 @@ _KEYED_TEXT = re.compile(
 """``"api_key": "sk-..."`` or ``token=...`` inside a text (a result that is JSON as text)."""
 _SCHEME = re.compile(r"(?i)(?:bearer|basic|token)\s+(\S+)")
 """A header value that is a scheme and a credential."""
-_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_CREDENTIAL_HEADER = re.compile(r"AUTH|COOKIE|SESSION", re.IGNORECASE)
+"""Header names that carry a credential beside the secret words of ``names_a_secret``:
+``Authorization``, ``Proxy-Authorization``, ``X-Auth``, ``Cookie``, ``X-Session-Id``."""
+_SETTING_HEADERS = frozenset({
+    "accept", "accept-encoding", "accept-language", "anthropic-beta", "anthropic-version", "cache-control",
+    "content-type", "http-referer", "mcp-protocol-version", "openai-beta", "openai-organization", "openai-project",
+    "origin", "referer", "user-agent", "x-title",
+})  # fmt: skip
+"""Headers whose values are settings, never redacted: the model is sent the rollout's history, so
+an ``HTTP-Referer`` or an ``Accept`` redacted would be cut out of the person's own prompt. Any
+other header's value is redacted whatever its name (a custom one may well be a key)."""
 _NOT_SECRET_KEYS = frozenset({"progressToken", "nextCursor", "cursor", "maxTokens", "max_tokens"})
 """Protocol fields whose names contain a secret word but whose values are ids or numbers."""
 
@@ -175,25 +185,26 @@ def _password(url: str | None) -> str | None:
 
 
 def secret_sources(
-    config: Config | None, servers: Mapping[str, McpServerConfig], *, every_header: bool = True
+    config: Config | None, servers: Mapping[str, McpServerConfig], *, credentials_only: bool = False
 ) -> dict[str, str]:
     """Every secret nbagent holds -> what it is ("the model API key", "MCP server 'a''s header
     Authorization"), never its value: the rollout's rule (docs/security.md, "History on disk"),
     the credential of a ``Bearer ...`` header on its own and this process's own secrets (OAuth
-    tokens among them). ``every_header=False`` counts only headers that carry a credential, for
-    refusing a call rather than redacting a text. The first source of a value names it."""
+    tokens among them). Of headers, every value but a well-known setting's (``Accept``);
+    ``credentials_only`` counts only headers that carry a credential, for refusing a call rather
+    than redacting a text. The first source of a value names it."""
     env = os.environ
     found: list[tuple[str | None, str]] = []
     if config is not None:
         found.append((config.api_key, "the model API key"))
         for name, provider in config.model_providers.items():
-            found += _headers(provider.http_headers, f"model provider {name!r}'s", every_header)
+            found += _headers(provider.http_headers, f"model provider {name!r}'s", credentials_only)
             found.append((env.get(provider.env_key or ""), f"model provider {name!r}'s key ${provider.env_key}"))
             found.append((_password(provider.base_url), f"the password in model provider {name!r}'s base_url"))
     for name, server in servers.items():
         where = f"MCP server {name!r}'s"
         found += [(value, f"{where} env {key}") for key, value in server.env.items() if names_a_secret(key)]
-        found += _handed(server, where, every_header)
+        found += _handed(server, where, credentials_only)
     found += [(value, f"the environment variable {key}") for key, value in env.items() if names_a_secret(key)]
     found += [(value, what) for value, (what, _) in process_secret_sources().items()]
     sources: dict[str, str] = {}
@@ -203,40 +214,44 @@ def secret_sources(
     return sources
 
 
-def _handed(server: McpServerConfig, where: str, every_header: bool) -> list[tuple[str | None, str]]:
+def _handed(server: McpServerConfig, where: str, credentials_only: bool) -> list[tuple[str | None, str]]:
     """The credentials nbagent sends this server from its config, by what each is: its headers,
     the variables its bearer token and other headers come from, its URL's password, its OAuth
     client's secret. (Its OAuth tokens are process secrets it owns.)"""
     env = os.environ
-    found = _headers(server.http_headers, where, every_header)
+    found = _headers(server.http_headers, where, credentials_only)
     found.append((_password(server.url), f"the password in {where} url"))
     found.append((env.get(server.bearer_token_env_var or ""), f"{where} bearer token ${server.bearer_token_env_var}"))
     found += [
         (env.get(var), f"{where} header {key} (${var})")
         for key, var in server.env_http_headers.items()
-        if every_header or _credential_header(key, env.get(var, ""))
+        if _secret_header(key, env.get(var, ""), credentials_only)
     ]
     if server.oauth is not None and (var := server.oauth.client_secret_env_var):
         found.append((env.get(var), f"{where} OAuth client secret ${var}"))
     return found
 
 
-def _headers(headers: Mapping[str, str], where: str, every_header: bool) -> list[tuple[str | None, str]]:
-    """Each header value (only those carrying a credential unless ``every_header``), and the
+def _headers(headers: Mapping[str, str], where: str, credentials_only: bool) -> list[tuple[str | None, str]]:
+    """Each header value that is a secret (``_secret_header``), and the
     credential of a ``Bearer ...`` / ``Basic ...`` one on its own: the token is the secret, with
     or without the scheme in front."""
     found: list[tuple[str | None, str]] = []
     for key, value in headers.items():
-        if every_header or _credential_header(key, value):
+        if _secret_header(key, value, credentials_only):
             found.append((value, f"{where} header {key}"))
         if (scheme := _SCHEME.fullmatch(value)) is not None:
             found.append((scheme.group(1), f"{where} header {key}"))
     return found
 
 
-def _credential_header(key: str, value: str) -> bool:
-    """``Authorization``, ``Cookie``, ``X-Api-Key``, or any ``Bearer ...`` value; not ``Accept``."""
-    return key.lower() in _CREDENTIAL_HEADERS or names_a_secret(key) or _SCHEME.fullmatch(value) is not None
+def _secret_header(key: str, value: str, credentials_only: bool) -> bool:
+    """Whether a header's value is a secret: a credential always (``Authorization``, ``Cookie``,
+    ``X-Api-Key``, ``X-Session-Id``, any ``Bearer ...`` value); another header unless it is a
+    well-known setting (``Accept``, ``HTTP-Referer``) or only credentials count."""
+    if _CREDENTIAL_HEADER.search(key) or names_a_secret(key) or _SCHEME.fullmatch(value) is not None:
+        return True
+    return not credentials_only and key.lower() not in _SETTING_HEADERS
 
 
 def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:
@@ -244,7 +259,7 @@ def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:
     ``env_vars`` and ``env``), its credentials and the OAuth tokens it was issued. Sending it one
     of these again tells it nothing it was not given."""
     values = list(server_env(cfg).values()) if cfg.transport == "stdio" else []
-    values += [value for value, _ in _handed(cfg, "", every_header=True)]
+    values += [value for value, _ in _handed(cfg, "", credentials_only=False)]
     owner = owner_of(name, cfg.url)
     values += [value for value, (_, whose) in process_secret_sources().items() if whose == owner]
     return [value for value in values if value]

@@ -222,20 +222,23 @@ def test_what_a_server_was_given_is_its_own_to_receive(monkeypatch: pytest.Monke
 
 def test_only_headers_that_carry_a_credential_keep_a_call_from_another_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """``Accept = "application/json"`` is a setting: quoting it to another server is no leak, so
-    the call runs (the rollout still hides every header value). An ``X-Api-Key``, a ``Cookie`` and
-    a ``Token ...`` value are credentials wherever they are."""
+    the call runs, and the rollout keeps it. A custom header (``X-Workspace``) is redacted, but a
+    call quoting it runs. An ``X-Api-Key``, a ``Cookie``, an ``X-Session-Id`` and a ``Token ...``
+    value are credentials wherever they are."""
     monkeypatch.setenv("WEB_KEY_VAR", "web-env-api-key-0123")
     monkeypatch.setenv("WEB_REGION", "europe-west-2")
     web = McpServerConfig(url="https://mcp.example/", http_headers={
         "Accept": "application/json", "X-Workspace": "research-team", "X-Api-Key": "web-api-key-0123",
-        "Cookie": "session=web-cookie-0123", "X-Auth": "Token web-scheme-token-01",
+        "Cookie": "session=web-cookie-0123", "X-Auth": "Token web-scheme-token-01", "X-Session-Id": "web-session-0123",
     }, env_http_headers={"X-Env-Key": "WEB_KEY_VAR", "X-Env-Region": "WEB_REGION"})  # fmt: skip
     servers = {"web": web, "local": McpServerConfig(command="x")}
     config = Config(mcp_servers=servers)
-    kept = SecretsKept(secret_sources(config, servers, every_header=False), given_secrets("local", servers["local"]))
+    kept = SecretsKept(secret_sources(config, servers, credentials_only=True), given_secrets("local", servers["local"]))
     for setting in ("application/json", "research-team", "europe-west-2"):
         assert kept.find({"v": f"send {setting}"}) is None, setting
-    for credential in ("web-api-key-0123", "session=web-cookie-0123", "web-scheme-token-01", "web-env-api-key-0123"):
+    credentials = ("web-api-key-0123", "session=web-cookie-0123", "web-scheme-token-01", "web-env-api-key-0123",
+                   "web-session-0123")  # fmt: skip
+    for credential in credentials:
         assert kept.find({"v": credential}) is not None, credential
-    hidden = secret_sources(config, servers)  # what the rollout redacts: every header value
-    assert {"application/json", "research-team"} <= hidden.keys()
+    hidden = secret_sources(config, servers)  # what the rollout redacts: a custom header, never a setting
+    assert {"research-team", "europe-west-2"} <= hidden.keys() and "application/json" not in hidden
