@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 PREVIEW_CHARS = 200
+_SQLITE_MAX_INT = 2**63 - 1
+"""The largest number SQLite takes as a LIMIT; a larger one (`threads --limit 9223372036854775807`) means all."""
 
 _COLUMNS = (
     "id",
@@ -414,7 +416,9 @@ class ThreadIndex:
             return [r[0] for r in cur.fetchall()]
 
     def list(self, limit: int | None = 50) -> list[ThreadSummary]:
-        return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (-1 if limit is None else limit,))
+        """Newest first; ``None``, or a limit past SQLite's 64-bit integers, is every thread."""
+        every = limit is None or limit > _SQLITE_MAX_INT
+        return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (-1 if every else limit,))
 
     def all(self) -> list[ThreadSummary]:
         return self._rows("ORDER BY id")

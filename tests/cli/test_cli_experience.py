@@ -64,6 +64,8 @@ def test_threads_says_on_stderr_when_more_are_saved_than_the_limit(tmp_path: Pat
     assert len(everything.stdout.splitlines()) == 3 and everything.stderr == ""
     refused = nbagent("threads", "--limit", "0", home=home)
     assert refused.returncode == 2 and "expected a positive int, got '0'" in refused.stderr
+    huge = nbagent("threads", "--limit", str(2**63 - 1), home=home)  # past SQLite's LIMIT once 1 is added
+    assert huge.returncode == 0 and len(huge.stdout.splitlines()) == 3 and huge.stderr == "", huge.stderr
 
 
 def _write_script(tmp_path: Path) -> Path:

@@ -54,6 +54,9 @@ async def test_threads_says_when_more_are_saved_than_it_lists(replay: str, capsy
         run_line(agent, "threads all")
         listed = capsys.readouterr().out.splitlines()
         assert len(listed) == 4 and not any("more are saved" in line for line in listed)
+        run_line(agent, f"threads {10**30}")  # more than SQLite counts: every one
+        shown = capsys.readouterr()
+        assert len(shown.out.splitlines()) == 4 and shown.err == "", shown.err
         for word in ("0", "-1", "two", "\u0663"):
             run_line(agent, f"threads {word}")
             out = capsys.readouterr().err
