@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as W
 
 from nbagent.core.approval import edit_problems
+from nbagent.mcp.checks import TOO_DEEP
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
@@ -129,6 +130,8 @@ class ApprovalPanel:
             value = json.loads(self.arguments.value)
         except json.JSONDecodeError as exc:
             return None, [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        except RecursionError:  # deeper than the parser recurses: far past the limit
+            return None, [TOO_DEEP]
         problems = edit_problems(self.event, value)
         return (value if not problems else None), problems
 

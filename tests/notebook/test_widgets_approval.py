@@ -80,7 +80,10 @@ def test_edited_arguments_are_sent_when_valid(sent):
     "text, problem",
     [("{not json", "not valid JSON"), (json.dumps({"name": "b"}), "is a required property"),
      (json.dumps({"name": "", "text": "x"}), "name"), ("[1]", "JSON object"),
-     (json.dumps({"name": "b", "text": "x", "extra": 1}), "Additional properties")],
+     (json.dumps({"name": "b", "text": "x", "extra": 1}), "Additional properties"),
+     ('{"name": "b", "text": "x", "deep": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64 levels"),
+     ('{"name": "b", "text": "x", "deep": ' + "[" * 5000 + "]" * 5000 + "}", "nested deeper than 64 levels")],
+    ids=["json", "required", "min-length", "array", "additional", "deep", "past-the-parser"],
 )
 def test_invalid_arguments_block_approval(text, problem, sent):
     panel = ApprovalPanel(request(), sent.append)
