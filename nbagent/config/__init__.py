@@ -372,6 +372,33 @@ def _merge_layer(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _without_orphan_settings(
+    data: dict[str, Any], below: dict[str, Any], origin: str
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the server tables that only refine a server no file below defines, and a
+    note for each. An "Always" for a ``.mcp.json`` server is written to ``nbagent.toml`` as such a
+    table; once the server leaves ``.mcp.json`` the table defines nothing, and the folder must
+    still load."""
+    servers = data.get("mcp_servers")
+    defined = below.get("mcp_servers")
+    defined = defined if isinstance(defined, dict) else {}
+    if not isinstance(servers, dict):
+        return data, []
+    orphans = [
+        name for name, entry in servers.items()
+        if isinstance(entry, dict) and "command" not in entry and "url" not in entry and name not in defined
+    ]  # fmt: skip
+    if not orphans:
+        return data, []
+    notes = [
+        f"{origin}: [mcp_servers.{name}] names no command or url, and no other config file defines MCP server "
+        f"{name!r} (it holds only {', '.join(sorted(servers[name])) or 'nothing'}): ignored"
+        for name in orphans
+    ]
+    kept = {name: entry for name, entry in servers.items() if name not in orphans}
+    return {**data, "mcp_servers": kept}, notes
+
+
 def _validate(data: dict[str, Any], origin: str) -> Config:
     try:
         return Config.model_validate(data)
@@ -430,6 +457,8 @@ def load_config(
     for origin, data in layers[1 if user.is_file() else 0:]:
         if "projects" in data:
             raise ConfigError(f"{origin}: key 'projects': only {user} says which folders are trusted")
+        data, notes_here = _without_orphan_settings(data, merged, origin)
+        notes += notes_here
         # Validated over the layers below (already valid), so an error is this file's own, and
         # a table that overrides one key of a lower file's table is not rejected as incomplete.
         merged = _merge_layer(merged, data)

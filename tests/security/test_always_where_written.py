@@ -9,9 +9,11 @@ gets a server table without ``command``/``url``, and none is created where nbage
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import tomllib
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -122,3 +124,30 @@ async def test_always_for_a_server_added_with_mcp_add_goes_next_to_it_in_the_fil
         front = FrontEnd(session, "deny")
         result = await asyncio.wait_for(session.run("call echo"), 60)
     assert front.asked == [] and result.ok, "the next session asked again"
+
+
+@pytest.mark.timeout(120)
+async def test_always_for_a_server_of_mcp_json_outlives_that_servers_removal(home: Path, script) -> None:  # noqa: F811
+    """``.mcp.json`` has no key for an "Always": it goes to the folder's ``nbagent.toml`` as a table
+    of the server's tools alone. Once the server leaves ``.mcp.json``, that table defines nothing:
+    the folder still loads, and a warning names the file and the server."""
+    work = Path.cwd()
+    server = {"command": sys.executable, "args": [str(SERVERS / "echo.py")]}
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {"echo": server}}))
+    async with Session(model=script(ECHO, {"text": "one"}, ECHO, {"text": "two"}), interactive=True) as session:
+        _, warned, said = await always_then_again(session)
+    target = work / "nbagent.toml"
+    assert said == [("always", "user"), ("approve", "remembered")] and f"'always' for echo written to {target}" in warned
+    assert tomllib.loads(target.read_text())["mcp_servers"]["echo"] == {
+        "tools": {"echo": {"approval_mode": "approve", "approved_definition": ANY}}
+    }
+
+    (work / ".mcp.json").write_text(json.dumps({"mcpServers": {}}))
+    config = load_config(work)
+    assert "echo" not in config.mcp_servers
+    assert [w for w in config.warnings if "echo" in w] == [
+        f"{target}: [mcp_servers.echo] names no command or url, and no other config file defines MCP server "
+        "'echo' (it holds only tools): ignored"
+    ]
+    async with Session(model=script({"text": "fine"})) as session:
+        assert (await asyncio.wait_for(session.run("hello"), 60)).ok
