@@ -24,23 +24,13 @@ from nbagent.notebook import elicitation as form_module
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, Event
 from nbagent.protocol.elicitation import ElicitationSchemaError, elicitation_fields
+from tests.core.conftest import home  # noqa: F401 - fixture
 from tests.mcp.conftest import records, server_cfg
 
 pytestmark = pytest.mark.timeout(60)
 
 WAIT = 120.0
 """How long a question waits for its answer: longer than a test may run."""
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
-    for name in ("NBAGENT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return tmp_path / "home"
 
 
 class Notebook:
@@ -102,7 +92,7 @@ def said(form: ElicitationForm) -> str:
 # -- 1. a default the person cleared is not sent -------------------------------------------------
 
 
-async def test_a_default_the_person_cleared_is_not_sent_or_recorded_as_theirs(home: Path, tmp_path: Path) -> None:
+async def test_a_default_the_person_cleared_is_not_sent_or_recorded_as_theirs(home: Path, tmp_path: Path) -> None:  # noqa: F811
     def clear_and_accept(notebook: Notebook) -> None:
         form = notebook.forms[0]
         assert form.inputs["note"].value == "DROP TABLE users"  # the form pre-fills the default
@@ -115,7 +105,7 @@ async def test_a_default_the_person_cleared_is_not_sent_or_recorded_as_theirs(ho
     assert "answered by you" in said(notebook.forms[0])
 
 
-async def test_a_default_the_person_keeps_is_sent_as_theirs(home: Path, tmp_path: Path) -> None:
+async def test_a_default_the_person_keeps_is_sent_as_theirs(home: Path, tmp_path: Path) -> None:  # noqa: F811
     got, items, _ = await ask(tmp_path, "ask_default", lambda nb: nb.forms[0].buttons["accept"].click())
     assert [(r["action"], r["content"]) for r in got] == [("accept", {"note": "DROP TABLE users"})]
     assert [(i.by, i.content) for i in items] == [("user", {"note": "DROP TABLE users"})]
@@ -124,7 +114,7 @@ async def test_a_default_the_person_keeps_is_sent_as_theirs(home: Path, tmp_path
 # -- 2. what Accept lets through, the session takes; what it refuses, the form says --------------
 
 
-async def test_clearing_an_invalid_default_sends_the_cleared_answer_at_once(home: Path, tmp_path: Path) -> None:
+async def test_clearing_an_invalid_default_sends_the_cleared_answer_at_once(home: Path, tmp_path: Path) -> None:  # noqa: F811
     def clear_and_accept(notebook: Notebook) -> None:
         form = notebook.forms[0]
         form.inputs["email"].value = ""
@@ -136,7 +126,7 @@ async def test_clearing_an_invalid_default_sends_the_cleared_answer_at_once(home
     assert not [w for w in notebook.warnings if "refused" in w]
 
 
-async def test_an_answer_the_session_turns_down_leaves_the_form_open_saying_why(home: Path, tmp_path: Path) -> None:
+async def test_an_answer_the_session_turns_down_leaves_the_form_open_saying_why(home: Path, tmp_path: Path) -> None:  # noqa: F811
     """Two views of the notebook show the same question; the person answers in the first, then,
     before the session has moved on, in the second. The session takes only the first: the second
     form must not claim its answer was sent."""
@@ -169,7 +159,7 @@ async def test_an_answer_the_session_turns_down_leaves_the_form_open_saying_why(
      ("ask_lengths", "code", "minLength 8 is above the maxLength 2")],
 )
 async def test_impossible_bounds_are_declined_at_once_saying_why(
-    home: Path, tmp_path: Path, tool: str, field: str, words: str
+    home: Path, tmp_path: Path, tool: str, field: str, words: str  # noqa: F811
 ) -> None:
     got, items, notebook = await ask(tmp_path, tool)
     assert [(r["action"], r["content"]) for r in got] == [("decline", None)]
@@ -192,7 +182,7 @@ def test_other_constraints_no_answer_can_meet_are_schema_errors(prop: dict, word
         elicitation_fields({"type": "object", "properties": {"x": prop}})
 
 
-async def test_a_bound_beyond_the_widget_range_still_shows_a_form(home: Path, tmp_path: Path) -> None:
+async def test_a_bound_beyond_the_widget_range_still_shows_a_form(home: Path, tmp_path: Path) -> None:  # noqa: F811
     """``minimum`` 2**60 with no maximum is a fine schema; the form must still build."""
     got, _, notebook = await ask(tmp_path, "ask_huge", lambda nb: nb.forms[0].buttons["accept"].click())
     assert notebook.forms[0].schema_error is None
@@ -200,7 +190,7 @@ async def test_a_bound_beyond_the_widget_range_still_shows_a_form(home: Path, tm
 
 
 async def test_a_form_that_fails_to_build_settles_the_question_at_once(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
     """Whatever else makes a widget fail (an ipywidgets trait refusing a value): the question ends
     at once as unanswered, with the reason, instead of waiting out its timeout."""
