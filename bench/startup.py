@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nbagent.config import McpServerConfig  # noqa: E402
+from nbagent.config.trust import ENV as TRUST_ENV  # noqa: E402
 from nbagent.mcp.manager import McpConnectionManager  # noqa: E402
 from tests.notebook.harness import Kernel, demo_config, script  # noqa: E402
 
@@ -222,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     floors, readies, firsts, laters, srv, srv_floor = [], [], [], [], [], []
     many: dict[str, list[tuple[float, float, float]]] = {"python": [], "node": []}
     with tempfile.TemporaryDirectory() as tmp:
+        # The folders' nbagent.toml are read only where trusted: the kernels and servers started
+        # below inherit this variable (a person would run `nbagent trust` once).
+        os.environ[TRUST_ENV] = os.path.realpath(tmp)
         work, bare = Path(tmp) / "demo", Path(tmp) / "bare"
         work.mkdir()
         bare.mkdir()
