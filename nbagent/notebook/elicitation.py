@@ -34,8 +34,11 @@ _UNSET = None
 
 
 def field_widget(field: FormField) -> W.Widget:
-    """The natural widget for one field, its default filled in."""
+    """The natural widget for one field, its default filled in; a field no value can satisfy is
+    shown empty and disabled, saying why."""
     d = field.default
+    if field.unanswerable:
+        return W.Text(value="", placeholder="cannot be answered: left empty", disabled=True)
     if field.kind in ("string", "email", "uri", "date", "date-time"):
         return W.Text(value=d if isinstance(d, str) else "", placeholder=_PLACEHOLDER.get(field.kind, ""))
     if field.kind == "integer":
@@ -70,6 +73,8 @@ def field_widget(field: FormField) -> W.Widget:
 
 def field_value(field: FormField, widget: W.Widget) -> Any:
     """What the widget holds, in the type the schema asks for (``None`` = left empty)."""
+    if field.unanswerable:
+        return None
     value = widget.value  # type: ignore[attr-defined]
     if field.kind in ("string", "email", "uri", "date", "date-time"):
         return value if value != "" else None
@@ -84,6 +89,8 @@ def help_text(field: FormField) -> str:
     pydantic model gives ``optimizer`` the title and the description "Optimizer"), and for a
     multi-select how to pick several."""
     parts = []
+    if field.unanswerable:
+        parts.append(f"the server's schema allows no value ({field.unanswerable})")
     if field.description and field.description.strip().casefold() != field.label.strip().casefold():
         parts.append(field.description)
     if field.kind == "multi_enum":

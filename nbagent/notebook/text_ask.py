@@ -95,6 +95,9 @@ def _fill(prompt: Ask, say: Say, schema: dict[str, Any], fields: list[FormField]
     """Each field until its answer is valid on its own (``TRIES`` times, then cancelled)."""
     content: dict[str, Any] = {}
     for field in fields:
+        if field.unanswerable:
+            say(f"  {field.label}: left empty, the server's schema allows no value ({field.unanswerable})")
+            continue
         for _ in range(TRIES):
             text = _ask(prompt, _field_prompt(field), on_eof="cancel", on_interrupt="cancel")
             try:

@@ -46,6 +46,9 @@ class FormField(BaseModel):
     max_items: int | None = None
     options: list[tuple[Any, str]] = Field(default_factory=list)
     """``(value, label)`` pairs for ``enum`` and ``multi_enum``."""
+    unanswerable: str | None = None
+    """Why no value can be given (its bounds cross): an optional field the person can only
+    leave empty. A required one makes the whole form an ``ElicitationSchemaError``."""
 
     @property
     def label(self) -> str:
@@ -109,7 +112,7 @@ def _ordered(low: float | None, high: float | None, names: tuple[str, str], wher
     """A lower bound above its upper bound leaves no answer at all: no form can be shown."""
     if low is not None and high is not None and low > high:
         raise ElicitationSchemaError(
-            f"{where}: {names[0]} {low!r} is above the {names[1]} {high!r}, so no answer can satisfy it"
+            f"{where}: {names[0]} {low!r} is above the {names[1]} {high!r}, so no value can satisfy it"
         )
 
 
@@ -135,7 +138,15 @@ def _satisfiable(f: FormField, where: str) -> FormField:
 
 
 def _field(name: str, prop: Any, required: bool) -> FormField:
-    return _satisfiable(_read_field(name, prop, required), f"field {name!r}")
+    """A field no value can satisfy fails the form when it is required; an optional one is kept,
+    marked ``unanswerable``: leaving it empty is still an answer."""
+    f = _read_field(name, prop, required)
+    try:
+        return _satisfiable(f, f"field {name!r}")
+    except ElicitationSchemaError as exc:
+        if required:
+            raise
+        return f.model_copy(update={"unanswerable": str(exc).removeprefix(f"field {name!r}: ")})
 
 
 def _read_field(name: str, prop: Any, required: bool) -> FormField:

@@ -108,6 +108,15 @@ def test_unanswerable_terminal_prompts_end_the_wait():
     assert ask_elicitation(answers("a"), said.append, url) == ("accept", None)
 
 
+def test_the_terminal_prompt_skips_an_optional_field_no_value_can_satisfy_saying_why():
+    form = ElicitationRequested(request_id="r", server="s", message="m", requested_schema={"type": "object", "properties": {
+        "rate": {"type": "number", "minimum": 1.5, "maximum": 0.5}, "n": {"type": "integer"}}})  # fmt: skip
+    said: list[str] = []
+    assert ask_elicitation(answers("y", "3"), said.append, form) == ("accept", {"n": 3})  # never asked for rate
+    assert said == ["  rate: left empty, the server's schema allows no value (minimum 1.5 is above the maximum 0.5, "
+                    "so no value can satisfy it)"]
+
+
 def test_an_agent_cell_line_alone_is_not_complete():
     tm = TransformerManager()
     tm.cleanup_transforms.append(rewrite)

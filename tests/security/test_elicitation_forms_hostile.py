@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from nbagent import Session
 from nbagent.notebook import elicitation as form_module
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, Event
+from nbagent.mcp.elicitation import validate_content
 from nbagent.protocol.elicitation import ElicitationSchemaError, elicitation_fields
 from tests.core.conftest import home  # noqa: F401 - fixture
 from tests.mcp.conftest import records, server_cfg
@@ -149,25 +151,50 @@ async def test_an_answer_the_session_turns_down_leaves_the_form_open_saying_why(
     assert [(i.by, i.content) for i in items] == [("user", {"note": "first"})]
 
 
-# -- 3. a form no value can satisfy is declined at once, naming the server and field ------------
+# -- 3. a required field no value can satisfy: declined at once, naming the server and field ----
+
+
+async def test_a_required_field_no_value_can_satisfy_is_declined_at_once_saying_why(home: Path, tmp_path: Path) -> None:  # noqa: F811
+    got, items, notebook = await ask(tmp_path, "ask_bounds")
+    assert [(r["action"], r["content"]) for r in got] == [("decline", None)]
+    assert [(i.action, i.by) for i in items] == [("decline", "policy")]
+    message = items[0].message or ""
+    assert "'forms'" in message and "'n'" in message and "minimum 10 is above the maximum 1" in message, message
+    assert notebook.forms == [], "a form no value can satisfy was shown"
+    assert [r.message for r in notebook.resolved] == [message]  # what the cell shows
+
+
+def _shown(widget: Any) -> str:
+    """Every text a widget tree shows (labels, hints, placeholders)."""
+    text = " ".join(str(getattr(widget, k, "")) for k in ("value", "placeholder") if isinstance(getattr(widget, k, None), str))
+    return " ".join([text, *(_shown(child) for child in getattr(widget, "children", ()))])
 
 
 @pytest.mark.parametrize(
     ("tool", "field", "words"),
-    [("ask_bounds", "n", "minimum 10 is above the maximum 1"),
-     ("ask_rate", "rate", "minimum 1.5 is above the maximum 0.5"),
+    [("ask_rate", "rate", "minimum 1.5 is above the maximum 0.5"),
      ("ask_lengths", "code", "minLength 8 is above the maxLength 2")],
 )
-async def test_impossible_bounds_are_declined_at_once_saying_why(
+async def test_an_optional_field_no_value_can_satisfy_is_shown_disabled_and_left_empty(
     home: Path, tmp_path: Path, tool: str, field: str, words: str  # noqa: F811
 ) -> None:
-    got, items, notebook = await ask(tmp_path, tool)
-    assert [(r["action"], r["content"]) for r in got] == [("decline", None)]
-    assert [(i.action, i.by) for i in items] == [("decline", "policy")]
-    message = items[0].message or ""
-    assert "'forms'" in message and repr(field) in message and words in message, message
-    assert notebook.forms == [], "a form no value can satisfy was shown"
-    assert [r.message for r in notebook.resolved] == [message]  # what the cell shows
+    """Leaving an optional field empty is an answer: the form is shown, that field disabled and
+    saying why, and Accept sends the answer without it."""
+    seen: dict[str, Any] = {}
+
+    def accept(notebook: Notebook) -> None:
+        form = notebook.forms[0]
+        seen["disabled"], seen["shown"] = form.inputs[field].disabled, _shown(form.body)
+        form.buttons["accept"].click()
+
+    got, items, _ = await ask(tmp_path, tool, accept)
+    assert seen["disabled"] and words in seen["shown"], seen
+    assert [(r["action"], r["content"]) for r in got] == [("accept", {})]
+    assert [(i.action, i.by, i.content) for i in items] == [("accept", "user", {})]
+    prop = {"type": "number", "minimum": 1.5, "maximum": 0.5} if tool == "ask_rate" else {
+        "type": "string", "minLength": 8, "maxLength": 2}
+    value = 1.0 if tool == "ask_rate" else "abcde"
+    assert validate_content({"type": "object", "properties": {field: prop}}, {field: value}), "a value no bound allows"
 
 
 @pytest.mark.parametrize(
@@ -177,9 +204,11 @@ async def test_impossible_bounds_are_declined_at_once_saying_why(
      ({"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 3}, "more choices than there are options \\(only 2\\)"),
      ({"type": "string", "format": "email", "minLength": 5, "maxLength": 4}, "minLength 5 is above the maxLength 4")],
 )
-def test_other_constraints_no_answer_can_meet_are_schema_errors(prop: dict, words: str) -> None:
+def test_other_constraints_no_value_can_meet_are_schema_errors_when_required(prop: dict, words: str) -> None:
     with pytest.raises(ElicitationSchemaError, match=words):
-        elicitation_fields({"type": "object", "properties": {"x": prop}})
+        elicitation_fields({"type": "object", "properties": {"x": prop}, "required": ["x"]})
+    (optional,) = elicitation_fields({"type": "object", "properties": {"x": prop}})
+    assert re.search(words, optional.unanswerable or ""), optional
 
 
 async def test_a_bound_beyond_the_widget_range_still_shows_a_form(home: Path, tmp_path: Path) -> None:  # noqa: F811
