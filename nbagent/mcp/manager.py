@@ -81,7 +81,13 @@ class McpConnectionManager:
     # ----- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start every enabled server concurrently; then emit ``McpStartupComplete``."""
+        """Read every HTTP server's stored OAuth tokens once (secrets from now on, started or not);
+        start every enabled server concurrently; then emit ``McpStartupComplete``."""
+        stored = [(name, cfg.url) for name, cfg in self._configs.items() if cfg.url]
+        if stored and self._config is not None:
+            from nbagent.mcp.oauth.storage import hold_stored  # the OAuth client, only where HTTP servers are
+
+            await asyncio.to_thread(hold_stored, stored, self._config)
         names = [name for name, cfg in self._configs.items() if cfg.enabled]
         results = await asyncio.gather(*(self._start_one(name) for name in names))
         ready = [name for name, ok in zip(names, results, strict=True) if ok]

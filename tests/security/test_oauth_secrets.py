@@ -8,19 +8,21 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from mcp.shared.auth import OAuthToken
 
 from nbagent import Session
 from nbagent.config import Config, McpServerConfig, ModelProviderConfig
 from nbagent.core.thread import redacted
 from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.oauth.callback import LoopbackCallback
-from nbagent.mcp.oauth.storage import FileBackend
+from nbagent.mcp.oauth.storage import FileBackend, OAuthRecord
 from nbagent.notebook.login import LoginLinks
 from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired
 from tests.mcp.conftest import Answers, _free_port, records, server_cfg
@@ -214,3 +216,24 @@ def test_a_hostile_sign_in_link_is_never_a_live_link(url: str) -> None:
         assert 'href="https://a.example/&quot;onmouseover=&quot;x"' in shown  # quoted, so no attribute escapes
     else:
         assert "href=" not in shown
+
+
+async def test_a_stored_token_of_a_server_not_started_is_a_secret_from_the_session_start(tmp_path: Path) -> None:
+    """A disabled HTTP server's token sits in the store on disk; a tool may read it there. It is
+    a secret from the session's start: a call carrying it to another server does not run, and
+    the rollout hides it. (No store is read per turn: each is read once, as the session starts.)"""
+    home, url = tmp_path / "home", "http://127.0.0.1:9/mcp"
+    token = f"stored-access-{secrets.token_hex(8)}"
+    record = OAuthRecord(url=url, tokens=OAuthToken(access_token=token, token_type="Bearer"))
+    FileBackend(home / "oauth", "parked").write(record.model_dump_json())  # as an earlier session left it
+    config = Config(
+        home=str(home), mcp_oauth_credentials_store="file", approval_policy="full-auto",
+        mcp_servers={"parked": McpServerConfig(url=url, enabled=False), "other": server_cfg("takes_any.py", tmp_path / "o.ndjson")},
+    )  # fmt: skip
+    async with Session(config=config) as session:
+        await session.servers.ready()
+        sent = await session.call_tool("mcp__other__take", {"value": f"use {token}"})
+        hidden = session.thread.redactor().text(f"read {token}")
+    assert "keeps from this server (MCP server 'parked''s OAuth access token)" in sent.output, sent.output
+    assert records(tmp_path / "o.ndjson") == []
+    assert token not in hidden

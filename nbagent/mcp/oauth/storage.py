@@ -137,6 +137,16 @@ def backend_for(name: str, url: str, config: Config) -> Backend:
     return FileBackend(config.home_path / "oauth", name)
 
 
+def hold_stored(servers: list[tuple[str, str]], config: Config) -> None:
+    """Read each ``(name, url)`` server's stored record once, so its tokens are secrets of this
+    process from the session's start, whether or not that server ever starts here (a disabled
+    one's token a tool reads off the disk is still redacted, and kept from other servers). A
+    store that cannot be read holds nothing to hide."""
+    for name, url in servers:
+        with suppress(Exception):  # a keyring that cannot be read, a broken record: nothing held
+            TokenStore(backend_for(name, url, config), name, url)
+
+
 class TokenStore:
     """The SDK's ``TokenStorage`` for one server, over a backend; a record that cannot be read
     (corrupt, or for another URL) counts as none, so the person is asked to log in again.
