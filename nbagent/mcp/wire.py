@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -30,7 +30,6 @@ from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.env import server_env
-from nbagent.mcp.oauth.storage import owner_of
 from nbagent.store.rollout import REDACTED, Redactor
 from nbagent.store.secrets import MIN_SECRET_LEN, names_a_secret, process_secret_sources, secret_values
 
@@ -252,6 +251,13 @@ def _secret_header(key: str, value: str, credentials_only: bool) -> bool:
     if _CREDENTIAL_HEADER.search(key) or names_a_secret(key) or _SCHEME.fullmatch(value) is not None:
         return True
     return not credentials_only and key.lower() not in _SETTING_HEADERS
+
+
+def owner_of(name: str, url: str | None) -> Hashable:
+    """Whose a secret of the process is (``add_process_secret``'s owner): the server of this name
+    at this URL (a server that keeps the name but points elsewhere is another). Here, not with the
+    OAuth client, so reading secrets never imports it."""
+    return ("mcp server", name, url)
 
 
 def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:

@@ -55,7 +55,7 @@ def named_secrets(env: Mapping[str, str]) -> list[str]:
 
 def add_process_secret(value: str, what: str = "a token of a server nbagent runs", owner: Hashable = None) -> None:
     """A secret of this process: redacted from every rollout it writes, and sent to no MCP
-    server but ``owner`` (the key ``mcp.wire.owner_key`` gives a server it belongs to; ``None``
+    server but ``owner`` (the key ``mcp.wire.owner_of`` gives a server it belongs to; ``None``
     for nbagent's own, which no server is given). ``what`` names it where a value must not be
     shown. The first registration of a value decides both."""
     global _process, _version

@@ -1,4 +1,5 @@
-"""A ready kernel session and its first tool call import none of jsonschema's format checkers.
+"""A ready kernel session and its first tool call import none of jsonschema's format checkers,
+nor the OAuth client where no HTTP server is configured.
 
 Importing ``jsonschema`` imports every format checker installed beside it (Jupyter installs the
 ``format-nongpl`` extras); ``rfc3987_syntax`` alone compiles a grammar for seconds, which used to
@@ -36,6 +37,8 @@ def test_ready_session_and_a_tool_call_import_no_format_checker(
     assert declared == [True]  # the tool has an outputSchema, so its result was checked against it
     loaded = kernel.eval(f"sorted(m for m in __import__('sys').modules if m.split('.')[0] in {FORMAT_EXTRAS!r})")
     assert loaded == []
+    oauth = kernel.eval("sorted(m for m in __import__('sys').modules if m.startswith(('nbagent.mcp.oauth', 'mcp.client.auth')))")
+    assert oauth == [], "the OAuth client was imported where no HTTP server is configured"
 
 
 def test_loading_leaves_the_kernels_garbage_collector_as_it_was(tmp_path: Path) -> None:

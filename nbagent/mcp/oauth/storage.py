@@ -16,7 +16,7 @@ import os
 import stat
 import time
 from contextlib import suppress
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -24,15 +24,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
 
 from nbagent.config import Config, ConfigError
+from nbagent.mcp.wire import owner_of
 from nbagent.store.secrets import add_process_secret
 
 KEYRING_SERVICE = "nbagent-mcp-oauth"
-
-
-def owner_of(name: str, url: str | None) -> Hashable:
-    """Whose an OAuth secret is: the server of this name at this URL (a server that keeps the
-    name but points elsewhere is another)."""
-    return ("mcp server", name, url)
 
 
 class OAuthRecord(BaseModel):
