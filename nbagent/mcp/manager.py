@@ -81,13 +81,17 @@ class McpConnectionManager:
     # ----- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Read every HTTP server's stored OAuth tokens once (secrets from now on, started or not);
-        start every enabled server concurrently; then emit ``McpStartupComplete``."""
-        stored = [(name, cfg.url) for name, cfg in self._configs.items() if cfg.url]
-        if stored and self._config is not None:
-            from nbagent.mcp.oauth.storage import hold_stored  # the OAuth client, only where HTTP servers are
+        """Read the stored OAuth tokens no connection will read (a disabled server's, one with an
+        Authorization of its own), so every HTTP server's are secrets from now on; start every
+        enabled server concurrently; then emit ``McpStartupComplete``."""
+        if self._config is not None and any(cfg.url for cfg in self._configs.values()):
+            from nbagent.mcp.oauth import uses_oauth  # the OAuth client, only where HTTP servers are
+            from nbagent.mcp.oauth.storage import hold_stored
 
-            await asyncio.to_thread(hold_stored, stored, self._config)
+            unread = [(name, cfg.url) for name, cfg in self._configs.items()
+                      if cfg.url and not (cfg.enabled and uses_oauth(cfg))]  # fmt: skip
+            if unread:
+                await asyncio.to_thread(hold_stored, unread, self._config)
         names = [name for name, cfg in self._configs.items() if cfg.enabled]
         results = await asyncio.gather(*(self._start_one(name) for name in names))
         ready = [name for name, ok in zip(names, results, strict=True) if ok]
