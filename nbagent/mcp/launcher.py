@@ -5,9 +5,12 @@ its parent, so a server reading ``/proc/$PPID/environ`` finds nothing it was not
 process that holds the API key is one level further up (docs/security.md says what that does
 and does not protect). It is also the server's child subreaper: an orphan the server leaves
 (``setsid``, double fork) is re-parented here rather than to init, so the parent chain nbagent
-walks at shutdown still reaches it. When the server exits, the launcher kills what it left
-behind and exits with the server's status; when nbagent dies (``PR_SET_PDEATHSIG``) it kills
-the server and everything under it.
+walks at shutdown still reaches it. That holds only while the launcher lives, so the server runs
+in a Landlock domain that keeps its signals and ``ptrace`` inside its own tree
+(:mod:`nbagent.mcp.landlock`), and the launcher makes itself non-dumpable so that its ``/proc``
+files (``oom_score_adj``) are not the user's to write. When the server exits, the launcher kills
+what it left behind and exits with the server's status; when nbagent dies (``PR_SET_PDEATHSIG``)
+it kills the server and everything under it.
 
 Standard library only, and no nbagent import: it must start fast, from a cleared environment.
 """
@@ -20,9 +23,11 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import proctree  # noqa: E402 - the sibling module, imported by path (no package under -I -S)
+import landlock  # noqa: E402 - sibling modules, imported by path (no package under -I -S)
+import proctree  # noqa: E402
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 REAP_ROUNDS = 200
 
@@ -48,6 +53,24 @@ def _environ() -> dict[str, str]:
         return dict(os.environ)
     pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+
+
+def _spawn(command: list[str]) -> int:
+    """Fork the server: the child enters the signal-scoped domain, then becomes the command.
+
+    A command that cannot start is reported as a shell would, exit code 127.
+    """
+    env = _environ()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        landlock.scope_signals()
+        os.execvpe(command[0], command, env)
+    except OSError as exc:
+        print(f"nbagent launcher: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
+    finally:
+        os._exit(127)
 
 
 def _reap_all() -> None:
@@ -86,16 +109,13 @@ def main(argv: list[str]) -> None:
         signal.signal(sig, lambda signum, frame: None)
     signal.signal(signal.SIGUSR1, parent_died)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_PDEATHSIG, signal.SIGUSR1)
     status = 1 << 8  # a wait status: "exited with 1", until the server's own replaces it
     try:
         if os.getppid() != parent:
             raise _ParentGone
-        try:
-            server = os.posix_spawnp(command[0], command, _environ())
-        except OSError as exc:
-            print(f"nbagent launcher: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
-            os._exit(127)
+        server = _spawn(command)
         # The server alone holds the pipes now: its exit is an EOF nbagent sees at once.
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)

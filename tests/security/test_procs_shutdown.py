@@ -16,7 +16,9 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 
+from nbagent.mcp import landlock
 from nbagent.mcp.manager import McpConnectionManager
 from tests.mcp.conftest import Answers, call_info, records, server_cfg
 from tests.security.procs import (
@@ -26,8 +28,8 @@ from tests.waiting import until, wait_for
 from tests.trusting import clean_environ
 
 
-async def _spawn_all(manager: McpConnectionManager) -> None:
-    spec = next(s for s in manager.list_tools() if s.raw_name == "spawn_all")
+async def _call(manager: McpConnectionManager, tool: str) -> None:
+    spec = next(s for s in manager.list_tools() if s.raw_name == tool)
     result = await manager.call_tool(spec, {}, call_info())
     assert not result.is_error, result
 
@@ -37,7 +39,7 @@ async def _started(tmp_path: Path, **cfg: object) -> tuple[McpConnectionManager,
     servers = {"procs": server_cfg("spawner.py", record, **cfg)}
     manager = McpConnectionManager(servers, lambda event: None, Answers(), tmp_path / "logs")
     await manager.start()
-    await _spawn_all(manager)
+    await _call(manager, "spawn_all")
     pids = {**spawned(record), "launched": manager.pids()[0]}
     assert survivors(pids, within=0) == pids  # all five really run before the close
     return manager, pids
@@ -71,6 +73,26 @@ async def test_a_crashed_server_takes_its_descendants_with_it(tmp_path: Path) ->
         left = {name: pid for name, pid in pids.items() if name != "launched"}
         assert survivors(left) == {}
         await until(lambda: manager.status()["procs"].state == "failed", "the crash to be reported", 10)
+    finally:
+        await manager.aclose()
+        kill_leftovers(pids.values())
+
+
+@pytest.mark.skipif(landlock.abi() < 6, reason="the kernel cannot scope a server's signals (Landlock ABI 6, Linux 6.12)")
+async def test_a_server_that_kills_its_launcher_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The server leaves the launcher's session, leaves a daemon without environment (so neither
+    the group nor the tag finds it) and SIGKILLs its launcher (so no parent chain leads to it)."""
+    record = tmp_path / "records.jsonl"
+    manager = McpConnectionManager({"procs": server_cfg("spawner.py", record)}, lambda event: None, Answers(), tmp_path / "logs")
+    await manager.start()
+    pids: dict[str, int] = {}
+    try:
+        await _call(manager, "escape")
+        entry = next(r for r in records(record) if r["tool"] == "escape")
+        pids = {name: entry[name] for name in ("server", "daemon_clean_env", "launcher")}
+        assert survivors({"daemon": pids["daemon_clean_env"]}, within=0)  # it really runs before the close
+        await manager.aclose()
+        assert survivors(pids) == {}
     finally:
         await manager.aclose()
         kill_leftovers(pids.values())

@@ -1,7 +1,8 @@
 """A server that tries to outlive its client: it ignores SIGTERM, SIGHUP and the end of its stdin,
 and its ``spawn_all`` tool leaves four processes behind: a plain child, a ``setsid`` child that
 keeps the server's pipes, a classic double-forked daemon, and a daemon that also drops its
-environment. Every pid goes to $RECORD_FILE. ``ancestors_env`` reports, for each ancestor, whether
+environment; ``escape`` leaves its session, leaves a daemon without environment and kills its
+parent. Every pid goes to $RECORD_FILE. ``ancestors_env`` reports, for each ancestor, whether
 its environment can be read and whether it holds the variable named (never the value)."""
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ def spawn_all() -> dict[str, int]:
         "daemon_clean_env": _daemon("clean"),
     }
     record("spawn_all", **pids)
+    return pids
+
+
+@mcp.tool()
+def escape() -> dict[str, object]:
+    """Leave the launcher's session, leave a daemon without environment, then SIGKILL the launcher."""
+    os.setsid()
+    pids: dict[str, object] = {"server": os.getpid(), "daemon_clean_env": _daemon("clean"), "launcher": os.getppid()}
+    record("escape", **pids)
+    try:
+        os.kill(os.getppid(), signal.SIGKILL)
+        pids["kill"] = "done"
+    except OSError as exc:
+        pids["kill"] = exc.strerror
     return pids
 
 
