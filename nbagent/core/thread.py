@@ -7,9 +7,11 @@ changes; a running turn forbids it, since its items belong to the thread it star
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TypeVar
 
+import orjson
 from pydantic import BaseModel
 
 from nbagent.config import Config
@@ -29,6 +31,7 @@ from nbagent.protocol import (
     ReasoningDelta,
     RolloutLine,
     ThreadMeta,
+    ToolSpec,
     TurnRecord,
     WarningEvent,
     new_id,
@@ -73,6 +76,34 @@ def redacted(value: ModelT, redactor: Redactor) -> ModelT:
     raw = value.model_dump_json(by_alias=True)
     clean = redactor.text(raw)
     return value if clean == raw else type(value).model_validate_json(clean)
+
+
+def for_provider(instructions: str, tools: list[ToolSpec], redactor: Redactor) -> tuple[str, list[ToolSpec]]:
+    """A model request's instructions and tools as the provider is sent them: hiding what the
+    rollout hides, as the history it carries does. A server may put the secrets it was given in
+    its instructions, a description or its schema (a default, an enum, a property's name); one
+    scan of every tool's text finds that nearly every request holds none. Names are left as they
+    are: a call is routed by its name, and the catalogue leaves out a tool whose name holds a
+    secret (``CatalogBuilder``)."""
+    if not redactor:
+        return instructions, tools
+    if redactor.find(_model_text(tools)) is None:
+        return redactor.text(instructions), tools
+    return redactor.text(instructions), [
+        spec.model_copy(update={"description": redactor.text(spec.description), "parameters": redactor.value(spec.parameters)})
+        if redactor.find(_model_text([spec])) is not None else spec
+        for spec in tools
+    ]
+
+
+def _model_text(tools: list[ToolSpec]) -> str:
+    """What of ``tools`` the model reads besides their names, as one text to scan (orjson: a
+    request's 128 tools in ~0.5 ms, where ``json`` takes ~7)."""
+    texts = [[spec.description, spec.parameters] for spec in tools]
+    try:
+        return orjson.dumps(texts).decode()
+    except orjson.JSONEncodeError:  # an integer past 64 bits: ``json`` writes anything
+        return json.dumps(texts, ensure_ascii=False, default=str)
 
 
 class DeltaRedactor:

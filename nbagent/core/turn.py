@@ -20,7 +20,7 @@ from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextBudget, Reason, compact, text_tokens, tools_tokens
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
-from nbagent.core.thread import ThreadState
+from nbagent.core.thread import ThreadState, for_provider
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.request_tools import RequestTools
 from nbagent.mcp.meta import trace_id_for_turn
@@ -208,10 +208,10 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
         turn.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
         if (left_out := turn.request_tools.left_out()) is not None:
             turn.emit(WarningEvent(message=left_out))
-    tools = turn.router.for_model(carried)
     instructions = turn.instructions()
     if turn.preamble_text:
         instructions = f"{instructions}\n\n{turn.preamble_text}"
+    instructions, tools = for_provider(instructions, turn.router.for_model(carried), turn.thread.redactor())
     extra = text_tokens(instructions) + tools_tokens(tools)
     limits = [x for x in (turn.budget.limit, turn.thread.context.refused_at) if x]
     if limits and turn.thread.context.estimate(turn.thread.items) + extra > min(limits):

@@ -3,8 +3,10 @@
 Names come from ``identity.qualify_tools`` over every ready server at once, so collisions across
 servers resolve the same way regardless of start order. A ``CatalogBuilder`` keeps what it built:
 a server whose tools did not change keeps its ``ToolSpec`` objects, and a schema is sanitised
-once however many tools (of any server) send exactly that schema. It does no I/O and touches no
-event loop, so the manager runs it in a worker thread.
+once however many tools (of any server) send exactly that schema. A tool whose name holds a
+secret is left out with a warning: a name goes to the model provider as it is (calls are routed
+by it), so unlike a description it cannot be redacted. It does no I/O and touches no event loop,
+so the manager runs it in a worker thread.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from nbagent.mcp.convert import annotations_from_mcp
 from nbagent.mcp.identity import Qualified, qualify_tools
 from nbagent.protocol import ToolSpec
 from nbagent.schema import canonical_bytes, definition_hash, make_strict, sanitize_schema
+from nbagent.store.rollout import Redactor
 
 _YIELD_EVERY = 50
 """Tools built between two offers of the GIL. A build runs in a worker thread, but a waiting
@@ -67,15 +70,23 @@ class CatalogBuilder:
         self._idents: frozenset[tuple[str, str]] = frozenset()
         self._names = Qualified()
 
-    def build(self, servers: Mapping[str, ServerTools], *, defer: bool = False) -> tuple[list[ToolSpec], list[str]]:
+    def build(
+        self, servers: Mapping[str, ServerTools], *, defer: bool = False, secrets: Mapping[str, str] | None = None
+    ) -> tuple[list[ToolSpec], list[str]]:
         """ToolSpecs for every enabled tool of the given (ready) servers, plus warnings to show;
-        ``defer``: a schema not sanitised before is left for ``Completer`` (``spec.deferred``)."""
+        ``defer``: a schema not sanitised before is left for ``Completer`` (``spec.deferred``);
+        ``secrets``: every secret held -> what it is (``secret_sources``), which no tool's name
+        may hold."""
         with gc_paused():
-            return self._build(servers, defer)
+            return self._build(servers, defer, secrets or {})
 
-    def _build(self, servers: Mapping[str, ServerTools], defer: bool) -> tuple[list[ToolSpec], list[str]]:
+    def _build(
+        self, servers: Mapping[str, ServerTools], defer: bool, secrets: Mapping[str, str]
+    ) -> tuple[list[ToolSpec], list[str]]:
         kept: dict[str, _Server] = {}
         changed: dict[str, tuple[Hashable, McpServerConfig, dict[str, types.Tool]]] = {}
+        named = Redactor(secrets)
+        refused: list[str] = []
         for server in sorted(servers):
             key, cfg, tools = servers[server]
             entry = self._servers.get(server)
@@ -84,8 +95,15 @@ class CatalogBuilder:
             else:
                 chosen: dict[str, types.Tool] = {}
                 for tool in tools:
-                    if cfg.tool_enabled(tool.name):
-                        chosen.setdefault(tool.name, tool)
+                    if not cfg.tool_enabled(tool.name):
+                        continue
+                    if (secret := named.find(tool.name)) is not None:
+                        refused.append(
+                            f"MCP server {server!r} lists a tool whose name holds a secret ({secrets[secret]}); "
+                            "left out: a tool's name is sent to the model provider as it is"
+                        )
+                        continue
+                    chosen.setdefault(tool.name, tool)
                 changed[server] = (key, cfg, chosen)
         idents = frozenset(
             [(server, spec.raw_name) for server, entry in kept.items() for spec in entry.specs]
@@ -117,7 +135,7 @@ class CatalogBuilder:
                     entry.schemas.append(digest)
         self._servers = entries
         self._schemas = {d: self._schemas[d] for entry in entries.values() for d in entry.schemas}
-        return [spec for entry in entries.values() for spec in entry.specs], list(self._names.warnings)
+        return [spec for entry in entries.values() for spec in entry.specs], [*self._names.warnings, *refused]
 
     def _spec(
         self, name: str, server: str, raw: str, cfg: McpServerConfig, tool: types.Tool, defer: bool

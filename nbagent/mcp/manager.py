@@ -277,7 +277,8 @@ class McpConnectionManager:
             }
             cap = self._config.max_model_tools if self._config is not None else _DEFAULT_CAP
             defer = sum(len(tools) for _, _, tools in servers.values()) > cap
-            specs, by_raw, warnings = await asyncio.to_thread(_build, self._builder, servers, defer)
+            secrets = secret_sources(self._config, self._configs)
+            specs, by_raw, warnings = await asyncio.to_thread(_build, self._builder, servers, defer, secrets)
             self._catalog, self._catalog_by_raw, self._catalog_key = specs, by_raw, key
             self._completer.retain(specs)
             self.generation += 1
@@ -452,10 +453,10 @@ class McpConnectionManager:
 
 
 def _build(
-    builder: CatalogBuilder, servers: Mapping[str, ServerTools], defer: bool
+    builder: CatalogBuilder, servers: Mapping[str, ServerTools], defer: bool, secrets: Mapping[str, str]
 ) -> tuple[list[ToolSpec], dict[tuple[str, str], ToolSpec], list[str]]:
     """One build and its routing table, in the worker thread."""
-    specs, warnings = builder.build(servers, defer=defer)
+    specs, warnings = builder.build(servers, defer=defer, secrets=secrets)
     return specs, {(spec.server or "", spec.raw_name): spec for spec in specs}, warnings
 
 

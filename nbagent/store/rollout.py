@@ -127,16 +127,18 @@ class Redactor:
             elif key == "item" and isinstance(value, dict):
                 out[key] = self._record(value)
             elif key == "content" and isinstance(value, list):  # display blocks of an output
-                out[key] = [self._record(v) if isinstance(v, dict) else self._free(v) for v in value]
+                out[key] = [self._record(v) if isinstance(v, dict) else self.value(v) for v in value]
             else:
-                out[key] = self._free(value)
+                out[key] = self.value(value)
         return out
 
-    def _free(self, value: Any) -> Any:
+    def value(self, value: Any) -> Any:
+        """Free JSON data (a schema, arguments) with every string in it redacted, keys included;
+        two keys redacted alike both stay."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list):
-            return [self._free(v) for v in value]
+            return [self.value(v) for v in value]
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, v in value.items():
@@ -145,7 +147,7 @@ class Redactor:
                 while new in out:  # two keys redacted alike both stay
                     n += 1
                     new = f"{base} ({n})"
-                out[new] = self._free(v)
+                out[new] = self.value(v)
             return out
         return value
 

@@ -31,7 +31,8 @@ it (400, ``invalid_request_error``, naming ``tools`` and its length). ``context_
 refuse over-long bodies as a real server does; ``respond`` answers
 some requests (say, summary requests) from their body instead of the script.
 
-Every request body is recorded in ``requests`` (headers in ``headers``, paths in ``paths``).
+Every request body is recorded in ``requests`` (its bytes in ``bodies``, headers in ``headers``, paths
+in ``paths``).
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class FakeOpenAIServer:
     def __init__(self) -> None:
         self.steps: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []
+        """Each request's body as the bytes that arrived (``requests`` holds them parsed)."""
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.reject_stream_options = False
@@ -149,6 +152,7 @@ class FakeOpenAIServer:
         with self._lock:
             self.steps = []
             self.requests.clear()
+            self.bodies.clear()
             self.headers.clear()
             self.paths.clear()
             self.reject_stream_options = False
@@ -186,9 +190,11 @@ class FakeOpenAIServer:
     # -- request handling ----------------------------------------------------------------
 
     async def _record(self, request: Request) -> tuple[dict[str, Any], str]:
-        body = await request.json()
+        raw = await request.body()
+        body = json.loads(raw)
         with self._lock:
             self.requests.append(body)
+            self.bodies.append(raw)
             self.headers.append(dict(request.headers))
             self.paths.append(request.url.path)
         auth = request.headers.get("authorization", "")
