@@ -6,6 +6,7 @@ untrusted text any other way.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -71,7 +72,9 @@ def markdown_output(text: str, mime: str = "text/markdown") -> dict[str, Any]:
 # -- the model's Markdown -------------------------------------------------------------------------
 # Not every renderer sanitises Markdown output (JupyterLab does; exported HTML and other front
 # ends may not), so raw HTML in what the model writes is shown as text, and links go only to
-# web, mail or relative addresses. Formatting, code spans and fenced code are kept as written.
+# web, mail or relative addresses. An image would be fetched the moment the text is drawn, its
+# URL carrying whatever a prompt injection put in it, so each image becomes a link to open
+# instead. Formatting, code spans and fenced code are kept as written.
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
@@ -88,8 +91,14 @@ def _unsafe_destination(dest: str) -> bool:
     return any(c in head for c in ":&\\") and not dest.lower().startswith(_SAFE_SCHEMES)
 
 
+IMAGE_MARK = "🖼 "
+"""What stands before the link an image of the model's text becomes."""
+
+
 def _safe_prose(text: str) -> str:
-    text = text.replace("<", "&lt;")
+    # ``![`` opens every image form (inline, reference, inside a link); without the ``!`` it is a
+    # link. An empty description would make an empty link no one can click.
+    text = text.replace("<", "&lt;").replace("![]", f"{IMAGE_MARK}[image]").replace("![", f"{IMAGE_MARK}[")
     return _INLINE_DEST.sub(lambda m: "]\\" + m.group(0)[1:] if _unsafe_destination(m.group(1)) else m.group(0), text)
 
 
@@ -109,26 +118,23 @@ def _code_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _safe_line(line: str) -> str:
+def _safe_line(line: str, keep_code: bool) -> str:
     ref = _REF_DEF.match(line.replace("<", "&lt;"))
     if ref and _unsafe_destination(ref.group(1)):
         line = "\\" + line.lstrip()
     out, at = [], 0
-    for start, end in _code_spans(line):
+    for start, end in _code_spans(line) if keep_code else ():
         out += [_safe_prose(line[at:start]), line[start:end]]
         at = end
     out.append(_safe_prose(line[at:]))
     return "".join(out)
 
 
-def safe_markdown(text: str) -> str:
-    """``text`` with raw HTML tags escaped and unsafe link targets unlinked, outside code."""
-    if "<" not in text and "](" not in text and "]:" not in text:
-        return text
+def _made_safe(text: str, keep_code: bool) -> str:
     out: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
-        opened = _FENCE.match(line)
+        opened = _FENCE.match(line) if keep_code else None
         if fence is not None:
             out.append(line)
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) and not line.strip(" `~"):
@@ -137,5 +143,47 @@ def safe_markdown(text: str) -> str:
             fence = opened.group(1)
             out.append(line)
         else:
-            out.append(_safe_line(line))
+            out.append(_safe_line(line, keep_code))
     return "\n".join(out)
+
+
+_MARKUP = re.compile(r"<[A-Za-z/!?]|!\[")
+"""What may open a tag or an image: left in ``safe_markdown``'s output only where it kept code."""
+
+
+@functools.cache
+def _parser() -> Any:
+    """CommonMark's blocks and what in a line decides code, images and raw HTML: the other rules
+    (emphasis, links) change neither and would only slow each update of a streaming reply."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("zero", {"html": True}).enable(
+        ["code", "fence", "blockquote", "hr", "list", "reference", "html_block", "heading", "lheading", "table",
+         "newline", "escape", "entity", "backticks", "html_inline", "image"]
+    )
+
+
+def _draws_markup(markdown: str) -> bool:
+    """Whether a CommonMark parser finds an image or raw HTML in ``markdown``.
+
+    Which text is code is decided above line by line, which a parser may see otherwise (a
+    backtick escaped, a code span over two lines, a fence ended by its list item); what was
+    left as code must really be code, or an image or a tag in it would be drawn."""
+    tokens = _parser().parse(markdown)
+    while tokens:
+        token = tokens.pop()
+        if token.type in ("image", "html_inline", "html_block"):
+            return True
+        tokens.extend(token.children or ())
+    return False
+
+
+def safe_markdown(text: str) -> str:
+    """``text`` with raw HTML tags escaped, images made links and unsafe link targets unlinked,
+    outside code. Should a parser not see as code what was kept as code, nothing is kept."""
+    if "<" not in text and "](" not in text and "]:" not in text and "![" not in text:
+        return text
+    shown = _made_safe(text, keep_code=True)
+    if _MARKUP.search(shown) and _draws_markup(shown):
+        return _made_safe(text, keep_code=False)
+    return shown
