@@ -2,11 +2,14 @@
 recorded, in the file the server came from, keeping the person's comments, order and layout.
 
 TOML goes through tomlkit (a round-trip parser); ``.mcp.json`` keeps its key order. A file is
-replaced whole by a rename, so a failure mid-write leaves the old file, never half of one.
+replaced whole by a rename, so a failure mid-write leaves the old file, never half of one, and
+each edit reads and writes under a lock, so edits from several processes at once (two
+``nbagent mcp add``, a kernel's "Always" during ``nbagent trust``) are all kept.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -54,6 +57,33 @@ def user_file() -> Path:
     return default_home() / USER_FILE
 
 
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock on edits of ``path``: an ``flock`` on ``.NAME.lock`` beside it, removed on
+    release. The OS drops the lock with its process, so a crash never leaves the file locked; a
+    waiter that locked a lock file removed meanwhile locks the current one instead."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.parent / f".{path.name}.lock"
+    while True:
+        fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held, now = os.fstat(fd), os.stat(lock)
+            if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+
+
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` by a rename of a finished temporary file, keeping the file's mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,12 +112,14 @@ def parse_toml(path: Path) -> TOMLDocument:
 
 @contextmanager
 def editing(path: Path) -> Iterator[TOMLDocument]:
-    """The document of ``path`` to change in place; written back if the block ends normally."""
-    doc = parse_toml(path)
-    before = doc.as_string()
-    yield doc
-    if doc.as_string() != before or not path.exists():
-        _write(path, doc.as_string())
+    """The document of ``path`` to change in place, under the lock; written back if the block
+    ends normally."""
+    with locked(path):
+        doc = parse_toml(path)
+        before = doc.as_string()
+        yield doc
+        if doc.as_string() != before or not path.exists():
+            _write(path, doc.as_string())
 
 
 def _servers(doc: TOMLDocument) -> Any:
@@ -161,8 +193,13 @@ def render_servers(tables: Mapping[str, Table], settings: Mapping[str, Any] | No
 def remove_server(path: Path, name: str) -> bool:
     """Delete server ``name`` from ``path`` (TOML, or ``.mcp.json``'s ``mcpServers``); False when
     the file holds no such server."""
-    if path.name == MCP_JSON:
-        return _remove_json_server(path, name)
+    if not path.is_file():
+        return False
+    with locked(path):
+        return _remove_json_server(path, name) if path.name == MCP_JSON else _remove_toml_server(path, name)
+
+
+def _remove_toml_server(path: Path, name: str) -> bool:
     doc = parse_toml(path)
     servers = doc.get("mcp_servers")
     if not isinstance(servers, Mapping) or name not in servers:
@@ -221,8 +258,6 @@ def _strip_trailing_comments(body: list[Any], end: int) -> int:
 
 
 def _remove_json_server(path: Path, name: str) -> bool:
-    if not path.is_file():
-        return False
     text = read_text(path)
     data = read_json(path)
     servers = data.get("mcpServers") if isinstance(data, dict) else None
