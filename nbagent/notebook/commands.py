@@ -119,7 +119,8 @@ def status(agent: KernelAgent) -> None:
     lines.extend(f"warning:  {one_line(w)}" for w in agent.session_warnings)  # e.g. a config file not read
     for call_id, req in s.pending_approvals().items():
         asked = _shown(s, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
-        lines.append(f"pending approval {call_id}: {asked}  (%agent approve|deny {call_id})")
+        shown = one_line(call_id)  # the model's words: one line, whatever it put in them
+        lines.append(f"pending approval {shown}: {asked}  (%agent approve|deny {shown})")
     for rid, req in s.pending_elicitations().items():
         lines.append(f"pending question {rid} from {req.server}: {_shown(s, req.message)}")
     _out("\n".join(lines))
@@ -305,12 +306,12 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     elif len(pending) == 1:
         call_id = next(iter(pending))
     else:
-        raise UsageError(f"{decision} needs a CALL_ID ({len(pending)} approvals pending: {', '.join(pending)})")
+        raise UsageError(f"{decision} needs a CALL_ID ({len(pending)} approvals pending: {', '.join(map(one_line, pending))})")
     if call_id not in pending:
-        raise UsageError(f"no pending approval {call_id!r} (pending: {', '.join(pending) or 'none'})")
+        raise UsageError(f"no pending approval {call_id!r} (pending: {', '.join(map(one_line, pending)) or 'none'})")
     message = " ".join(args[1:]) or None if decision == "deny" else None
     s.submit(ApprovalDecision(call_id=call_id, decision=decision, message=message))  # type: ignore[arg-type]
-    _out(f"{call_id}: {decision}{' — ' + message if message else ''}")
+    _out(f"{one_line(call_id)}: {decision}{' — ' + message if message else ''}")
 
 
 OUTSIDE_HEADER = Header(model_label="outside agent", scripted=False, thread="-", policy="session policy")

@@ -113,7 +113,7 @@ class TextTurn:
         elif t == "tool_call_begin":
             e = event
             args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else e.raw_arguments  # type: ignore[union-attr]
-            self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{e.call_id}]")  # type: ignore[union-attr]
+            self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{one_line(e.call_id)}]")  # type: ignore[union-attr]
         elif t == "progress":
             total = f"/{event.total:g}" if event.total else ""  # type: ignore[union-attr]
             self._line(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())  # type: ignore[union-attr]
@@ -127,7 +127,7 @@ class TextTurn:
         elif t == "approval_resolved":
             e = event
             self._resolved.add(e.call_id)  # type: ignore[union-attr]
-            self._line(f"  approval {e.call_id}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")  # type: ignore[union-attr]
+            self._line(f"  approval {one_line(e.call_id)}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")  # type: ignore[union-attr]
         elif t == "elicitation_requested":
             self._on_elicitation(event)  # type: ignore[arg-type]
         elif t == "elicitation_resolved":
@@ -164,7 +164,7 @@ class TextTurn:
             f"? approval needed for {tool_label(e.tool, e.server, e.raw_tool, e.title)} (model name {e.tool})"
             f"{' [' + ', '.join(flags) + ']' if flags else ''}: {e.reason}\n"
             f"  arguments: {json.dumps(e.arguments, ensure_ascii=False)}\n"
-            f"  answer: %agent approve {e.call_id}   |   %agent deny {e.call_id} [reason]"
+            f"  answer: %agent approve {one_line(e.call_id)}   |   %agent deny {one_line(e.call_id)} [reason]"
         )
         if self._prompt is not None:
             asyncio.get_running_loop().call_soon(self._ask_approval, e)

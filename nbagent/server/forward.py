@@ -15,6 +15,7 @@ from nbagent.core.thread import redacted
 from nbagent.protocol import Event
 from nbagent.core.thread import DeltaRedactor
 from nbagent.store.rollout import Redactor
+from nbagent.textsafe import one_line
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 Log = Callable[[str, Any], Awaitable[None]]
@@ -51,7 +52,7 @@ def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | Non
     if kind == "elicitation_resolved":
         return f"question answered: {e.action} ({e.by})", "info", {"event": kind, "action": e.action, "by": e.by}
     if kind == "progress":
-        msg = f"{e.call_id}: {e.progress:g}" + (f"/{e.total:g}" if e.total else "") + (f" {e.message}" if e.message else "")
+        msg = f"{one_line(e.call_id)}: {e.progress:g}" + (f"/{e.total:g}" if e.total else "") + (f" {e.message}" if e.message else "")
         return msg, None, None
     if kind == "reasoning":
         return _clip("reasoning: " + e.text), None, None
