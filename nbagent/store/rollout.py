@@ -211,8 +211,8 @@ class RolloutWriter:
         self._on_line = on_line
         self._on_close = on_close
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
-        self._fd: int | None = os.open(self.path, flags, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if create else 0)
+        self._fd: int | None = _open_nofollow(self.path, flags)
         if not create:
             try:
                 self._terminate_torn_tail()
@@ -310,14 +310,28 @@ class RolloutWriter:
         self.close()
 
 
+def _open_nofollow(path: Path, flags: int) -> int:
+    """``os.open`` that never goes through a link at the rollout's own name: a link there could
+    make one thread's history another's (or a file outside the home), so it is refused by name."""
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a rollout is a regular file, not a symbolic link", str(path)) from None
+        raise
+
+
 def read_rollout(path: Path | str) -> tuple[list[RolloutLine], list[str]]:
     """Read every valid line; invalid ones are skipped with a warning naming file and line.
+    A symbolic link is refused (``OSError``), not followed.
 
     A crash may leave a torn last line and a hand edit may leave garbage anywhere: neither is
     fatal, because the rest of the file is still the facts of the thread.
     """
     path = Path(path)
-    data = path.read_bytes()
+    fd = _open_nofollow(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with open(fd, "rb") as f:
+        data = f.read()
     raw = data.split(b"\n")
     if raw and raw[-1] == b"":
         raw.pop()

@@ -3,8 +3,11 @@
 Layout: ``home/threads/<thread_id>.jsonl`` (flat, so a thread is found from its id alone
 even when the index is gone) and ``home/state.sqlite``. The rollouts are the truth; the
 index is refreshed from them whenever it is found missing, stale, of another schema or corrupt.
-Only files inside ``home/threads`` are threads: an index row or a symlink that leads elsewhere
-is ignored with a warning, so nothing outside the home is read as history or appended to.
+A thread is read and resumed only from its own file: ``<thread_id>.jsonl`` inside
+``home/threads``, a regular file reached through no symbolic link. An index row that leads
+elsewhere (outside the home, to another thread's file, through a link) is ignored with a warning
+and a link is never a rollout, so nothing is read as a thread's history or appended to that is
+not that thread's; a resume also refuses a file whose meta names another thread.
 
 A listing is answered by the index alone while the directories of the rollouts keep the times
 the last scan recorded (a rollout added, removed or renamed, by any process, changes its
@@ -19,6 +22,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -218,12 +222,24 @@ class ThreadStore:
         self._check_id(thread_id)
         return self.threads_dir / f"{thread_id}.jsonl"
 
-    def _inside(self, path: Path) -> bool:
-        """A file inside ``home/threads`` once links and ``..`` are followed."""
+    def _not_own(self, path: Path, thread_id: str) -> str | None:
+        """Why ``path`` is not ``thread_id``'s rollout; ``None`` when it is: named after the
+        thread, inside ``home/threads`` (lexically and once resolved, so no ``..`` and no link on
+        the way) and a regular file."""
+        real, top = Path(os.path.realpath(path)), self.threads_dir.resolve()
+        if not (path.is_relative_to(self.threads_dir) and real.is_relative_to(top)):
+            return f"leads outside {self.threads_dir} ({path})"
+        if ".." in path.parts:
+            return f"is not a plain path inside {self.threads_dir} ({path})"
+        if path.name != f"{thread_id}.jsonl":
+            return f"is another thread's file ({path})"
+        if real != top / path.relative_to(self.threads_dir):
+            return f"is a symbolic link ({path} -> {real}); a rollout is read only as a regular file"
         try:
-            return path.resolve().is_relative_to(self.threads_dir.resolve()) and path.is_file()
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
         except OSError:
-            return False
+            return f"is missing ({path})"
+        return None if regular else f"is not a regular file ({path})"
 
     def _scan(self) -> tuple[list[Path], Scanned]:
         """The rollouts under ``home/threads`` in path order (a link leading out of it is not one;
@@ -249,7 +265,7 @@ class ThreadStore:
                 try:
                     if entry.is_symlink():
                         if entry.name.endswith(".jsonl"):
-                            self._linked(Path(entry.path), found)
+                            self._warn(self._linked(Path(entry.path)))
                     elif entry.is_dir():
                         pending.append(entry.path)
                     elif entry.name.endswith(".jsonl") and entry.is_file():
@@ -259,11 +275,11 @@ class ThreadStore:
         found.sort()
         return found, scanned
 
-    def _linked(self, path: Path, found: list[Path]) -> None:
-        if self._inside(path):
-            found.append(path)
-        else:
-            self._warn(f"{path} links to {os.path.realpath(path)}, outside {self.threads_dir}; ignored")
+    def _linked(self, path: Path) -> str:
+        """The warning for a link among the rollouts: never read, wherever it leads."""
+        real = os.path.realpath(path)
+        where = "" if Path(real).is_relative_to(self.threads_dir.resolve()) else f", outside {self.threads_dir}"
+        return f"{path} links to {real}{where}; ignored (a rollout is read only as a regular file)"
 
     def _scan_current(self) -> bool:
         """No directory the last scan read has changed since: the index knows every rollout."""
@@ -280,27 +296,35 @@ class ThreadStore:
         return True
 
     def _row_path(self, row: ThreadSummary | None) -> Path | None:
-        """A row's rollout when it is inside the home; a row leading elsewhere is ignored."""
+        """A row's rollout when it is the thread's own file; a row leading elsewhere is ignored."""
         if row is None:
             return None
         path = Path(row.rollout_path)
-        if self._inside(path):
+        problem = self._not_own(path, row.id)
+        if problem is None:
             return path
-        if path.is_file():
-            self._warn(f"index row of thread {row.id} points outside {self.threads_dir} ({path}); ignored")
+        if os.path.lexists(path):
+            self._warn(f"index row of thread {row.id} {problem}; ignored")
         return None
 
-    def _find_path(self, thread_id: str) -> Path | None:
-        """The rollout of a thread: index row, then the usual place, then a scan."""
+    def _find_path(self, thread_id: str) -> Path:
+        """The rollout of a thread: index row, then the usual place, then a scan (which finds no
+        link). Raises ``ThreadNotFound``, saying why when the usual place holds something else."""
         if not _SAFE_ID.fullmatch(thread_id):
-            return None
+            raise ThreadNotFound(thread_id)
         found = self._row_path(self._index_call(lambda ix: ix.get(thread_id), None))
         if found is not None:
             return found
         usual = self.threads_dir / f"{thread_id}.jsonl"
-        if self._inside(usual):
+        problem = self._not_own(usual, thread_id)
+        if problem is None:
             return usual
-        return next((p for p in self._scan()[0] if p.name == usual.name), None)
+        found = next((p for p in self._scan()[0] if p.name == usual.name), None)
+        if found is not None:
+            return found
+        if os.path.lexists(usual):
+            raise ThreadNotFound(f"thread {thread_id}: its rollout {problem}; not read")
+        raise ThreadNotFound(thread_id)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -349,11 +373,9 @@ class ThreadStore:
         writer's pid) when another process still writes the thread after ``wait`` seconds.
         """
         path = self._find_path(thread_id)
-        if path is None:
-            raise ThreadNotFound(thread_id)
         lock = ThreadLock(path, thread_id).acquire(wait)
         try:
-            loaded, stats = self._load(thread_id, path)
+            loaded, stats = self._load(thread_id, path, resume=True)
         except BaseException:
             lock.release()
             raise
@@ -367,13 +389,15 @@ class ThreadStore:
         Raises ``ThreadNotFound``. Also heals the thread's index row, which a crash may have left
         behind the rollout.
         """
-        path = self._find_path(thread_id)
-        if path is None:
-            raise ThreadNotFound(thread_id)
-        return self._load(thread_id, path)[0]
+        return self._load(thread_id, self._find_path(thread_id))[0]
 
-    def _load(self, thread_id: str, path: Path) -> tuple[LoadedThread, ThreadStats]:
+    def _load(self, thread_id: str, path: Path, *, resume: bool = False) -> tuple[LoadedThread, ThreadStats]:
+        """``resume``: a file whose meta names another thread (a copy of its rollout) is refused
+        rather than read as this one, since the new turns would be appended to it."""
         lines, warnings = read_rollout(path)
+        if resume and lines and isinstance(lines[0], ThreadMeta) and lines[0].thread_id != thread_id:
+            raise ThreadNotFound(f"thread {thread_id}: its rollout {path} names thread {lines[0].thread_id!r} "
+                                 "in its first line (a copy of that thread's rollout?); not resumed")
         found = thread_meta(lines, path, warnings)
         if found is None:
             raise ThreadNotFound(f"{thread_id}: rollout {path} holds no readable line")
@@ -417,8 +441,8 @@ class ThreadStore:
         row = self._index_call(lambda ix: ix.get(key), None)
         if self._row_path(row) is not None:
             return row.id  # type: ignore[union-attr]
-        if _SAFE_ID.fullmatch(key) and self._inside(self.threads_dir / f"{key}.jsonl"):
-            return key
+        if _SAFE_ID.fullmatch(key) and os.path.lexists(self.threads_dir / f"{key}.jsonl"):
+            return key  # whatever is there: opening it says what is wrong with it
         row = self._index_call(lambda ix: ix.by_name(key), None)
         if self._row_path(row) is not None:
             return row.id  # type: ignore[union-attr]
