@@ -246,7 +246,9 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
     def resolve(
         self, request: ApprovalRequested, resolution: Resolution[ApprovalDecision], turn_id: str | None
     ) -> Resolution[ApprovalDecision]:
-        """What a person's answer keeps ("for this session", "always"), then its record."""
+        """The answer's record first, so nothing after it (a config file that cannot be written)
+        can lose a decision once made; then what it keeps ("for this session", "always")."""
+        super().resolve(request, resolution, turn_id)
         decision, spec = resolution.answer.decision, self._specs[request.call_id]
         if resolution.by == "user" and decision in ("approve_session", "always"):
             self.memory.remember(spec)
@@ -254,7 +256,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             self._bus.emit(
                 WarningEvent(message=f"'always' for {spec.display_name} written to {written}"), turn_id=turn_id
             )
-        return super().resolve(request, resolution, turn_id)
+        return resolution
 
     def records(
         self, request: ApprovalRequested, resolution: Resolution[ApprovalDecision], turn_id: str | None

@@ -35,6 +35,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
 from nbagent.core.thread import ThreadState
+from nbagent.core.thread_settings import adopt
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn, sooner
@@ -59,6 +60,7 @@ from nbagent.protocol import (
     Policy,
     SessionConfigured,
     Shutdown,
+    ThreadMeta,
     ShutdownComplete,
     ToolSpec,
     TurnAborted,
@@ -114,6 +116,8 @@ class Session:
     ) -> None:
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         overrides: dict[str, Any] = {"model": model, "approval_policy": policy, "home": str(home) if home else None}
+        self._given = {key for key in ("model", "approval_policy") if overrides[key] is not None}
+        """What the caller named; the rest of a resumed thread's settings are the thread's own."""
         if config is None:
             self.config = load_config(self.cwd, overrides=overrides)
         else:  # a copy (keeping its sources and key): per-session settings never leak back
@@ -142,7 +146,7 @@ class Session:
             config=self.config,
         )
         self.servers = McpServers(self._mcp, self._server_configured)
-        self.inspector = Inspector(self.thread.redactor, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.id else None)
+        self.inspector = Inspector(self.thread.redactor, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.stored else None)
         """The last request and the last turns' events, for ``inspect`` (DESIGN §12.3)."""
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
         self._bus.subscribe(self.inspector.on_event)
@@ -171,7 +175,7 @@ class Session:
         self.servers.start()
         try:
             if self._requested_thread:
-                await self.thread.resume(self._requested_thread)
+                await self.thread.resume(self._requested_thread, self._adopt)
             else:
                 await self.thread.new(self._first_thread_name)
         except BaseException:  # no thread (busy, a full disk): the servers started must not outlive it
@@ -455,14 +459,20 @@ class Session:
 
     # -- thread announcements and remembered approvals ---------------------------------------
 
+    def _adopt(self, meta: ThreadMeta) -> None:
+        """The thread this session opened runs on as it ran, but for what the caller named."""
+        for message in adopt(self.config, meta, model_given="model" in self._given,
+                             policy_given="approval_policy" in self._given):
+            self.warn(message)
+
     def _configured(self, resumed: int) -> None:
-        label, scripted = self.model_name or "no model configured", False
+        label, scripted, problem = self.model_name or "no model configured", False, None
         try:
             if self.model_name:
                 client = self.model_client()
                 label, scripted = client.label, client.scripted
         except (ConfigError, ModelError) as exc:
-            self._bus.emit(ErrorEvent(message=str(exc), code="config"))
+            problem = str(exc)
         self._bus.emit(
             SessionConfigured(
                 model=self.model_name,
@@ -474,22 +484,30 @@ class Session:
                 resumed_items=resumed,
             )
         )
+        if problem is not None:  # after the announcement, as every front end shows it
+            self._bus.emit(ErrorEvent(message=problem, code="config"))
         for message in self._store.take_warnings():
             self._bus.emit(WarningEvent(message=message))
 
     def _write_always(self, spec: ToolSpec) -> str | None:
         """Where an "Always" is kept: the file the tool's server came from, next to its table
-        (the desk says which); for a tool no file defines, this session only, and a warning why."""
+        (the desk says which); for a tool no file defines, or when that file cannot be written
+        (a person broke it meanwhile), this session only, and a warning why."""
         from nbagent.config.edit import record_always_approval  # the TOML writer, on first use
 
         if spec.server is None:
             why = "is not an MCP tool"
-        elif written := record_always_approval(
-            self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=fingerprint(spec)
-        ):
-            return str(written)
         else:
-            why = f"comes from MCP server '{spec.server}', which was given to this session, not read from a config file"
+            try:
+                written = record_always_approval(
+                    self.config, spec.server, spec.raw_name, cwd=self.cwd, definition=fingerprint(spec)
+                )
+            except (ConfigError, OSError) as exc:  # the decision stands, recorded; only the file is not written
+                why = f"could not be saved to its config file ({exc})"
+            else:
+                if written is not None:
+                    return str(written)
+                why = f"comes from MCP server '{spec.server}', which was given to this session, not read from a config file"
         self._bus.emit(WarningEvent(message=f"{spec.name} {why}: 'always' applies to this session only"))
         return None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkabl
 
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
-from nbagent.mcp.checks import MAX_ARGUMENT_DEPTH, TOO_DEEP, nested_deeper
+from nbagent.mcp.checks import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.mcp.meta import new_traceparent
 from nbagent.mcp.results import to_model_output
 from nbagent.protocol import (
@@ -29,6 +29,7 @@ from nbagent.protocol import (
     ToolResult,
     ToolSpec,
 )
+from nbagent.schema.subset import ok_str
 
 if TYPE_CHECKING:
     from nbagent.core.approval import ApprovalDesk
@@ -40,23 +41,41 @@ class AbortTurn(Exception):
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """``(arguments, problem)``: the model's JSON string as an object, or why it is not one."""
+    """``(arguments, problem)``: the model's JSON string as an object, or why it is not one and
+    what to send instead."""
     if not raw.strip():
         return {}, None
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}"
+        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}. {AS_OBJECT}"
     except RecursionError:  # nested deeper than the parser recurses: far past the limit
-        return None, TOO_DEEP
+        return None, f"{TOO_DEEP}. {NOT_DEEPER}"
     if not isinstance(value, dict):
-        return None, f"the arguments must be a JSON object, got {type(value).__name__}"
-    return check_depth(value)
+        return None, f"the arguments must be a JSON object, got {type(value).__name__}. {AS_OBJECT}"
+    return checked(value)
 
 
-def check_depth(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """``(arguments, None)``, or ``(None, problem)`` when they nest deeper than the limit."""
-    return (None, TOO_DEEP) if nested_deeper(arguments) else (arguments, None)
+def recordable(raw: str) -> str:
+    """The model's arguments with each lone surrogate character written as its ``\\uXXXX``
+    escape: JSON reads both alike (and ``checked`` refuses either, naming where), but only the
+    escape can be encoded, so the call the model made can be recorded as made."""
+    return raw if ok_str(raw) else raw.encode("utf-8", "backslashreplace").decode()
+
+
+AS_OBJECT = "Send the arguments as a JSON object"
+NOT_DEEPER = f"Send the arguments nested at most {MAX_ARGUMENT_DEPTH} levels deep"
+PLAIN_JSON = "Send strings of Unicode text (a surrogate escape only as half of a pair) and finite numbers"
+
+
+def checked(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """``(arguments, None)``, or ``(None, problem)`` when they cannot be sent on as they are
+    (``unsendable``): refused before any approval, so no panel offers what could not be
+    recorded or would not reach the server as shown."""
+    problem = unsendable(arguments)
+    if problem is None:
+        return arguments, None
+    return None, f"{problem}. {NOT_DEEPER if problem == TOO_DEEP else PLAIN_JSON}"
 
 
 NAMES_LISTED = 50
@@ -135,7 +154,7 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     model reads."""
     entry = turn.catalogue.get(call.name)
     spec = entry[0] if entry else None
-    arguments, problem = check_depth(parsed) if parsed is not None else parse_arguments(call.arguments)
+    arguments, problem = checked(parsed) if parsed is not None else parse_arguments(call.arguments)
     turn.emit(
         ToolCallBegin(
             call_id=call.call_id,
@@ -152,8 +171,7 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     if entry is None:
         return ToolResult.error(f"unknown tool {call.name!r}; {_available(turn.catalogue)}")
     if arguments is None:
-        fix = f"nested at most {MAX_ARGUMENT_DEPTH} levels deep" if problem == TOO_DEEP else "as a JSON object"
-        return ToolResult.error(f"could not call {call.name}: {problem}. Send the arguments {fix}.")
+        return ToolResult.error(f"could not call {call.name}: {problem}.")
     current = await definition_to_run(turn.asks, *entry)
     if isinstance(current, str):
         return ToolResult.error(f"could not call {call.name}: {current}")

@@ -21,7 +21,7 @@ from nbagent.core.context import ContextBudget, Reason, compact, text_tokens, to
 from nbagent.core.provider import ToolProvider
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState, for_provider
-from nbagent.core.tool_call import AbortTurn, execute_call
+from nbagent.core.tool_call import AbortTurn, execute_call, recordable
 from nbagent.core.request_tools import RequestTools
 from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import (
@@ -265,7 +265,7 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
                     turn_id=turn.turn_id,
                     call_id=_unique_call_id(redact(part.call_id), turn.thread.call_ids, calls),
                     name=name,
-                    arguments=part.arguments,
+                    arguments=recordable(part.arguments),
                     server=entry[0].server if entry else None,
                     raw_tool=entry[0].raw_name if entry else None,
                 )

@@ -8,6 +8,7 @@ and is given a time bound after which the value is refused (never let through un
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from nbagent.mcp.elicitation import validate_content
 from nbagent.mcp.validation import SchemaUnusable, compiled
 from nbagent.protocol import ElicitationRequested
 from nbagent.schema import sanitize_schema, without_regexes
+from nbagent.schema.subset import ok_str
 
 CHECK_SECONDS = 2.0
 """Bound on one check; sanitised, regex-free checks take microseconds."""
@@ -47,27 +49,48 @@ deeper than 201) with the arguments several levels inside its envelope; no real 
 TOO_DEEP = f"the arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
 
 
-def nested_deeper(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` levels deep. Walked with a
-    stack, not recursion: the value may be deeper than Python's recursion limit."""
-    stack = [(value, 1)]
+def unsendable(arguments: dict[str, Any], limit: int = MAX_ARGUMENT_DEPTH) -> str | None:
+    """Why ``arguments`` cannot be sent on as the JSON they stand for, naming where in them;
+    ``None`` when they can. Three things Python's ``json`` reads but nothing after it can carry:
+    nesting past ``limit`` (``TOO_DEEP``); a lone surrogate (``"\\ud800"``), which is not Unicode
+    text, so no event, record or request holding it can be encoded; and NaN or Infinity, which
+    JSON has no number for, so a server would be sent ``null`` for what the person approved.
+    Walked with a stack, not recursion: they may nest deeper than Python's recursion limit."""
+    stack: list[tuple[dict[Any, Any] | list[Any], tuple[object, ...]]] = [(arguments, ())]
     while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+        item, path = stack.pop()
+        if len(path) >= limit:  # a container ``limit`` levels down holds a level more
+            return TOO_DEEP
+        for key, child in item.items() if isinstance(item, dict) else enumerate(item):
+            if isinstance(key, str) and not ok_str(key):
+                return f"a name in {_where(path)} {_not_text(key)}"
+            if isinstance(child, (dict, list)):
+                stack.append((child, (*path, key)))
+            elif isinstance(child, str) and not ok_str(child):
+                return f"{_where((*path, key))} {_not_text(child)}"
+            elif isinstance(child, float) and not math.isfinite(child):
+                spelled = "NaN" if child != child else "Infinity" if child > 0 else "-Infinity"
+                return f"{_where((*path, key))} is {spelled}, which JSON has no number for"
+    return None
+
+
+def _where(path: tuple[object, ...]) -> str:
+    return f"the argument {'/'.join(map(str, path))}" if path else "the arguments"
+
+
+def _not_text(text: str) -> str:
+    """Why ``text`` is refused, with its first lone surrogate as an escape (the character itself
+    cannot be shown or sent)."""
+    lone = next(ch for ch in text if "\ud800" <= ch <= "\udfff")
+    return f"holds a lone surrogate (\\u{ord(lone):04x}), which is not Unicode text"
 
 
 def argument_problems(schema: dict[str, Any] | None, arguments: Any, root: str = "arguments") -> list[str]:
     """Why ``arguments`` would not satisfy the tool's input schema (empty when they do)."""
     if not isinstance(arguments, dict):
         return [f"{root} must be a JSON object"]
-    if nested_deeper(arguments):  # before any validator recurses into them
-        return [f"{root}: {TOO_DEEP}"]
+    if (problem := unsendable(arguments)) is not None:  # before any validator recurses into them
+        return [f"{root}: {problem}"]
     if not schema:
         return []
     return bounded(lambda: _schema_problems(schema, arguments, root), "the arguments")
