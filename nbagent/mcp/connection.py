@@ -35,6 +35,7 @@ from nbagent.deliver import deliver
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.mcp.validation import OutputCheck
+from nbagent.mcp.listing import ToolHints, first_of_each
 from nbagent.mcp.wire import WireTap, server_secrets
 from nbagent.protocol import (
     ElicitationRequested,
@@ -251,6 +252,9 @@ class McpConnection:
     def _emit(self, event: EventMsg) -> None:
         deliver(self._on_event, event, log)  # a broken subscriber must not break the connection
 
+    def _warn(self, message: str) -> None:
+        self._emit(WarningEvent(message=message))
+
     # ----- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -315,7 +319,8 @@ class McpConnection:
         """The owner task: every SDK context is entered and exited here."""
         try:
             async with AsyncExitStack() as stack:
-                transport = self.wire.tap(self._transport(stack))
+                # The tap records what arrived; the SDK reads it with hints that are not booleans dropped.
+                transport = ToolHints(self.name, self._warn).wrap(self.wire.tap(self._transport(stack)))
                 client = Client(
                     transport,
                     mode=self.mode,
@@ -485,6 +490,7 @@ class McpConnection:
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
         tools = await self._paginate("tools/list", lambda cursor: client.list_tools(cursor=cursor), "tools")
+        tools = first_of_each(self.name, tools, self._warn)
         self._check_output.listed(tools)
         return tools
 

@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -92,13 +92,15 @@ class WireTap:
 
     def tap(self, transport: AbstractAsyncContextManager[Any]) -> AbstractAsyncContextManager[Any]:
         """``transport`` with both of its streams recorded here."""
+        return watched(transport, received=self._received, sent=self._sent)
 
-        @asynccontextmanager
-        async def tapped() -> AsyncIterator[tuple[Any, Any]]:
-            async with transport as (read, write):
-                yield _Read(read, self), _Write(write, self)
+    def _received(self, item: Any) -> Any:
+        self.note("received", item)
+        return item
 
-        return tapped()
+    def _sent(self, item: Any) -> Any:
+        self.note("sent", item)
+        return item
 
     def messages(self, secrets: Iterable[str], last: int | None = None) -> list[WireMessage]:
         """The last ``last`` messages (all kept when ``None``), oldest first, redacted now.
@@ -114,24 +116,38 @@ class WireTap:
         return [redactor.message(*record) for record in dumped]
 
 
-class _Read:
-    """The transport's read stream, noting each message it yields."""
+Watch = Callable[[Any], Any]
+"""Sees one message and returns the one to pass on: the same, or one put in its place."""
 
-    def __init__(self, inner: Any, tap: WireTap) -> None:
-        self._inner, self._tap = inner, tap
+
+def watched(
+    transport: AbstractAsyncContextManager[Any], *, received: Watch, sent: Watch
+) -> AbstractAsyncContextManager[Any]:
+    """``transport`` with each message it yields passed through ``received`` and each one sent
+    through ``sent`` (the wire tap records them; ``ToolHints`` reads the tool listings)."""
+
+    @asynccontextmanager
+    async def streams() -> AsyncIterator[tuple[Any, Any]]:
+        async with transport as (read, write):
+            yield _Read(read, received), _Write(write, sent)
+
+    return streams()
+
+
+class _Read:
+    """The transport's read stream, passing each message it yields through ``see``."""
+
+    def __init__(self, inner: Any, see: Watch) -> None:
+        self._inner, self._see = inner, see
 
     async def receive(self) -> Any:
-        item = await self._inner.receive()
-        self._tap.note("received", item)
-        return item
+        return self._see(await self._inner.receive())
 
     def __aiter__(self) -> _Read:
         return self
 
     async def __anext__(self) -> Any:
-        item = await self._inner.__anext__()
-        self._tap.note("received", item)
-        return item
+        return self._see(await self._inner.__anext__())
 
     async def __aenter__(self) -> _Read:
         await self._inner.__aenter__()
@@ -145,14 +161,13 @@ class _Read:
 
 
 class _Write:
-    """The transport's write stream, noting each message before it goes."""
+    """The transport's write stream, passing each message through ``see`` before it goes."""
 
-    def __init__(self, inner: Any, tap: WireTap) -> None:
-        self._inner, self._tap = inner, tap
+    def __init__(self, inner: Any, see: Watch) -> None:
+        self._inner, self._see = inner, see
 
     async def send(self, item: Any, /) -> None:
-        self._tap.note("sent", item)
-        await self._inner.send(item)
+        await self._inner.send(self._see(item))
 
     async def __aenter__(self) -> _Write:
         await self._inner.__aenter__()
