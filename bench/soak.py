@@ -30,7 +30,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
-TOKEN = "soak-token"
+TOKEN = "soak-token-0123456789"
 
 
 def start_server(tmp: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:

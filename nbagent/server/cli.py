@@ -25,11 +25,12 @@ def _parser() -> argparse.ArgumentParser:
         "--http serves streamable HTTP on 127.0.0.1 behind a bearer token."))
     p.add_argument("--http", metavar="HOST:PORT", type=_hostport,
                    help="serve streamable HTTP at HOST:PORT (PORT 0 picks one; an IPv6 HOST in [brackets])")
-    p.add_argument("--token", help=f"bearer token (default: ${TOKEN_ENV}, else a new one printed to stderr)")
+    p.add_argument("--token", help=f"bearer token, at least 16 characters (default: ${TOKEN_ENV}, "
+                                   "else a new one printed to stderr)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback HOST (you provide TLS and network protection)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
-                   help="another Host/Origin name to accept (repeatable)")
+                   help="another Host/Origin name to accept, at the port served or NAME:PORT (repeatable)")
     p.add_argument("--model", help="default model for new threads (e.g. gpt-5.1 or replay:PATH)")
     p.add_argument("--policy", choices=POLICIES,
                    help="default approval policy for new threads")
@@ -140,15 +141,17 @@ def main_mcp_server(argv: list[str]) -> int:
         except signals.Stopped as stop:
             return stop.exit_code
         return 0
-    from nbagent.server.http import check_bind, new_token
+    from nbagent.server.http import check_bind, check_token, new_token, split_host
 
     host, port = args.http
+    given, source = (args.token, "--token") if args.token else (os.environ.get(TOKEN_ENV), f"${TOKEN_ENV}")
     try:
         check_bind(host, args.allow_remote)
+        for name in args.allowed_host:
+            split_host(name)
+        token = check_token(given, source) if given else new_token()
     except ValueError as exc:
         return fail("nbagent mcp-server", exc)
-    given = args.token or os.environ.get(TOKEN_ENV)
-    token = given or new_token()
     add_process_secret(token)  # a caller may paste it into a prompt: rollouts redact it
     try:
         signals.run(serve_http(defaults, host, port, token, printed_token=not given, extra_hosts=args.allowed_host))

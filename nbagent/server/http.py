@@ -1,8 +1,11 @@
 """Streamable HTTP for nbagent's servers: a bearer token, Host/Origin checks, loopback only.
 
-The guard runs before the SDK app: a foreign ``Host`` is refused with 421 and a foreign
-``Origin`` with 403 (DNS rebinding: a web page must not reach a local agent), then a missing or
-wrong token with 401. The SDK's own ``TransportSecuritySettings`` stay on behind it as a second
+The guard runs before the SDK app: a request without exactly one ``Host`` naming this server
+and the port it listens on is refused with 421, one with more than one ``Origin`` or an
+``Origin`` that is not a plain ``scheme://host[:port]`` on an allowed host with 403 (DNS
+rebinding: a web page must not reach a local agent), then a missing or wrong token with 401.
+Values are compared whole, never by a prefix or a lenient parse: ``127.0.0.1:PORT@evil.example``
+is not this server. The SDK's own ``TransportSecuritySettings`` stay on behind it as a second
 check. Serving uses ``uvicorn.Server.serve()`` on the caller's loop, never ``uvicorn.run``
 (which calls ``asyncio.run`` and cannot run inside a Jupyter kernel).
 """
@@ -21,16 +24,28 @@ from urllib.parse import urlsplit
 
 from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MCP_PATH = "/mcp"
+MIN_TOKEN_LEN = 16
+"""A chosen token shorter than this is refused: it could be guessed, and it would be too short
+for the rollouts to redact (``nbagent.store.MIN_SECRET_LEN``)."""
 
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def check_token(token: str, source: str) -> str:
+    """A token the user chose, or ``ValueError`` naming ``source`` (never the value)."""
+    if len(token) < MIN_TOKEN_LEN:
+        raise ValueError(f"the bearer token from {source} has {len(token)} characters; it needs at least "
+                         f"{MIN_TOKEN_LEN} characters (leave it out and nbagent generates one)")
+    if not (token.isascii() and token.isprintable()) or " " in token:
+        raise ValueError(f"the bearer token from {source} must be printable ASCII without spaces")
+    return token
 
 
 def is_loopback(host: str) -> bool:
@@ -42,12 +57,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _hostname(value: str) -> str:
-    """``[::1]:8080`` -> ``::1``; ``Localhost:80`` -> ``localhost``."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+def split_host(entry: str) -> tuple[str, int | None]:
+    """``NAME``, ``NAME:PORT``, ``[V6]``, ``[V6]:PORT`` or a bare ``V6`` -> (lowercase name, port).
+
+    Raises ``ValueError`` for anything else (userinfo, a path, a bad port).
+    """
+    entry = entry.strip().lower()
+    if entry.count(":") > 1 and not entry.startswith("["):
+        ipaddress.IPv6Address(entry)
+        return entry, None
+    parts = urlsplit("//" + entry)
+    if not parts.hostname or "@" in parts.netloc or parts.netloc != entry or parts.path:
+        raise ValueError(f"expected HOST or HOST:PORT, got {entry!r}")
+    return parts.hostname, parts.port
+
+
+def _bracketed(name: str) -> str:
+    return f"[{name}]" if ":" in name else name
+
+
+def _header(scope: Scope, name: bytes) -> list[str]:
+    """Every value of header ``name``: a repeated header must not hide behind its first copy."""
+    return [value.decode("latin-1") for key, value in scope["headers"] if key.lower() == name]
 
 
 class Guard:
@@ -56,25 +87,48 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str, hosts: Iterable[str]) -> None:
         self.app = app
         self.token = token.encode()
-        self.hosts = {h.lower() for h in hosts}
+        self.hosts = [split_host(h) for h in hosts]
+        self.names = {name for name, _ in self.hosts}
+
+    def _host_ok(self, values: list[str], scope: Scope) -> bool:
+        """Exactly one Host: an allowed name with the port this server listens on (or the one
+        an ``--allowed-host NAME:PORT`` gives); no port means the scheme's default."""
+        if len(values) != 1:
+            return False
+        listening = (scope.get("server") or (None, None))[1]
+        accepted: set[str] = set()
+        for name, fixed in self.hosts:
+            port = fixed if fixed is not None else listening
+            accepted.add(f"{_bracketed(name)}:{port}")
+            if port in (80, 443):
+                accepted.add(_bracketed(name))
+        return values[0].strip().lower() in accepted
+
+    def _origin_ok(self, values: list[str]) -> bool:
+        """No Origin (not a browser), or exactly one: ``http(s)://host[:port]`` on an allowed host."""
+        if not values:
+            return True
+        origin = values[0].strip()
+        parts = urlsplit(origin)
+        try:
+            parts.port
+        except ValueError:
+            return False
+        return (len(values) == 1 and parts.scheme in ("http", "https") and "@" not in parts.netloc
+                and origin == f"{parts.scheme}://{parts.netloc}" and (parts.hostname or "") in self.names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        host = headers.get("host", "")
-        if _hostname(host) not in self.hosts:
+        if not self._host_ok(_header(scope, b"host"), scope):
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
             return
-        origin = headers.get("origin")
-        if origin is not None:
-            parts = urlsplit(origin)
-            if parts.scheme not in ("http", "https") or (parts.hostname or "").lower() not in self.hosts:
-                await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
-                return
-        auth = headers.get("authorization", "")
-        scheme, _, given = auth.partition(" ")
+        if not self._origin_ok(_header(scope, b"origin")):
+            await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
+            return
+        auth = _header(scope, b"authorization")
+        scheme, _, given = (auth[0] if len(auth) == 1 else "").partition(" ")
         if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), self.token):
             response = PlainTextResponse("A valid bearer token is required", status_code=401,
                                          headers={"WWW-Authenticate": 'Bearer realm="nbagent"'})
@@ -94,10 +148,12 @@ def http_app(server: Server[Any], token: str, *, bind_host: str = "127.0.0.1",
              extra_hosts: Iterable[str] = ()) -> ASGIApp:
     """The SDK's streamable HTTP app at ``/mcp`` behind the ``Guard``."""
     hosts = allowed_hosts(bind_host, extra_hosts)
+    guard_hosts = [split_host(h) for h in hosts]
     settings = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[p for h in hosts for p in ((f"[{h}]:*", f"[{h}]") if ":" in h else (f"{h}:*", h))],
-        allowed_origins=[f"{s}://{f'[{h}]' if ':' in h else h}{p}" for h in hosts for s in ("http", "https")
+        allowed_hosts=[p for h, port in guard_hosts for p in
+                       ((f"{_bracketed(h)}:{port}",) if port else (f"{_bracketed(h)}:*", _bracketed(h)))],
+        allowed_origins=[f"{s}://{_bracketed(h)}{p}" for h, _ in guard_hosts for s in ("http", "https")
                          for p in (":*", "")],
     )
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=settings, host=bind_host)

@@ -24,7 +24,7 @@ from mcp.server.lowlevel.server import Server
 from nbagent._version import __version__
 from nbagent.core.thread import redacted
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
-from nbagent.server.http import HttpHandle, check_bind, http_app, new_token, start_http
+from nbagent.server.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.store import add_process_secret
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ async def start_notebook_server(
 ) -> NotebookServerHandle:
     """Serve ``session``'s tools on the running (kernel) loop; returns once it listens."""
     check_bind(host, allow_remote=False)
-    token = token or new_token()
+    token = check_token(token, "token=") if token else new_token()
     add_process_secret(token)  # a caller may send it back in arguments: rollouts redact it
     app = http_app(build_notebook_server(session), token, bind_host=host)
     handle = await start_http(app, host=host, port=port, token=token, signals=False)

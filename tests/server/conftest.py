@@ -98,7 +98,7 @@ class HttpServer:
     process: subprocess.Popen[str]
 
 
-def start_http_server(senv: ServerEnv, *extra: str, token: str | None = "test-token") -> HttpServer:
+def start_http_server(senv: ServerEnv, *extra: str, token: str | None = "test-token-0123456789") -> HttpServer:
     args = [sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0", *extra]
     if token:
         args += ["--token", token]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from nbagent import Session
 from nbagent.server.http import Guard, allowed_hosts, check_bind
+from nbagent.server.notebook_server import start_notebook_server
 from tests.server.conftest import HttpServer, ServerEnv, start_http_server
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -41,6 +45,55 @@ def test_foreign_host_and_origin_refused(http_server: HttpServer) -> None:
     assert _post(http_server, Host="evil.example.com:80").status_code == 421
     port = urlsplit(http_server.url).port
     assert _post(http_server, Origin=f"http://localhost:{port}", **auth).status_code == 200
+
+
+def _raw_status(url: str, *headers: str) -> int:
+    """The status of an ``initialize`` POST sent byte for byte, so that repeated and odd headers
+    reach the server exactly as written (an HTTP client would merge or refuse them)."""
+    parts = urlsplit(url)
+    body = json.dumps(INIT).encode()
+    head = [f"POST {parts.path} HTTP/1.1", *headers, *(f"{k}: {v}" for k, v in ACCEPT.items()),
+            f"Content-Length: {len(body)}", "Connection: close"]
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall("\r\n".join(head).encode() + b"\r\n\r\n" + body)
+        reply = b""
+        while b"\r\n" not in reply and (chunk := sock.recv(4096)):
+            reply += chunk
+    return int(reply.split(b" ", 2)[1])
+
+
+def test_host_and_origin_parsed_strictly(http_server: HttpServer) -> None:
+    """One Host, exactly this server's address and port; at most one Origin, a loopback URL."""
+    port = urlsplit(http_server.url).port
+    here = f"Host: 127.0.0.1:{port}"
+    refused_host, refused_origin = {421}, {403}
+    cases = {
+        "exact": ([here, f"Origin: http://localhost:{port}"], {200}),
+        "userinfo in Host": ([f"Host: 127.0.0.1:{port}@evil.example"], refused_host),
+        "two Hosts": ([here, "Host: evil.example"], {400, 421}),  # h11 itself refuses it with 400
+        "another port": (["Host: 127.0.0.1:1"], refused_host),
+        "no port": (["Host: localhost"], refused_host),
+        "two Origins": ([here, f"Origin: http://127.0.0.1:{port}", "Origin: http://evil.example"], refused_origin),
+        "userinfo in Origin": ([here, f"Origin: http://evil.example@127.0.0.1:{port}"], refused_origin),
+        "Origin with a path": ([here, f"Origin: http://127.0.0.1:{port}/x"], refused_origin),
+    }
+    auth = f"Authorization: Bearer {http_server.token}"
+    got = {name: _raw_status(http_server.url, auth, *headers) for name, (headers, _) in cases.items()}
+    assert {name: status for name, status in got.items() if status not in cases[name][1]} == {}
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_short_token_refused(senv: ServerEnv, how: str) -> None:
+    short = "abc1234"
+    args, env = [sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0"], senv.env()
+    if how == "flag":
+        args += ["--token", short]
+    else:
+        env["NBAGENT_SERVER_TOKEN"] = short
+    done = subprocess.run(args, env=env, cwd=senv.work, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "at least 16 characters" in done.stderr and short not in done.stderr
+    assert ("--token" if how == "flag" else "$NBAGENT_SERVER_TOKEN") in done.stderr
 
 
 def _listeners(port: int) -> list[str]:
@@ -112,3 +165,10 @@ async def test_guard_unit() -> None:
         assert (await client.get("/mcp", headers={"Authorization": "Bearer tok", "Host": "127.0.0.1.evil.com"})).status_code == 421
         assert (await client.get("/mcp", headers={"Authorization": "Bearer tokx"})).status_code == 401
     assert calls == ["/mcp", "/mcp"]
+
+
+async def test_notebook_server_refuses_a_short_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    async with Session(model="replay:" + str(tmp_path / "none.json"), policy="on-request") as session:
+        with pytest.raises(ValueError, match="at least 16 characters"):
+            await start_notebook_server(session, token="abc1234")
