@@ -8,8 +8,11 @@ an escape sequence clears a terminal, retitles its window or writes the clipboar
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
+import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -93,3 +96,80 @@ def is_link_url(url: str | None) -> bool:
     except ValueError:
         return False
     return parts.scheme.lower() in LINK_SCHEMES and bool(parts.netloc)
+
+
+_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
+"""A last label a browser reads as a number, making the host an IPv4 address (``127.1``, ``0x7f.1``)."""
+_ONE_SCRIPT = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}
+"""Scripts written together in one name (Japanese), so mixing them is no warning."""
+
+
+@dataclass(frozen=True)
+class LinkCheck:
+    """What a person should see of a link before opening it: the host it really goes to, and why
+    it may not be the site it reads as (the MCP spec: show the target domain, warn on suspicious URLs)."""
+
+    host: str
+    """The host the browser will contact, in ASCII (an internationalised name in its punycode)."""
+    warnings: tuple[str, ...]
+
+
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    script = name.split(" ", 1)[0] if name else "UNKNOWN"
+    return _ONE_SCRIPT.get(script, script)
+
+
+def _unicode_host(host: str) -> str | None:
+    """The host as its letters read, or ``None`` when its punycode does not decode."""
+    try:
+        return ".".join(label.encode("ascii").decode("idna") if label.startswith("xn--") else label
+                        for label in host.split("."))
+    except (UnicodeError, ValueError):
+        return None
+
+
+def check_link(url: str) -> LinkCheck:
+    """The host of ``url`` (a link per :func:`is_link_url`) and its warnings: a user name before
+    ``@`` (``https://github.com@evil.example/`` goes to evil.example), an IP address for a name,
+    punycode or non-ASCII letters, letters of two scripts in one label."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    warnings: list[str] = []
+    if "@" in parts.netloc:
+        user = parts.netloc.rsplit("@", 1)[0]
+        warnings.append(f"the link opens {host}: {one_line(user)!r} before the @ is only a user name sent to it, not the site")
+    try:
+        ascii_host = host.encode("idna").decode("ascii") if not host.isascii() else host
+    except UnicodeError:
+        ascii_host = host
+        warnings.append("the host is not a valid internationalised name")
+    labels = ascii_host.split(".")
+    try:
+        ipaddress.ip_address(host)
+        numeric = True
+    except ValueError:
+        numeric = bool(_NUMERIC_LABEL.match(labels[-1] or (labels[-2] if len(labels) > 1 else "")))
+    if numeric:
+        warnings.append(f"the host is a bare IP address ({host}), not a name that says whose site it is")
+    elif any(label.startswith("xn--") for label in labels):
+        readable = _unicode_host(ascii_host)
+        if readable is None:
+            warnings.append(f"the host {ascii_host} is punycode (xn--) that does not decode")
+        else:
+            warnings.append(f"the host reads as {describe_for_display(readable)} but is {ascii_host} (punycode): "
+                            "letters of another alphabet can imitate a familiar name")
+            for label in readable.split("."):
+                scripts = sorted({_script(ch) for ch in label if ch.isalpha()})
+                if len(scripts) > 1:
+                    named = " and ".join(s.title() for s in scripts)
+                    warnings.append(f"{describe_for_display(label)!r} mixes {named} letters, as a look-alike name does")
+    return LinkCheck(host=ascii_host, warnings=tuple(warnings))
+
+
+def link_notes(url: str) -> list[str]:
+    """:func:`check_link` as lines of text: where the link goes, then each warning."""
+    if not is_link_url(url):
+        return []
+    checked = check_link(url)
+    return [f"it opens {checked.host}", *(f"⚠ {w}" for w in checked.warnings)]

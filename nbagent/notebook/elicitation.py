@@ -26,7 +26,7 @@ from nbagent.notebook.html import COLORS, esc, link, muted
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse
 from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.protocol.ops import Submit
-from nbagent.textsafe import describe_for_display
+from nbagent.textsafe import check_link, describe_for_display, is_link_url
 
 _INT_LIMIT = 2**53
 _PLACEHOLDER = {"email": "name@example.com", "uri": "https://…", "date": "YYYY-MM-DD", "date-time": "YYYY-MM-DDTHH:MM:SSZ"}
@@ -163,9 +163,17 @@ class ElicitationForm:
         self.problems.value = html
 
     def _url_html(self) -> str:
+        """The link, the host it opens on its own line (a label can name any site), and why the
+        address may not be the site it reads as."""
         url = self.event.url or ""
+        where = ""
+        if is_link_url(url):
+            checked = check_link(url)
+            where = f"<div>It opens <b>{esc(checked.host)}</b></div>" + "".join(
+                f"<div style='color:{COLORS['warn']}'>⚠ {esc(w)}</div>" for w in checked.warnings
+            )
         return (
-            f"<div>Open this link yourself to continue: {link(url)}</div>"
+            f"<div>Open this link yourself to continue: {link(url)}</div>{where}"
             f"<div>{muted('nbagent never opens it for you. Press Done when finished there.')}</div>"
         )
 

@@ -27,7 +27,7 @@ from nbagent.protocol import (
     Op,
 )
 from nbagent.protocol.ops import Submit
-from nbagent.textsafe import describe_for_display, one_line
+from nbagent.textsafe import describe_for_display, link_notes, one_line
 
 Ask = Callable[[str], str]
 
@@ -184,7 +184,9 @@ class TextTurn:
         self._submit_quietly(ElicitationResponse(request_id=e.request_id, action=action, content=content))  # type: ignore[arg-type]
 
     def _on_elicitation(self, e: ElicitationRequested) -> None:
-        where = f" — open {e.url} yourself" if e.mode == "url" and e.url else ""
+        where = ""
+        if e.mode == "url" and e.url:  # where it goes on a line of its own, and why it may mislead
+            where = f" — open {e.url} yourself" + "".join(f"\n  {note}" for note in link_notes(e.url))
         fields = ", ".join((e.requested_schema or {}).get("properties", {})) if e.mode == "form" else ""
         how = (
             ""

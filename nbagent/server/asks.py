@@ -20,7 +20,7 @@ from nbagent.protocol import (
     ElicitationResponse,
     Op,
 )
-from nbagent.textsafe import describe_for_display, one_line
+from nbagent.textsafe import describe_for_display, link_notes, one_line
 
 DECISIONS: list[tuple[str, str]] = [
     ("approve", "Approve once"),
@@ -85,6 +85,8 @@ def elicit_params(ask: Ask, *, url_ok: bool) -> types.ElicitRequestFormParams | 
     if event.mode == "url":
         if not url_ok or not event.url:
             return None
+        # The client shows the URL as it likes: the host and any warning travel in the words too.
+        message = "\n".join([message, *link_notes(event.url)])
         return types.ElicitRequestURLParams(message=message, url=event.url, elicitation_id=event.request_id)
     schema = event.requested_schema or {"type": "object", "properties": {}}
     return types.ElicitRequestFormParams(message=message, requested_schema=schema)
