@@ -68,6 +68,9 @@ class ApprovedDefinition(_Strict):
     """Hash of its input schema."""
     annotations: str
     """Hash of its annotations."""
+    title: str | None = None
+    """Hash of its title (``None`` in an entry written before titles were recorded: then the
+    title is not compared, as an entry with no definition is honoured by name)."""
 
 
 class ToolConfig(_Strict):

@@ -46,7 +46,7 @@ from nbagent.protocol.tools import RawIdentity
 from nbagent.schema import definition_hash
 from nbagent.textsafe import describe_for_display
 
-PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations"}
+PARTS = {"description": "description", "input_schema": "input schema", "annotations": "annotations", "title": "title"}
 """The parts of a definition an approval is bound to, and how a changed one is named."""
 
 
@@ -68,12 +68,17 @@ def fingerprint(spec: ToolSpec) -> ApprovedDefinition:
         description=definition_hash(spec.description, None, None),
         input_schema=definition_hash(None, schema, None),
         annotations=definition_hash(None, None, spec.annotations),
+        title=definition_hash(None, None, None, title=spec.title or ""),
     )
 
 
 def changed_parts(approved: ApprovedDefinition, current: ApprovedDefinition) -> str | None:
-    """``"description, input schema"``: what differs, or ``None`` when nothing does."""
-    parts = [label for name, label in PARTS.items() if getattr(approved, name) != getattr(current, name)]
+    """``"description, input schema"``: what differs, or ``None`` when nothing does (a part
+    ``approved`` did not record is not compared)."""
+    parts = [
+        label for name, label in PARTS.items()
+        if getattr(approved, name) is not None and getattr(approved, name) != getattr(current, name)
+    ]
     return ", ".join(parts) or None
 
 

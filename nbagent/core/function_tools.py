@@ -51,7 +51,7 @@ def own_tool_spec(
         annotations=annotations,
         approval_mode=approval_mode,
         trusted=True,
-        definition_hash=definition_hash(description, parameters, annotations),
+        definition_hash=definition_hash(description, parameters, annotations, title=title),
         warnings=warnings or [],
     )
 

@@ -160,7 +160,8 @@ class CatalogBuilder:
             annotations=annotations,
             approval_mode=cfg.approval_mode_for(raw),
             trusted=cfg.trusted,
-            definition_hash=definition_hash(description, input_schema, annotations, schema_json=schema_json),
+            definition_hash=definition_hash(description, input_schema, annotations, title=tool.title,
+                                            schema_json=schema_json),
             **shown,
         )
         return spec, digest if done is not None else None

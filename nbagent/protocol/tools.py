@@ -62,7 +62,7 @@ class ToolSpec(ProtocolModel):
     trusted: bool = False
     """Whether annotations may relax the default (set by the user per server; True for own tools)."""
     definition_hash: str = ""
-    """Hash of description, schema and annotations: remembered approvals are bound to it."""
+    """Hash of description, schema, annotations and title: remembered approvals are bound to it."""
     strict: bool = False
     warnings: list[str] = Field(default_factory=list)
     """What sanitising the schema had to change or drop."""

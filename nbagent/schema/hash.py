@@ -71,24 +71,27 @@ def canonical_bytes(value: Any) -> bytes | None:
         return None
 
 
-def definition_hash(description: str | None, input_schema: Any, annotations: Any, *,
+def definition_hash(description: str | None, input_schema: Any, annotations: Any, *, title: str | None = None,
                     schema_json: bytes | None = None) -> str:  # fmt: skip
     """Stable short hash of what a tool claims to be; remembered approvals are bound to it.
 
-    Canonical JSON (sorted keys, no whitespace) of description, schema and annotations, so a
-    server reordering keys does not reset approvals but changing any text or value does.
-    ``schema_json`` is ``canonical_bytes(input_schema)`` when the caller has it already: the
-    text is then assembled around it instead of encoding the schema a second time.
+    Canonical JSON (sorted keys, no whitespace) of description, schema, annotations and, when
+    the tool has one, title (the approval panel's heading), so a server reordering keys does not
+    reset approvals but changing any text or value does; a tool without a title hashes the
+    bytes it always did. ``schema_json`` is ``canonical_bytes(input_schema)`` when the caller
+    has it already: the text is then assembled around it instead of encoding it a second time.
     """
     if hasattr(annotations, "model_dump"):
         annotations = annotations.model_dump(mode="json", exclude_none=True)
     schema = schema_json if schema_json is not None else canonical_bytes(input_schema)
     ann, desc = canonical_bytes(annotations), canonical_bytes(description)
-    if schema is not None and ann is not None and desc is not None:
+    named = canonical_bytes(title) if title is not None else b""
+    if schema is not None and ann is not None and desc is not None and named is not None:
         # The same bytes as encoding the whole payload at once: its keys sort in this order.
-        text = b'{"annotations":%b,"description":%b,"input_schema":%b}' % (ann, desc, schema)
-    else:  # cycles or mixed-type keys: still deterministic
-        text = repr({"annotations": annotations, "description": description, "input_schema": input_schema}).encode(
-            "utf-8", "surrogatepass"
+        text = b'{"annotations":%b,"description":%b,"input_schema":%b%b}' % (
+            ann, desc, schema, b',"title":%b' % named if title is not None else b""
         )
+    else:  # cycles or mixed-type keys: still deterministic
+        payload = {"annotations": annotations, "description": description, "input_schema": input_schema}
+        text = repr(payload if title is None else {**payload, "title": title}).encode("utf-8", "surrogatepass")
     return hashlib.sha256(text).hexdigest()[:16]
