@@ -172,9 +172,8 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def _servers(args: argparse.Namespace, warnings: list[str]) -> Any:
+def _servers(config: Config, warnings: list[str]) -> Any:
     """The configured MCP servers, started without a session (``nbagent.cli_mcp``)."""
-    config = load_config(args.cwd)
     warnings.extend(config.warnings)  # keys read but not honoured
     return cli_mcp.server_manager(config, _home(config) / "logs", warnings)
 
@@ -191,7 +190,7 @@ async def _offered(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     warnings: list[str] = []
-    async with _servers(args, warnings) as mcp:
+    async with _servers(load_config(args.cwd), warnings) as mcp:
         fetch = offers.resources if args.command == "resources" else offers.prompts
         try:
             print(await fetch(mcp, words))
@@ -203,28 +202,35 @@ async def _offered(args: argparse.Namespace) -> int:
 
 
 async def _tools(args: argparse.Namespace) -> int:
-    """The catalogue straight from the MCP servers: no session, so no thread is created."""
+    """The catalogue straight from the MCP servers: no session, so no thread is created. A
+    tool's approval is what a call does under the configured policy, as ``inspect tools`` says."""
+    from nbagent.core.inspect import effective_approval
+
     warnings: list[str] = []
-    async with _servers(args, warnings) as mcp:
+    config = load_config(args.cwd)
+    policy = config.approval_policy
+    async with _servers(config, warnings) as mcp:
         specs = mcp.list_tools()
         status = list(mcp.status().values())
-    rows: list[dict[str, Any]] = [
-        {
+    rows: list[dict[str, Any]] = []
+    for s in specs:
+        approval, why = effective_approval(s, policy)
+        rows.append({
             "name": s.name,
             "server": s.server,
             "raw_tool": s.raw_name,
             "title": s.display_name,
             "annotations": s.annotations.model_dump(exclude_none=True) if s.annotations else {},
+            "approval": approval,
+            "approval_why": why,
             "approval_mode": s.approval_mode,
             "source": s.source,
-        }
-        for s in specs
-    ]
+        })  # fmt: skip
     if args.json:
         servers = [s.model_dump(mode="json") for s in status]
-        print(json.dumps({"servers": servers, "tools": rows, "warnings": warnings}, ensure_ascii=False))
+        print(json.dumps({"servers": servers, "policy": policy, "tools": rows, "warnings": warnings}, ensure_ascii=False))
     else:
-        _print_tool_table(status, rows, warnings)
+        _print_tool_table(status, rows, warnings, policy)
     failed = [s for s in status if s.required and s.state != "ready"]
     if failed:
         names = ", ".join(repr(s.name) for s in failed)
@@ -232,7 +238,7 @@ async def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: list[str]) -> None:
+def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: list[str], policy: str) -> None:
     """Servers (a failed one with its error), then one line per tool, each cut to fit."""
     if not status:
         print("no MCP servers configured")
@@ -246,11 +252,12 @@ def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: l
         print(f"{_cut(s.name, 24):24}  {s.state + required:16}  {detail}")
     if rows:
         print()
+        print(f"APPROVAL: what a call does under policy '{policy}' (runs, asks, or declined unasked)")
         print(f"{'TOOL':40}  {'SERVER':16}  {'APPROVAL':8}  {'HINTS':16}  TITLE")
     for row in rows:
         hints = ",".join(k.removesuffix("_hint") for k, v in row["annotations"].items() if v is True)
         line = (f"{_cut(row['name'], 40, middle=True):40}  {_cut(row['server'] or '-', 16):16}  "
-                f"{row['approval_mode']:8}  {_cut(hints, 16):16}  ")
+                f"{row['approval']:8}  {_cut(hints, 16):16}  ")
         print(line + _cut(row["title"] or "", max(12, TABLE_WIDTH - len(line))))  # server text: stdout shows controls
     for warning in warnings:
         print(f"warning: {warning}")

@@ -36,6 +36,7 @@ __all__ = [
     "TimelineEntry",
     "ToolView",
     "TurnView",
+    "effective_approval",
     "redacted",
     "redactor_for",
     "request_from_record",
@@ -97,7 +98,12 @@ class ToolView(BaseModel):
     """What sanitising the schema said it changed or dropped."""
 
 
-def _effective(spec: ToolSpec, policy: Policy, remembered: bool) -> tuple[Literal["runs", "asks", "declined"], str]:
+def effective_approval(
+    spec: ToolSpec, policy: Policy, remembered: bool = False
+) -> tuple[Literal["runs", "asks", "declined"], str]:
+    """What a call of ``spec`` does under ``policy`` and why: the one answer every listing of
+    tools gives, since the configured mode alone (``auto``) says nothing of a destructive tool
+    that asks."""
     reason = ask_reason(spec, policy, remembered)
     if reason is None:
         why = (
@@ -131,7 +137,7 @@ def schema_changes(raw: Any, exposed: Any, path: str = "$") -> list[SchemaChange
 def tool_views(specs: list[ToolSpec], policy: Policy, memory: ApprovalMemory | None = None) -> list[ToolView]:
     views = []
     for spec in specs:
-        effective, why = _effective(spec, policy, memory is not None and memory.knows(spec))
+        effective, why = effective_approval(spec, policy, memory is not None and memory.knows(spec))
         views.append(
             ToolView(
                 name=spec.name, server=spec.server, raw_name=spec.raw_name or spec.name, source=spec.source,

@@ -176,11 +176,14 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
     if not args:
         if s is None:
             return status(agent)
+        from nbagent.core.inspect import effective_approval  # loaded with the session already
+
         for name, st in s.servers.status().items():
             _out(f"{name}: {st.state} ({st.transport}{', ' + st.protocol_version if st.protocol_version else ''})" + (f" — {st.error}" if st.error else ""))
         for spec in s.tools():
             raw = f"{spec.server}/{spec.raw_name}" if spec.server else spec.raw_name or spec.name
-            _out(f"  {spec.name:<40} {raw:<32} approval {spec.approval_mode}{' (read-only)' if spec.read_only else ''}")
+            effect, _ = effective_approval(spec, s.policy, s.approvals.memory.knows(spec))
+            _out(f"  {spec.name:<40} {raw:<32} approval {effect}{' (read-only)' if spec.read_only else ''}")
         return
     sub, rest = args[0], args[1:]
     if sub in ("help", "-h", "--help"):
