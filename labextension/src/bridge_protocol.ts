@@ -10,6 +10,10 @@ export const BRIDGE_PROTOCOL_VERSION = 1;
 
 export const COMM_TARGET = 'nbagent.bridge';
 
+/** How many of the thread ids in a notebook's `metadata.nbagent.threads` are considered: the
+ * latest. Whoever sent the notebook wrote them, and each one offered costs a look-up. */
+export const MAX_NOTEBOOK_THREADS = 100;
+
 export type BridgeMethod =
   | 'hello'
   | 'read_notebook'

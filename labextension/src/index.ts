@@ -193,7 +193,8 @@ async function knownThreads(panel: NotebookPanel, ids: string[]): Promise<string
   }
   try {
     const known = JSON.parse(String(result.data?.['text/plain'] ?? '[]'));
-    return Array.isArray(known) ? ids.filter(id => known.includes(id)) : [];
+    const found = new Set(Array.isArray(known) ? known : []);
+    return ids.filter(id => found.has(id));
   } catch {
     return [];
   }

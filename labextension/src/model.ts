@@ -16,6 +16,7 @@ import {
   HelloResponse,
   InsertCellParams,
   InsertCellResponse,
+  MAX_NOTEBOOK_THREADS,
   OutputSummary,
   Provenance,
   ReadNotebookParams,
@@ -132,7 +133,7 @@ export class NotebookBridgeModel {
         provenance: readProvenance(cell.getMetadata(METADATA_KEY))
       });
     }
-    return { path: this.host.path, cells, threads: this.threads() };
+    return { path: this.host.path, cells, threads: this.threads().slice(-MAX_NOTEBOOK_THREADS) };
   }
 
   async insertCell(params: InsertCellParams): Promise<InsertCellResponse> {
@@ -309,13 +310,14 @@ export function summarizeOutputs(outputs: any[], max: number): OutputSummary[] {
 export const THREAD_ID = /^thread_[0-9a-f]{20}$/;
 
 /** Ids from notebook metadata (untrusted: anyone can write it) that are worth asking the
- * kernel about: well-formed thread ids only, no duplicates, oldest first. */
+ * kernel about: well-formed thread ids only, no duplicates, oldest first, the latest
+ * `MAX_NOTEBOOK_THREADS` of them. One pass whatever the number of ids. */
 export function wellFormedThreadIds(ids: unknown[]): string[] {
-  const out: string[] = [];
+  const out = new Set<string>();
   for (const id of ids) {
-    if (typeof id === 'string' && THREAD_ID.test(id) && !out.includes(id)) {
-      out.push(id);
+    if (typeof id === 'string' && THREAD_ID.test(id)) {
+      out.add(id);
     }
   }
-  return out;
+  return [...out].slice(-MAX_NOTEBOOK_THREADS);
 }

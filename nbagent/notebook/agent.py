@@ -98,7 +98,7 @@ class KernelAgent:
         from nbagent.notebook.bridge import get_bridge
         from nbagent.tools import native_tools
 
-        self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell)
+        self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.thread.call_ids)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
 

@@ -2,13 +2,16 @@
 
 Notebook metadata is written by whoever sent the notebook. The labextension passes the ids it
 found here as JSON data (never as code) and offers only what comes back: well-formed ids of
-threads that exist in this user's local store.
+threads that exist in this user's local store, of the latest ``MAX_NOTEBOOK_THREADS`` well-formed
+ones (each costs a look-up; a notebook may list any number).
 """
 
 from __future__ import annotations
 
 import json
 import re
+
+from nbagent.protocol.bridge import notebook_threads
 
 THREAD_ID = re.compile(r"thread_[0-9a-f]{20}")
 """The ids ``new_id("thread")`` makes; the labextension's ``THREAD_ID`` is the same pattern."""
@@ -29,7 +32,7 @@ def resumable(ids_json: str) -> OfferedThreads:
         return OfferedThreads()
     if not isinstance(ids, list):
         return OfferedThreads()
-    wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and THREAD_ID.fullmatch(i)))
+    wanted = notebook_threads([i for i in ids if isinstance(i, str) and THREAD_ID.fullmatch(i)])
     if not wanted:
         return OfferedThreads()
     from nbagent.config import load_config

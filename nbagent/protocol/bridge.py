@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 BRIDGE_PROTOCOL_VERSION = 1
 """Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`."""
 
 COMM_TARGET = "nbagent.bridge"
 """The comm target name the extension registers on each notebook's kernel."""
+
+MAX_NOTEBOOK_THREADS = 100
+"""How many of the thread ids in a notebook's ``metadata.nbagent.threads`` are considered: the
+latest. Whoever sent the notebook wrote them, and each one offered costs a look-up in the store."""
 
 BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
@@ -122,7 +126,20 @@ class ReadNotebookResponse(BridgeMessage):
     path: str
     cells: list[CellInfo] = Field(default_factory=list)
     threads: list[str] = Field(default_factory=list)
-    """Thread ids recorded in the notebook's ``metadata.nbagent.threads``."""
+    """Thread ids recorded in the notebook's ``metadata.nbagent.threads`` (see ``notebook_threads``)."""
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _bounded(cls, value: object) -> list[str]:
+        return notebook_threads(value)
+
+
+def notebook_threads(value: object) -> list[str]:
+    """The thread ids of a notebook's metadata, oldest first: the strings of a list (any other
+    shape is none), each once, the latest ``MAX_NOTEBOOK_THREADS`` of them."""
+    if not isinstance(value, list):
+        return []
+    return list(dict.fromkeys(t for t in value if isinstance(t, str)))[-MAX_NOTEBOOK_THREADS:]
 
 
 class InsertCellParams(BridgeMessage):

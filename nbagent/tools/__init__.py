@@ -3,7 +3,7 @@ approval engine as MCP tools.
 
 A front end wires them into its session::
 
-    notebook_tools, python_tools = native_tools(get_bridge())   # nbagent.notebook.bridge
+    notebook_tools, python_tools = native_tools(get_bridge(), calls=lambda: session.thread.call_ids)
     session.add_provider(notebook_tools)
     session.add_provider(python_tools)
     with notebook_tools.awaited():      # only around a turn awaited in its cell (--wait)
@@ -12,6 +12,7 @@ A front end wires them into its session::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any
 
 from nbagent.tools.notebook import BridgeClient, NotebookTools
@@ -20,6 +21,10 @@ from nbagent.tools.python import PythonTools
 __all__ = ["NotebookTools", "PythonTools", "native_tools"]
 
 
-def native_tools(bridge: BridgeClient, shell: Any = None) -> tuple[NotebookTools, PythonTools]:
-    """The notebook tools over ``bridge`` and ``run_python``, for ``shell``."""
-    return NotebookTools(bridge, shell=shell), PythonTools(shell=shell)
+def native_tools(
+    bridge: BridgeClient, shell: Any = None, calls: Callable[[], Collection[str]] | None = None
+) -> tuple[NotebookTools, PythonTools]:
+    """The notebook tools over ``bridge`` and ``run_python``, for ``shell``; ``calls`` gives the
+    session's thread's call ids (``lambda: session.thread.call_ids``), the only calls a cell's
+    metadata is believed to name."""
+    return NotebookTools(bridge, shell=shell, calls=calls), PythonTools(shell=shell)

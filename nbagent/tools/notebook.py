@@ -2,7 +2,9 @@
 
 They go through the same router, events and approval engine as MCP tools: reading is marked
 read-only (never asks), writing and running are not (they ask under ``on-request``). Cells
-written carry the call's provenance (``metadata.nbagent = {thread_id, turn_id, call_id}``).
+written carry the call's provenance (``metadata.nbagent = {thread_id, turn_id, call_id}``); a
+cell is said to be the agent's only when that call is one of the reading thread's, since anyone
+can write a cell's metadata.
 
 The tools talk to the JupyterLab extension through a bridge (``nbagent.notebook.bridge``). When
 the extension is absent (VS Code, Colab, classic Notebook, headless runs) they degrade, and the
@@ -19,9 +21,8 @@ Whether the turn is awaited is the front end's knowledge, not ours: it sets
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -33,6 +34,7 @@ from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, T
 from nbagent.protocol.bridge import (
     BridgeError,
     CellInfo,
+    CellType,
     InsertCellParams,
     InsertCellResponse,
     OutputSummary,
@@ -141,8 +143,20 @@ def _outputs_text(outputs: Sequence[OutputSummary]) -> str:
     return "\n".join(lines)
 
 
-def render_notebook(notebook: ReadNotebookResponse, note: str = "") -> str:
-    """The notebook as the model reads it: one header line per cell, then its source."""
+def believed(notebook: ReadNotebookResponse, thread_id: str, calls: Collection[str]) -> tuple[ReadNotebookResponse, set[str]]:
+    """``notebook`` with each cell's provenance kept only when it names a call of ``thread_id``
+    (``calls``: that thread's call ids), and the ids of the cells whose claim was dropped."""
+    unverified = {c.id for c in notebook.cells
+                  if c.provenance is not None and not (c.provenance.thread_id == thread_id and c.provenance.call_id in calls)}
+    if not unverified:
+        return notebook, unverified
+    cells = [c.model_copy(update={"provenance": None}) if c.id in unverified else c for c in notebook.cells]
+    return notebook.model_copy(update={"cells": cells}), unverified
+
+
+def render_notebook(notebook: ReadNotebookResponse, note: str = "", unverified: Collection[str] = ()) -> str:
+    """The notebook as the model reads it: one header line per cell, then its source.
+    ``unverified``: cells whose metadata names an agent call that is not one of this thread's."""
     head = f"Notebook {notebook.path or '(unsaved)'}: {len(notebook.cells)} cell(s)."
     parts = [head + (f" {note}" if note else "")]
     for cell in notebook.cells:
@@ -151,6 +165,8 @@ def render_notebook(notebook: ReadNotebookResponse, note: str = "") -> str:
             bits.append(f"execution_count={cell.execution_count}")
         if cell.provenance is not None:
             bits.append(f"written by agent call {cell.provenance.call_id}")
+        elif cell.id in unverified:
+            bits.append("(its metadata names an agent call that is not a call of this thread: unverified)")
         parts.append(" ".join(bits))
         parts.append(cell.source if cell.source else "(empty)")
         if cell.outputs:
@@ -186,6 +202,9 @@ class NotebookTools:
         shell: the IPython shell (for ``set_next_input`` and the notebook's path); defaults to the
             running one.
         display: ``(markdown, plain)`` shows a fallback note in the agent cell's output.
+        calls: the call ids of the session's thread (``session.thread.call_ids``): a cell is said
+            to be written by the agent only when its metadata names one of them. Without it, no
+            cell is.
 
     Attributes:
         waiting: ``True`` while the current turn is awaited in its cell (``%%agent --wait``).
@@ -194,7 +213,8 @@ class NotebookTools:
     """
 
     def __init__(self, bridge: BridgeClient, *, shell: Any = None,
-                 display: Callable[[str, str], None] | None = None) -> None:
+                 display: Callable[[str, str], None] | None = None,
+                 calls: Callable[[], Collection[str]] | None = None) -> None:
         if shell is None:
             try:
                 from IPython import get_ipython
@@ -205,6 +225,7 @@ class NotebookTools:
         self.bridge = bridge
         self.shell = shell
         self.display = display or _default_display
+        self._calls = calls or (lambda: ())
         self.waiting = False
         self._specs = [_spec(name) for name in _TOOLS]
         self.generation = 0  # the list never changes
@@ -250,13 +271,19 @@ class NotebookTools:
         path = self._notebook_file()
         return _read_file(path, True, 200) if path is not None else None
 
+    def _told(self, notebook: ReadNotebookResponse, call: CallInfo, note: str = "",
+              structured: dict[str, Any] | None = None) -> ToolResult:
+        """What the model is told of ``notebook``: provenance only where it is this thread's."""
+        notebook, unverified = believed(notebook, call.thread_id, self._calls())
+        return _result(render_notebook(notebook, note, unverified), {**(structured or {}), **notebook.model_dump(mode="json")})
+
     # -- with the extension -------------------------------------------------------------------
 
     async def _read_notebook(self, args: ReadNotebookArgs, call: CallInfo) -> ToolResult:
         notebook = await self.bridge.read_notebook(
             ReadNotebookParams(include_outputs=args.include_outputs, max_output_chars=args.max_output_chars)
         )
-        return _result(render_notebook(notebook), notebook.model_dump(mode="json"))
+        return self._told(notebook, call)
 
     async def _insert_cell(self, args: InsertCellArgs, call: CallInfo) -> ToolResult:
         reply = await self.bridge.insert_cell(
@@ -303,11 +330,11 @@ class NotebookTools:
             )
         try:
             notebook = _read_file(path, args.include_outputs, args.max_output_chars)
-        except (OSError, ValueError) as exc:
-            return ToolResult.error(f"read_notebook: could not read {path}: {exc}")
+        except NotebookFileError as exc:
+            return ToolResult.error(f"read_notebook: {exc}")
         note = ("(Read from the saved file because the nbagent JupyterLab extension is not active: "
                 "unsaved edits are missing, and cells cannot be written or run by id.)")
-        return _result(render_notebook(notebook, note), {"status": "read_from_file", **notebook.model_dump(mode="json")})
+        return self._told(notebook, call, note, {"status": "read_from_file"})
 
     async def _insert_cell_fallback(self, args: InsertCellArgs, call: CallInfo) -> ToolResult:
         return self._deliver(args.source, args.cell_type, what="insert a new cell")
@@ -383,40 +410,99 @@ def _provenance(call: CallInfo) -> Provenance:
     return Provenance(thread_id=call.thread_id, turn_id=call.turn_id, call_id=call.call_id)
 
 
+MAX_NOTEBOOK_BYTES = 50_000_000
+"""The largest notebook file read from disk (``read_notebook`` without the extension, the
+context at a turn's start): it is parsed whole, for a summary of a few thousand characters."""
+
+
+class NotebookFileError(ValueError):
+    """A notebook file that cannot be read; the message names the file and why."""
+
+
+class _FileOutput(BaseModel):
+    """One output as nbformat writes it; only what a summary shows is read."""
+
+    output_type: str = ""
+    text: str | list[str] = ""
+    ename: str = ""
+    evalue: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class _FileCell(BaseModel):
+    id: str | None = None
+    cell_type: CellType = "code"
+    source: str | list[str] = ""
+    execution_count: int | None = None
+    outputs: list[_FileOutput] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class _FileNotebook(BaseModel):
+    """The parts of an ``.ipynb`` the tools read, validated: the file is whoever sent it's."""
+
+    cells: list[_FileCell] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def _load_file(path: Path) -> _FileNotebook:
+    """Read at most ``MAX_NOTEBOOK_BYTES`` of ``path`` and validate it as a notebook."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(MAX_NOTEBOOK_BYTES + 1) if size <= MAX_NOTEBOOK_BYTES else b""
+    except OSError as exc:
+        raise NotebookFileError(f"could not read {path}: {exc.strerror or exc}") from None
+    if size > MAX_NOTEBOOK_BYTES or len(data) > MAX_NOTEBOOK_BYTES:
+        raise NotebookFileError(
+            f"{path} is {max(size, len(data)):,} bytes, over the {MAX_NOTEBOOK_BYTES:,} bytes a notebook is read up to "
+            "from its file; ask the user to clear large outputs, or use run_python to read what you need"
+        )
+    try:
+        return _FileNotebook.model_validate_json(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the file'}: {e['msg']}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise NotebookFileError(f"{path} is not a notebook that can be read: {where}{more}") from None
+
+
+def _provenance_of(cell: _FileCell) -> Provenance | None:
+    meta = cell.metadata.get("nbagent")
+    if isinstance(meta, dict) and isinstance(meta.get("call_id"), str) and meta["call_id"]:
+        return Provenance(thread_id=str(meta.get("thread_id", "")), turn_id=str(meta.get("turn_id", "")),
+                          call_id=meta["call_id"])
+    return None
+
+
 def _read_file(path: Path, include_outputs: bool, max_chars: int) -> ReadNotebookResponse:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    cells = []
-    for index, cell in enumerate(data.get("cells", [])):
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        outputs = []
-        if include_outputs:
-            for out in cell.get("outputs", []) or []:
-                outputs.append(_summarize_output(out, max_chars))
-        meta = (cell.get("metadata") or {}).get("nbagent")
-        provenance = None
-        if isinstance(meta, dict) and meta.get("call_id"):
-            provenance = Provenance(thread_id=str(meta.get("thread_id", "")), turn_id=str(meta.get("turn_id", "")),
-                                    call_id=str(meta["call_id"]))
-        cells.append(CellInfo(id=str(cell.get("id", f"cell-{index}")), index=index,
-                              cell_type=cell.get("cell_type", "code"), source=source,
-                              execution_count=cell.get("execution_count"), outputs=outputs, provenance=provenance))
-    threads = ((data.get("metadata") or {}).get("nbagent") or {}).get("threads") or []
-    return ReadNotebookResponse(path=str(path), cells=cells, threads=[t for t in threads if isinstance(t, str)])
+    """Raises ``NotebookFileError``."""
+    notebook = _load_file(path)
+    cells = [
+        CellInfo(id=cell.id or f"cell-{index}", index=index, cell_type=cell.cell_type, source=_joined(cell.source),
+                 execution_count=cell.execution_count, provenance=_provenance_of(cell),
+                 outputs=[_summarize_output(out, max_chars) for out in cell.outputs] if include_outputs else [])
+        for index, cell in enumerate(notebook.cells)
+    ]
+    meta = notebook.metadata.get("nbagent")
+    return ReadNotebookResponse(path=str(path), cells=cells, threads=meta.get("threads") if isinstance(meta, dict) else None)
 
 
-def _summarize_output(out: dict[str, Any], max_chars: int) -> OutputSummary:
-    def join(value: Any) -> str:
-        return "".join(value) if isinstance(value, list) else str(value or "")
+def _joined(value: object) -> str:
+    """nbformat's multiline string (a string or a list of them); anything else is no text."""
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
 
-    kind = str(out.get("output_type", ""))
+
+def _summarize_output(out: _FileOutput, max_chars: int) -> OutputSummary:
     mime_types: list[str] = []
-    if kind == "stream":
-        text = join(out.get("text"))
-    elif kind == "error":
-        text = f"{out.get('ename')}: {out.get('evalue')}"
+    if out.output_type == "stream":
+        text = _joined(out.text)
+    elif out.output_type == "error":
+        text = f"{out.ename}: {out.evalue}"
     else:
-        data = out.get("data") or {}
-        mime_types = list(data)
-        text = join(data.get("text/plain"))
-    return OutputSummary(output_type=kind, text=text[:max_chars], mime_types=mime_types, truncated=len(text) > max_chars)
+        mime_types = list(out.data)
+        text = _joined(out.data.get("text/plain"))
+    return OutputSummary(output_type=out.output_type, text=text[:max_chars], mime_types=mime_types,
+                         truncated=len(text) > max_chars)

@@ -38,6 +38,7 @@ def test_the_constants_and_method_names_match() -> None:
     text = TS.read_text()
     assert f"BRIDGE_PROTOCOL_VERSION = {bridge_protocol.BRIDGE_PROTOCOL_VERSION};" in text
     assert f"COMM_TARGET = '{bridge_protocol.COMM_TARGET}';" in text
+    assert f"MAX_NOTEBOOK_THREADS = {bridge_protocol.MAX_NOTEBOOK_THREADS};" in text
     block = re.search(r"export type BridgeMethod =(.*?);", text, re.S)
     assert block is not None
     assert re.findall(r"'(\w+)'", block.group(1)) == list(typing.get_args(bridge_protocol.BridgeMethod))
