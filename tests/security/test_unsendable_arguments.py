@@ -188,3 +188,20 @@ async def test_a_reason_that_is_not_unicode_text_is_recorded_readably(tmp_path: 
     (output,) = [i for i in items if i.type == "function_call_output"]
     assert output.status == "denied" and "Reason: not \ufffd now" in output.output
     assert records(record) == []
+
+
+@pytest.mark.timeout(60)
+async def test_an_outside_call_with_arguments_json_cannot_carry_is_refused(tmp_path: Path) -> None:
+    """``Session.call_tool`` (``%agent serve``'s caller) hands over arguments already parsed:
+    under ``full-auto``, where nothing asks, they are refused the same way and the server gets
+    nothing."""
+    config, record = _session(tmp_path)
+    config.approval_policy = "full-auto"
+    async with Session(config=config) as session:
+        await session.servers.ready()
+        refused = [await session.call_tool(PUT, edit) for edit, _ in BAD_EDITS]
+        ran = await session.call_tool(PUT, {"value": 1.5})
+    for result, (_, told) in zip(refused, BAD_EDITS, strict=True):
+        assert result.status == "failed" and result.output.startswith(f"could not call {PUT}: {told}"), result
+    assert ran.status == "completed", ran
+    assert [r["value"] for r in records(record)] == [1.5]
