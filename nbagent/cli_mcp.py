@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import shlex
 import sys
@@ -309,12 +310,15 @@ class ImportReport(NamedTuple):
 
 
 def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | None, user: bool) -> ImportReport:
+    from nbagent.cli_trust import trusted_projects
     from nbagent.config import importers
     from nbagent.config.edit import add_servers, parse_toml, project_file, render_servers, user_file
+    from nbagent.config.trust import refusal
 
     target = user_file() if user else project_file(cwd)
-    found = importers.plan(tool, cwd, files)  # type: ignore[arg-type]
-    if not found.read:
+    untrusted = functools.partial(refusal, projects=trusted_projects(), user_file=user_file())
+    found = importers.plan(tool, cwd, files, untrusted=untrusted)  # type: ignore[arg-type]
+    if not found.read and not found.unread:
         where = ", ".join(map(str, importers.source_files(tool, cwd)))  # type: ignore[arg-type]
         return ImportReport(f"no {tool} config found (looked in {where})", 1, [])
     try:
@@ -336,14 +340,15 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
         lines.append(f"{verb} '{server.name}' from {server.source}")
         lines.extend(f"  note: {note}" for note in server.notes)
     lines.extend(f"skipped: {problem}" for problem in found.skipped)
+    lines.extend(found.unread)
     if (chosen or settings) and dry_run:
         lines.append(f"--- would be added to {target}:\n{render_servers(chosen, settings).strip()}")
     elif chosen or settings:
         add_servers(target, chosen, settings)
         lines.append(f"{len(chosen)} server(s) written to {target}")
-    elif not found.skipped:
+    elif found.read and not found.skipped:
         lines.append(f"no MCP servers in {', '.join(map(str, found.read))}")
-    return ImportReport("\n".join(lines), 1 if found.skipped else 0, list(chosen))
+    return ImportReport("\n".join(lines), 1 if found.skipped or found.unread else 0, list(chosen))
 
 
 # -- OAuth (nbagent.mcp.oauth does the flow) ------------------------------------------------

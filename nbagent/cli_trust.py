@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, cwd: str | None) -> str:
     level: TrustLevel | None = None if args.forget else "untrusted" if args.untrusted else "trusted"
     path, key = record_trust(folder, level)
     done = {"trusted": "Trusted", "untrusted": "Marked untrusted", None: "Removed"}[level]
-    verdict = trust_of(key, listed(_listed(), os.environ))
+    verdict = trust_of(key, trusted_projects())
     if verdict is None or verdict.level == "untrusted":
         now = f"its {PROJECT_FILE} and {MCP_JSON} are not read"
     else:
@@ -60,6 +60,15 @@ def run(args: argparse.Namespace, cwd: str | None) -> str:
         covered = "" if str(verdict.folder) == key else f" (inside trusted {verdict.folder})"
         now = f"its config is read{covered}" + (f": {', '.join(present)}" if present else "")
     return f"{done} {key} {'from' if level is None else 'in'} {path}: {now}"
+
+
+def trusted_projects() -> dict[str, ProjectTrust]:
+    """Every folder listed: the user file's entries over those ``$NBAGENT_TRUSTED_FOLDERS`` trusts."""
+    own = _listed()
+    try:
+        return listed(own, os.environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _listed() -> dict[str, ProjectTrust]:

@@ -1,10 +1,13 @@
 """Servers configured for Codex, Claude Code, Cursor or VS Code, read from those tools' own
 files and translated to ``[mcp_servers.NAME]`` tables for ``nbagent.toml``.
 
-A secret is never copied: a variable reference (``${VAR}``, ``${env:VAR}``, VS Code's
+A secret is never copied or shown: a variable reference (``${VAR}``, ``${env:VAR}``, VS Code's
 ``${input:ID}``) becomes the name of an environment variable nbagent reads at start-up
-(``env_vars``, ``env_http_headers``, ``bearer_token_env_var``). What has no equivalent is left
-out and said, naming the file and the key; a server that cannot start without it is skipped.
+(``env_vars``, ``env_http_headers``, ``bearer_token_env_var``), and so does a value written out
+that may be a secret (``nbagent.mcp.wire.may_be_secret``), under a name the person is told. What
+has no equivalent is left out and said, naming the file and the key; a server that cannot start
+without it is skipped. A file of a folder (``.mcp.json``, ``.codex/config.toml``, the folder's
+section of ``~/.claude.json``) is read only when the folder is trusted (``nbagent.config.trust``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,9 +24,10 @@ from pydantic import ValidationError
 from tomlkit.items import Table
 
 from nbagent.config import MCP_JSON, MCP_JSON_TYPES, SERVER_NAME, ConfigError, McpServerConfig
-from nbagent.config.edit import parse_toml, server_table
+from nbagent.config.edit import parse_toml, server_table, toml_value
 from nbagent.config.errors import problems
 from nbagent.config.files import read_json, read_text
+from nbagent.mcp.wire import may_be_secret, url_password
 
 Tool = Literal["codex", "claude", "cursor", "vscode"]
 TOOLS: tuple[Tool, ...] = ("codex", "claude", "cursor", "vscode")
@@ -47,35 +51,69 @@ class Plan:
     read: list[Path] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     """Top-level keys about MCP servers (Codex's ``mcp_oauth_*``), same name and meaning."""
+    unread: list[str] = field(default_factory=list)
+    """Why each file (or part of one) of a folder not trusted was left unread."""
 
 
 CODEX_SETTINGS = ("mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 
+Untrusted = Callable[[str, Path], "str | None"]
+"""Why a file (or part of one) belonging to a folder is not read, naming the command that trusts
+the folder; ``None`` when the folder is trusted."""
+
+
+class _NotRead(str):
+    """Part of a file left unread, its folder not trusted: the reason."""
+
+
+_PROJECT_FILES = {
+    "codex": ".codex/config.toml", "claude": MCP_JSON, "cursor": ".cursor/mcp.json", "vscode": ".vscode/mcp.json",
+}  # fmt: skip
+
+
+def _user_file(tool: Tool, home: Path) -> Path | None:
+    """Where ``tool`` keeps the person's own servers (VS Code keeps none outside a folder)."""
+    if tool == "codex":
+        return Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser() / "config.toml"
+    return {"claude": home / ".claude.json", "cursor": home / ".cursor" / "mcp.json"}.get(tool)
+
 
 def source_files(tool: Tool, cwd: Path, home: Path | None = None) -> list[Path]:
     """Where ``tool`` keeps MCP servers, user-wide first, then the project's (which wins)."""
+    user = _user_file(tool, home or Path.home())
+    return [*([user] if user else []), cwd / _PROJECT_FILES[tool]]
+
+
+def _folder(path: Path, cwd: Path) -> Path:
+    """The folder a file that is not the person's own belongs to: the working directory for one
+    inside it, else the file's own."""
+    path, cwd = path.resolve(), cwd.resolve()
+    return cwd if path.is_relative_to(cwd) else path.parent
+
+
+def plan(
+    tool: Tool, cwd: Path, files: list[Path] | None = None, *, untrusted: Untrusted, home: Path | None = None
+) -> Plan:
+    """The servers ``tool``'s files hold (``files``, or where ``tool`` keeps them), translated;
+    of a folder's files, only a trusted folder's (``untrusted`` says why another is not read)."""
     home = home or Path.home()
-    if tool == "codex":
-        codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
-        return [codex_home / "config.toml", cwd / ".codex" / "config.toml"]
-    if tool == "claude":
-        return [home / ".claude.json", cwd / MCP_JSON]
-    if tool == "cursor":
-        return [home / ".cursor" / "mcp.json", cwd / ".cursor" / "mcp.json"]
-    return [cwd / ".vscode" / "mcp.json"]
-
-
-def plan(tool: Tool, cwd: Path, files: list[Path] | None = None, *, home: Path | None = None) -> Plan:
-    """The servers ``tool``'s files hold (``files``, or where ``tool`` keeps them), translated."""
     found = Plan()
     paths = files if files is not None else [p for p in source_files(tool, cwd, home) if p.is_file()]
+    own = _user_file(tool, home)
     by_name: dict[str, Imported] = {}
     for path in paths:
+        why = None if own is not None and path.resolve() == own.resolve() else untrusted(str(path), _folder(path, cwd))
+        if why is not None:
+            found.unread.append(why)
+            continue
         found.read.append(path)
         if tool == "codex":
             doc = parse_toml(path)
             found.settings.update({key: doc[key] for key in CODEX_SETTINGS if key in doc})
-        for item in (_codex_servers(path) if tool == "codex" else _json_servers(tool, path, cwd, home or Path.home())):
+        for item in (_codex_servers(path) if tool == "codex" else _json_servers(tool, path, cwd, home, untrusted)):
+            if isinstance(item, _NotRead):
+                found.unread.append(item)
+                continue
             if isinstance(item, str):
                 found.skipped.append(item)
                 continue
@@ -103,11 +141,16 @@ def _codex_servers(path: Path) -> list[Imported | str]:
             out.append(f"{where}: not a table")
             continue
         copied = copy.deepcopy(table) if isinstance(table, Table) else server_table(dict(table))
+        try:
+            withheld = _withhold(name, copied, where)
+        except _Skip as skip:
+            out.append(f"{skip} (skipped)")
+            continue
         checked = _check(name, copied.unwrap(), where)
         if isinstance(checked, str):
             out.append(checked)
         else:  # copied as Codex has it: nbagent reads the same keys, and warns about these at start
-            out.append(Imported(name, path, copied, [f"{where}: {note}" for note in checked.ignored]))
+            out.append(Imported(name, path, copied, [*withheld, *(f"{where}: {note}" for note in checked.ignored)]))
     return out
 
 
@@ -188,6 +231,65 @@ class _Skip(Exception):
     """The server cannot be written without what this names."""
 
 
+# -- secrets written out: withheld, read from the environment instead -----------------------
+
+
+def _withhold(name: str, table: Table, where: str) -> list[str]:
+    """Move each value of ``table`` that may be a secret out of it, into the environment variable
+    nbagent reads it from at start-up: an ``env`` value into ``env_vars`` under its own name, a
+    header into ``env_http_headers`` as ``NBAGENT_<SERVER>_<HEADER>``, a bearer token (Codex's
+    ``bearer_token``, an ``Authorization: Bearer`` header) into ``bearer_token_env_var`` as
+    ``NBAGENT_<SERVER>_BEARER_TOKEN``. Returns a note naming each variable to set, never a value.
+    A password in the url has no such variable: the server is skipped."""
+    notes: list[str] = []
+
+    def moved(what: str, var: str) -> None:
+        notes.append(f"{where}: {what} is not copied (it may be a secret): set ${var} in nbagent's environment")
+
+    url = table.get("url")
+    if isinstance(url, str) and url_password(url) is not None:
+        raise _Skip(f"{where}: a password in its url is not copied, and nbagent reads none from a variable: write "
+                    f"the url without it and send the credential as a header (env_http_headers)")  # fmt: skip
+    env = _strings(table.get("env"))
+    for key in [key for key, value in env.items() if may_be_secret(key, value, header=False)]:
+        del env[key]
+        names = _entry(table, "env_vars", [])
+        if key not in names:
+            names.append(key)
+        moved(f"env {key}", key)
+    headers = _strings(table.get("http_headers"))
+    token = table.get("bearer_token")
+    auth = next((key for key in headers if key.lower() == "authorization"), "")
+    if token is None and headers.get(auth, "")[:7].lower() == "bearer " and "bearer_token_env_var" not in table:
+        token = headers.pop(auth)
+    if isinstance(token, str):
+        table.pop("bearer_token", None)
+        moved("its bearer token", _entry(table, "bearer_token_env_var", _env_name(f"NBAGENT_{name}_BEARER_TOKEN")))
+    for header in [key for key, value in headers.items() if may_be_secret(key, value, header=True)]:
+        var = _env_name(f"NBAGENT_{name}_{header}")
+        del headers[header]
+        _entry(table, "env_http_headers", {})[header] = var
+        moved(f"header {header}", var)
+    for key in ("env", "http_headers"):
+        if isinstance(table.get(key), Mapping) and not table[key]:
+            del table[key]
+    return notes
+
+
+def _entry(table: Table, key: str, default: Any) -> Any:
+    """``table[key]``, set to ``default`` first when absent (as tomlkit stores it, to edit in place)."""
+    if key not in table:
+        table[key] = toml_value(default)
+    return table[key]
+
+
+def _strings(value: Any) -> MutableMapping[str, str]:
+    """A table of strings to edit in place; anything else is left for validation to refuse."""
+    if isinstance(value, MutableMapping) and all(isinstance(v, str) for v in value.values()):
+        return value
+    return {}
+
+
 @dataclass
 class _Translation:
     where: str
@@ -228,8 +330,8 @@ class _Translation:
     def remember(self, key: str, var: _Var) -> None:
         if var.hint:
             self.note(key, f"set ${var.name} in nbagent's environment: {var.hint}")
-        if var.default is not None:
-            self.note(key, f"the default {var.default!r} is not kept: set ${var.name}")
+        if var.default is not None:  # never shown: a default may be the secret itself
+            self.note(key, f"its default is not kept: set ${var.name}")
 
 
 _HANDLED = {"type", "command", "args", "env", "url", "headers", "disabled", "cwd"}
@@ -345,11 +447,15 @@ def _server_groups(tool: Tool, path: Path, data: Any, cwd: Path) -> list[tuple[s
     return groups
 
 
-def _json_servers(tool: Tool, path: Path, cwd: Path, home: Path) -> list[Imported | str]:
+def _json_servers(tool: Tool, path: Path, cwd: Path, home: Path, untrusted: Untrusted) -> list[Imported | str]:
     data = _read_json(tool, path)
     refs = _Refs(tool, cwd, home, _inputs(data))
     out: list[Imported | str] = []
     for key, servers in _server_groups(tool, path, data, cwd):
+        # Claude Code keeps a folder's own servers in ~/.claude.json too: they are the folder's.
+        if key.startswith("projects.") and (why := untrusted(f"{path}: key '{key}'", cwd)) is not None:
+            out.append(_NotRead(why))
+            continue
         if not isinstance(servers, Mapping):
             out.append(f"{path}: key '{key or 'mcpServers'}' must be an object of servers")
             continue
@@ -363,11 +469,12 @@ def _one_json_server(path: Path, where: str, name: str, raw: Any, refs: _Refs) -
         return f"{where}': must be an object (skipped)"
     t = _Translation(where, refs)
     try:
-        entry = _translate(raw, t)
+        table = server_table(_translate(raw, t))
+        withheld = _withhold(name, table, f"{path}: server '{name}'")
     except _Skip as skip:
         return f"{skip} (skipped)"
-    checked = _check(name, entry, where + "'")
-    return checked if isinstance(checked, str) else Imported(name, path, server_table(entry), t.notes)
+    checked = _check(name, table.unwrap(), where + "'")
+    return checked if isinstance(checked, str) else Imported(name, path, table, [*t.notes, *withheld])
 
 
 def _inputs(data: Any) -> dict[str, str]:

@@ -84,7 +84,15 @@ def trust_of(folder: str | Path, projects: Mapping[str, ProjectTrust]) -> Verdic
     return None
 
 
-def not_read(file: Path, folder: Path, verdict: Verdict | None, user_file: Path) -> str:
+def refusal(what: str, folder: Path, projects: Mapping[str, ProjectTrust], user_file: Path) -> str | None:
+    """Why ``what`` (a file of ``folder``'s, or part of one) is not read; ``None`` in a trusted folder."""
+    verdict = trust_of(folder, projects)
+    if verdict is not None and verdict.level == "trusted":
+        return None
+    return not_read(what, Path(folder_key(folder)), verdict, user_file)
+
+
+def not_read(file: str | Path, folder: Path, verdict: Verdict | None, user_file: Path) -> str:
     """The warning for a project file left unread, saying why and the one command that trusts it."""
     if verdict is not None and verdict.level == "untrusted":
         why = f"{user_file} marks {verdict.folder} untrusted"

@@ -34,8 +34,8 @@ from nbagent.store.rollout import REDACTED, Redactor
 from nbagent.store.secrets import MIN_SECRET_LEN, names_a_secret, process_secret_sources, secret_values
 
 __all__ = [
-    "WIRE_KEEP", "SecretsKept", "WireMessage", "WireTap", "WireRedactor", "given_secrets", "secret_sources",
-    "server_secrets",
+    "WIRE_KEEP", "SecretsKept", "WireMessage", "WireTap", "WireRedactor", "given_secrets", "may_be_secret",
+    "secret_sources", "server_secrets", "url_password",
 ]  # fmt: skip
 
 WIRE_KEEP = 200
@@ -190,7 +190,7 @@ def server_secrets(name: str, cfg: McpServerConfig, config: Config | None, *, ev
     return secret_values([*own, *secret_sources(config, {name: cfg})])
 
 
-def _password(url: str | None) -> str | None:
+def url_password(url: str | None) -> str | None:
     """The password of a ``user:password@host`` URL, which the client sends as a Basic header."""
     try:
         return urlsplit(url).password if url else None
@@ -214,7 +214,7 @@ def secret_sources(
         for name, provider in config.model_providers.items():
             found += _headers(provider.http_headers, f"model provider {name!r}'s", credentials_only)
             found.append((env.get(provider.env_key or ""), f"model provider {name!r}'s key ${provider.env_key}"))
-            found.append((_password(provider.base_url), f"the password in model provider {name!r}'s base_url"))
+            found.append((url_password(provider.base_url), f"the password in model provider {name!r}'s base_url"))
     for name, server in servers.items():
         where = f"MCP server {name!r}'s"
         found += [(value, f"{where} env {key}") for key, value in server.env.items() if names_a_secret(key)]
@@ -234,7 +234,7 @@ def _handed(server: McpServerConfig, where: str, credentials_only: bool) -> list
     client's secret. (Its OAuth tokens are process secrets it owns.)"""
     env = os.environ
     found = _headers(server.http_headers, where, credentials_only)
-    found.append((_password(server.url), f"the password in {where} url"))
+    found.append((url_password(server.url), f"the password in {where} url"))
     found.append((env.get(server.bearer_token_env_var or ""), f"{where} bearer token ${server.bearer_token_env_var}"))
     found += [
         (env.get(var), f"{where} header {key} (${var})")
@@ -266,6 +266,17 @@ def _secret_header(key: str, value: str, credentials_only: bool) -> bool:
     if _CREDENTIAL_HEADER.search(key) or names_a_secret(key) or _SCHEME.fullmatch(value) is not None:
         return True
     return not credentials_only and key.lower() not in _SETTING_HEADERS
+
+
+def may_be_secret(key: str, value: str, *, header: bool) -> bool:
+    """Whether a value a config file holds under ``key`` (an environment variable's name, or a
+    header's) may be a secret, so ``nbagent mcp import`` must not copy it: one kept under a
+    secret's or a credential's name, and any other long enough to be one (``MIN_SECRET_LEN``)
+    but a well-known header setting's. Wrongly withheld, a setting costs the person a variable to
+    set; wrongly copied, a key lands in a file that may be shared."""
+    if header and _secret_header(key, value, credentials_only=True) or not header and names_a_secret(key):
+        return True
+    return len(value) >= MIN_SECRET_LEN and not (header and key.lower() in _SETTING_HEADERS)
 
 
 def owner_of(name: str, url: str | None) -> Hashable:
