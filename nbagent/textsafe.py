@@ -98,6 +98,17 @@ def is_link_url(url: str | None) -> bool:
     return parts.scheme.lower() in LINK_SCHEMES and bool(parts.netloc)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a URL's hostname, no brackets) is this machine: ``localhost`` or a
+    loopback address. Plain http is safe only there (RFC 8252 §8.3, OAuth 2.1 §1.5)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
 """A last label a browser reads as a number, making the host an IPv4 address (``127.1``, ``0x7f.1``)."""
 _ONE_SCRIPT = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}

@@ -27,6 +27,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from nbagent.textsafe import is_loopback
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MCP_PATH = "/mcp"
 MIN_TOKEN_LEN = 16
@@ -46,15 +48,6 @@ def check_token(token: str, source: str) -> str:
     if not (token.isascii() and token.isprintable()) or " " in token:
         raise ValueError(f"the bearer token from {source} must be printable ASCII without spaces")
     return token
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def split_host(entry: str) -> tuple[str, int | None]:

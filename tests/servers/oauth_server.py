@@ -2,7 +2,8 @@
 127.0.0.1:PORT (the SDK's server-side auth: metadata, registration, authorize, token, revoke).
 
 Usage: python oauth_server.py PORT   (env: ACCESS_TTL seconds, default 3600; RECORD_FILE;
-PRE_CLIENT_ID, PRE_CLIENT_SECRET, PRE_REDIRECT_URI: a client registered beforehand)
+PRE_CLIENT_ID, PRE_CLIENT_SECRET, PRE_REDIRECT_URI: a client registered beforehand;
+AUTHORIZE_AT, TOKEN_AT: the endpoints its metadata names instead of its own)
 
 ``/authorize`` sends the browser to a consent page; following its "Allow" link redirects to the
 client's loopback callback with the code, as a person's click would. Open test routes:
@@ -20,6 +21,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -32,6 +34,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 from _record import record
 
@@ -193,5 +196,18 @@ async def revoke_all(request: Request) -> Response:
     return PlainTextResponse("revoked")
 
 
+async def metadata_elsewhere(request: Request) -> Response:
+    """The SDK's metadata, naming ``AUTHORIZE_AT`` and ``TOKEN_AT`` where they are set."""
+    settings = mcp.settings.auth
+    assert settings is not None and settings.client_registration_options and settings.revocation_options
+    metadata = build_metadata(settings.issuer_url, None, settings.client_registration_options, settings.revocation_options)
+    metadata.authorization_endpoint = os.environ.get("AUTHORIZE_AT", metadata.authorization_endpoint)  # type: ignore[assignment]
+    metadata.token_endpoint = os.environ.get("TOKEN_AT", metadata.token_endpoint)  # type: ignore[assignment]
+    return JSONResponse(metadata.model_dump(mode="json", exclude_none=True))
+
+
 if __name__ == "__main__":
-    uvicorn.run(mcp.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+    app = mcp.streamable_http_app()
+    if os.environ.get("AUTHORIZE_AT") or os.environ.get("TOKEN_AT"):
+        app.router.routes.insert(0, Route("/.well-known/oauth-authorization-server", metadata_elsewhere))
+    uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")

@@ -17,6 +17,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from nbagent.config import Config, ConfigError, McpServerConfig
+from nbagent.mcp.connection import innermost
 from nbagent.mcp.oauth.provider import ServerAuth
 from nbagent.mcp.oauth.storage import backend_for
 
@@ -47,6 +48,8 @@ async def login(name: str, server: McpServerConfig, config: Config, *, on_link: 
                 transport = streamable_http_client(server.url, http_client=http)
             async with Client(transport):
                 pass
+    except BaseExceptionGroup as group:  # the SDK's task groups wrap the reason: raise the reason
+        raise innermost(group) from None
     finally:
         await auth.aclose()
 

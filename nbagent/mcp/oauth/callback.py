@@ -1,17 +1,20 @@
 """The loopback redirect target of a login (RFC 8252 §7.3): one HTTP listener on 127.0.0.1.
 
-It answers only ``GET /callback`` carrying the ``state`` of the authorization link it was
-opened for; anything else (another path, another state, a probe from another local process)
-gets an error page and changes nothing, so no one but the authorization server's redirect can
-complete the login.
+It answers only ``GET /callback`` addressed to it (one ``Host``, ``127.0.0.1:PORT`` or
+``localhost:PORT``: a page another site's DNS points here is not) carrying the ``state`` of the
+authorization link it was opened for; anything else (another path, another state, a probe from
+another local process) gets an error page and changes nothing, so no one but the authorization
+server's redirect can complete the login.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+import io
 import socket
 from contextlib import suppress
+from http.client import HTTPException, parse_headers
 from urllib.parse import parse_qs, urlsplit
 
 from mcp.client.auth import OAuthFlowError
@@ -102,12 +105,23 @@ class LoopbackCallback:
         finally:
             writer.close()
 
+    def _addressed_here(self, header_lines: str) -> bool:
+        """Exactly one ``Host``, and it is this listener's own address."""
+        try:
+            hosts = parse_headers(io.BytesIO(header_lines.encode("latin-1"))).get_all("Host") or []
+        except HTTPException:
+            return False
+        return len(hosts) == 1 and hosts[0].strip().lower() in (f"{HOST}:{self.port}", f"localhost:{self.port}")
+
     def _answer(self, head: str) -> bytes:
-        method, _, rest = head.partition(" ")
+        request_line, _, header_lines = head.partition("\r\n")
+        method, _, rest = request_line.partition(" ")
         target = rest.split(" ", 1)[0]
         parts = urlsplit(target)
         if method != "GET" or parts.path != PATH:
             return _page("404 Not Found", "Not found.")
+        if not self._addressed_here(header_lines):
+            return _page("421 Misdirected Request", "This request is not addressed to nbagent's sign-in callback.")
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         waiting = self._result
         if waiting is None or waiting.done() or query.get("state") != self._state:

@@ -31,6 +31,7 @@ from nbagent.config import Config, ConfigError, McpServerConfig
 from nbagent.mcp.oauth.callback import HOST, LoopbackCallback, free_port, redirect_uri
 from nbagent.mcp.oauth.compat import fit_token_auth
 from nbagent.mcp.oauth.storage import TokenStore, backend_for
+from nbagent.textsafe import is_loopback
 
 LinkFn = Callable[[str], Awaitable[None]]
 WaitingFn = Callable[[], AbstractContextManager[None]]
@@ -194,7 +195,20 @@ class ServerAuth:
                 f"MCP server {self.name!r}: protected resource {prm_resource} does not match oauth_resource {self._resource}"
             )
 
+    def _check_endpoints(self, authorization_url: str) -> None:
+        """OAuth 2.1 §1.5: an authorization server off this machine is reached over https only.
+        Over plain http the link, the code and the PKCE verifier could be read on the way."""
+        metadata = self.provider.context.oauth_metadata
+        token = str(metadata.token_endpoint) if metadata is not None else None
+        for what, url in (("authorization", authorization_url), ("token", token)):
+            parts = urlsplit(url or "")
+            if url and parts.scheme != "https" and not (parts.scheme == "http" and is_loopback(parts.hostname or "")):
+                shown = parts._replace(query="", fragment="").geturl()
+                raise OAuthFlowError(f"MCP server {self.name!r}: refusing to sign in: its {what} endpoint {shown} "
+                                     "is not https, which OAuth 2.1 requires off this machine")
+
     async def _redirect(self, url: str) -> None:
+        self._check_endpoints(url)
         if self._on_link is None:  # no one to show a link to (a command that only lists)
             raise OAuthFlowError(f"MCP server {self.name!r} needs you to sign in: run `nbagent mcp login {self.name}`")
         await self.callback.expect(url)
