@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from nbagent.mcp.status import ServerStatus
 
 HIDDEN = "*****"
-"""Shown for a value of ``env`` or ``http_headers``: they may be secrets."""
+"""Shown for a value of ``env`` or ``http_headers``: they may be secrets. A value ``.mcp.json``
+expanded from a variable is shown as written (``${TOKEN}``) wherever it is."""
 VERBS = ("list", "get", "add", "remove", "login", "logout", "import")
 IMPORT_FROM = ("codex", "claude", "cursor", "vscode")
 
@@ -150,7 +151,7 @@ def auth(name: str, cfg: McpServerConfig, config: Config) -> str:
 def server_view(config: Config, name: str) -> dict[str, Any]:
     """One server as JSON: every key set in its file (secrets' values hidden) and where from."""
     cfg = server_named(config, name)
-    data = cfg.model_dump(mode="json", exclude_defaults=True)
+    data = cfg.as_written(cfg.model_dump(mode="json", exclude_defaults=True))
     for key in ("env", "http_headers"):
         if key in data:
             data[key] = _hidden(data[key])
@@ -159,7 +160,7 @@ def server_view(config: Config, name: str) -> dict[str, Any]:
 
 
 def _launch(cfg: McpServerConfig) -> str:
-    return cfg.url or shlex.join([cfg.command or "", *cfg.args])
+    return cfg.as_written(cfg.url) or shlex.join(cfg.as_written([cfg.command or "", *cfg.args]))
 
 
 def _status_text(status: ServerStatus | None) -> str:

@@ -142,6 +142,9 @@ class McpServerConfig(_Strict):
     """Allow ``sampling/createMessage`` requests from this server (declined by default)."""
 
     _ignored: list[str] = PrivateAttr(default_factory=list)
+    _written: dict[str, str] = PrivateAttr(default_factory=dict)
+    """Each value a ``${VAR}`` of ``.mcp.json`` made (the variable's own, and the whole text) ->
+    as the file writes it."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -172,6 +175,22 @@ class McpServerConfig(_Strict):
     def ignored(self) -> list[str]:
         """What this table sets that nbagent does not honour, one sentence each naming the key."""
         return list(self._ignored)
+
+    @property
+    def expanded(self) -> list[str]:
+        """Every value a ``${VAR}`` of its file put in this table, and each variable's own."""
+        return list(self._written)
+
+    def as_written(self, value: Any) -> Any:
+        """``value`` (a string, or strings in lists and tables' values) as its file writes it:
+        ``${VAR}`` where a variable was expanded, so nbagent never shows what one held."""
+        if isinstance(value, str):
+            return self._written.get(value, value)
+        if isinstance(value, list):
+            return [self.as_written(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.as_written(item) for key, item in value.items()}
+        return value
 
     @field_validator("url")
     @classmethod
@@ -435,6 +454,7 @@ def load_config(
     user = home / USER_FILE
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    written: dict[str, dict[str, str]] = {}
     projects: dict[str, ProjectTrust] = {}
     if user.is_file():
         merged = read_toml(user)
@@ -451,7 +471,7 @@ def load_config(
         if verdict is None or verdict.level != "trusted":
             notes.append(not_read(path, cwd_path.resolve(), verdict, user))
         elif path.name == MCP_JSON:
-            servers, notes_here = read_mcp_json(path, env)
+            servers, notes_here, written = read_mcp_json(path, env)
             notes += notes_here
             layers.append((str(path), servers))
         else:
@@ -482,6 +502,9 @@ def load_config(
     config = _validate(merged, origin)
     config.sources = sources
     config._notes = notes
+    for name, seen in written.items():
+        if name in config.mcp_servers:
+            config.mcp_servers[name]._written = seen
     try:
         provider = config.provider()
     except ConfigError as exc:

@@ -2,7 +2,9 @@
 (``stdio`` | ``http`` | ``sse``), ``headers``, ``disabled``, and ``${VAR}`` / ``${VAR:-default}``
 expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``.
 
-The result is nbagent's own ``mcp_servers`` shape, so the model validates it like any other file.
+The result is nbagent's own ``mcp_servers`` shape, so the model validates it like any other file,
+and, per server, each value an expansion made -> the text as written, so that nbagent shows a
+server as written (``${TOKEN}``), never what a variable held.
 """
 
 from __future__ import annotations
@@ -29,32 +31,40 @@ IGNORED = {
 }
 
 
-def expand(text: str, environ: Mapping[str, str], where: str) -> str:
+def expand(text: str, environ: Mapping[str, str], where: str, written: dict[str, str] | None = None) -> str:
     """``${VAR}`` -> its value, ``${VAR:-default}`` -> its value or ``default`` when unset.
-    ``$VAR`` without braces stays as written, as in Claude Code."""
+    ``$VAR`` without braces stays as written, as in Claude Code. ``written`` gets each value a
+    variable gave and the whole text expanded -> as written."""
 
     def one(match: re.Match[str]) -> str:
         name, has_default, default = match.group(1).partition(":-")
         if name in environ:
-            return environ[name]
-        if has_default:
-            return default
-        raise ConfigError(
-            f"{where}: environment variable {name} is not set (write ${{{name}:-default}} to give a default)"
-        )
+            value = environ[name]
+        elif has_default:
+            value = default
+        else:
+            raise ConfigError(
+                f"{where}: environment variable {name} is not set (write ${{{name}:-default}} to give a default)"
+            )
+        if written is not None and value:
+            written.setdefault(value, match.group(0))
+        return value
 
-    return _VARIABLE.sub(one, text)
+    expanded = _VARIABLE.sub(one, text)
+    if written is not None and expanded and expanded != text:
+        written[expanded] = text
+    return expanded
 
 
-def _expand_value(value: Any, environ: Mapping[str, str], where: str) -> Any:
+def _expand_value(value: Any, environ: Mapping[str, str], where: str, written: dict[str, str]) -> Any:
     """Strings, and the strings in a list or an object's values; other types stay for the
     model to refuse (an ``args`` that is not a list is an error, not a string to split)."""
     if isinstance(value, str):
-        return expand(value, environ, where)
+        return expand(value, environ, where, written)
     if isinstance(value, list):
-        return [_expand_value(item, environ, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_expand_value(item, environ, f"{where}[{i}]", written) for i, item in enumerate(value)]
     if isinstance(value, dict):
-        return {k: expand(v, environ, f"{where}.{k}") if isinstance(v, str) else v for k, v in value.items()}
+        return {k: expand(v, environ, f"{where}.{k}", written) if isinstance(v, str) else v for k, v in value.items()}
     return value
 
 
@@ -84,12 +94,14 @@ def _oauth(entry: dict[str, Any], where: str, notes: list[str]) -> None:
         entry["oauth"] = oauth
 
 
-def _server(name: str, raw: Any, path: Path, environ: Mapping[str, str], notes: list[str]) -> dict[str, Any]:
+def _server(
+    name: str, raw: Any, path: Path, environ: Mapping[str, str], notes: list[str], written: dict[str, str]
+) -> dict[str, Any]:
     where = f"{path}: key 'mcpServers.{name}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}': must be an object")
     entry = {
-        key: _expand_value(value, environ, f"{where}.{key}'") if key in EXPANDED else value
+        key: _expand_value(value, environ, f"{where}.{key}'", written) if key in EXPANDED else value
         for key, value in raw.items()
     }
     if "type" in entry:
@@ -113,15 +125,19 @@ def _server(name: str, raw: Any, path: Path, environ: Mapping[str, str], notes: 
     return entry
 
 
-def read_mcp_json(path: Path, environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """``({"mcp_servers": ...}, warnings)`` from one ``.mcp.json``."""
+def read_mcp_json(
+    path: Path, environ: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str], dict[str, dict[str, str]]]:
+    """``({"mcp_servers": ...}, warnings, written)`` from one ``.mcp.json``; ``written``: for
+    each server, each value an expansion made -> as written."""
     data = read_json(path)
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: key 'mcpServers' must be an object of servers")
     notes: list[str] = []
-    out = {name: _server(name, raw, path, environ, notes) for name, raw in servers.items()}
-    return {"mcp_servers": out}, notes
+    written: dict[str, dict[str, str]] = {name: {} for name in servers}
+    out = {name: _server(name, raw, path, environ, notes, written[name]) for name, raw in servers.items()}
+    return {"mcp_servers": out}, notes, {name: seen for name, seen in written.items() if seen}
 
 
 def file_key(loc: str) -> str:

@@ -382,7 +382,7 @@ class McpConnection:
         if isinstance(exc, McpStartupError):
             return str(exc)
         if isinstance(exc, FileNotFoundError):
-            return f"MCP server {self.name!r}: command not found: {self.cfg.command!r}"
+            return f"MCP server {self.name!r}: command not found: {self.cfg.as_written(self.cfg.command)!r}"
         if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
             code = self._child[0].returncode if self._child else None
             how = f" (exit code {code})" if code is not None else ""

@@ -184,9 +184,10 @@ def server_secrets(name: str, cfg: McpServerConfig, config: Config | None, *, ev
     """Every value that must never be shown beside this server: the rollout's rule over it
     (``secret_sources``: its credentials, the model's, the environment's and the process's,
     OAuth tokens included). The wire view hides every env value as well (over-redacting a
-    protocol message costs nothing); ``every_env_value=False`` keeps to those named like
-    secrets, for text a person must read whole, such as the error a failing server prints."""
-    own = list(cfg.env.values()) if every_env_value else []
+    protocol message costs nothing), and every value its config took from a variable;
+    ``every_env_value=False`` keeps to those named like secrets, for text a person must read
+    whole, such as the error a failing server prints."""
+    own = [*cfg.env.values(), *cfg.expanded] if every_env_value else []
     return secret_values([*own, *secret_sources(config, {name: cfg})])
 
 
