@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from nbagent.cli_errors import BadInput
 from nbagent.config import MCP_JSON, PROJECT_FILE, ConfigError
 from nbagent.config.errors import problems
-from nbagent.config.files import read_toml
+from nbagent.config.files import present, read_toml
 from nbagent.config.trust import ENV, ProjectTrust, TrustLevel, listed, trust_of
 
 _Projects = TypeAdapter(dict[str, ProjectTrust])
@@ -77,6 +77,6 @@ def _listed() -> dict[str, ProjectTrust]:
 
     path = user_file()
     try:
-        return _Projects.validate_python(read_toml(path).get("projects", {})) if path.is_file() else {}
+        return _Projects.validate_python(read_toml(path).get("projects", {})) if present(path) else {}
     except ValidationError as exc:
         raise ConfigError(f"{path}: {problems(exc, lambda key: f'projects.{key}')}") from None

@@ -26,7 +26,7 @@ from pydantic import (
 
 from nbagent.config import codex
 from nbagent.config.errors import ConfigError, problems
-from nbagent.config.files import read_toml
+from nbagent.config.files import outside, present, read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.config.oauth import OAuthSettings
 from nbagent.config.trust import ProjectTrust, check_key, listed, not_read, trust_of
@@ -456,7 +456,7 @@ def load_config(
     sources: dict[str, str] = {}
     written: dict[str, dict[str, str]] = {}
     projects: dict[str, ProjectTrust] = {}
-    if user.is_file():
+    if user_read := present(user):
         merged = read_toml(user)
         layers.append((str(user), merged))
         below = _validate(merged, str(user))
@@ -477,8 +477,10 @@ def load_config(
         else:
             layers.append((str(path), read_toml(path)))
 
-    for origin, data in layers[1 if user.is_file() else 0:]:
+    for origin, data in layers[1 if user_read else 0:]:
         if "projects" in data:
+        elif why := outside(path, verdict.folder):
+            notes.append(f"{path}: not read: {why}")
             raise ConfigError(f"{origin}: key 'projects': only {user} says which folders are trusted")
         data, notes_here = _without_orphan_settings(data, merged, origin)
         notes += notes_here

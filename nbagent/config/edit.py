@@ -32,7 +32,7 @@ from nbagent.config import (
     ToolConfig,
     default_home,
 )
-from nbagent.config.files import read_json, read_text
+from nbagent.config.files import present, read_json, read_text
 from nbagent.config.trust import TrustLevel, folder_key
 
 LAUNCH_KEYS = (
@@ -102,7 +102,7 @@ def _write(path: Path, text: str) -> None:
 
 def parse_toml(path: Path) -> TOMLDocument:
     """``path`` as a tomlkit document (empty when the file does not exist)."""
-    if not path.is_file():
+    if not present(path):
         return tomlkit.document()
     try:
         return tomlkit.parse(read_text(path))
@@ -193,7 +193,7 @@ def render_servers(tables: Mapping[str, Table], settings: Mapping[str, Any] | No
 def remove_server(path: Path, name: str) -> bool:
     """Delete server ``name`` from ``path`` (TOML, or ``.mcp.json``'s ``mcpServers``); False when
     the file holds no such server."""
-    if not path.is_file():
+    if not present(path):
         return False
     with locked(path):
         return _remove_json_server(path, name) if path.name == MCP_JSON else _remove_toml_server(path, name)

@@ -4,7 +4,9 @@ line and key when a value nests past what the parser's stack can hold."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +21,29 @@ _KEY_BEFORE = {
 }
 _KEY_DEPTH = {"toml": 1, "json": 4}
 """The nesting level of the value of the key to name: a TOML line's key, a JSON server's key."""
+
+
+def present(path: Path) -> bool:
+    """Whether there is a file at ``path`` to read; anything else there (a folder, a link loop or
+    to nothing, a FIFO that would block) is an error naming it, not a file that is absent: a user
+    file nbagent silently skipped would drop the user's policy and trusted folders unsaid."""
+    if not os.path.lexists(path):
+        return False
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{path}: cannot read: not a regular file")
+    return True
+
+
+def outside(path: Path, folder: Path) -> str | None:
+    """Why ``path`` is not read as ``folder``'s own file: a link that leads out of it."""
+    real = path.resolve()
+    if real.is_relative_to(folder.resolve()):
+        return None
+    return f"it is a link to {real}, outside the trusted folder {folder}"
 
 
 def read_text(path: Path) -> str:

@@ -33,14 +33,17 @@ def _show_startup(agent: KernelAgent) -> None:
 
     from nbagent.notebook.startup import StartupView
 
-    servers: list[str] = []
-    try:
-        from nbagent.config import load_config
+    from nbagent.config import ConfigError, load_config
 
+    servers: list[str] = []
+    problem = None
+    try:
         servers = [n for n, c in load_config().mcp_servers.items() if c.enabled]
+    except ConfigError as exc:  # the session will not open: say why where the servers would show
+        problem = str(exc)
     except Exception:
         pass
-    view = StartupView(servers)
+    view = StartupView(servers, problem)
     agent.watchers.append(view)
     display(view.widget)
 

@@ -28,9 +28,11 @@ def status_line(status: ServerStatus) -> str:
 
 
 class StartupView:
-    def __init__(self, servers: list[str]) -> None:
+    def __init__(self, servers: list[str], problem: str | None = None) -> None:
         self.updates: dict[str, McpStartupUpdate] = {}
         self.servers = list(servers)
+        self.problem = problem
+        """Why no session can open (a config file that cannot be read), shown instead of the servers."""
         self.status = W.HTML()
         self.warnings = W.HTML()
         self.logins = LoginLinks()
@@ -55,6 +57,9 @@ class StartupView:
             self.warnings.value += line
 
     def _render(self) -> None:
+        if self.problem:
+            self.status.value = f"<div style='color:{COLORS['error']}'>{esc(describe_for_display(self.problem))}</div>"
+            return
         if not self.servers:
             self.status.value = badge("no MCP servers configured", "muted")
             return
