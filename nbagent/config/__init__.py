@@ -470,6 +470,8 @@ def load_config(
     for path in project_files:
         if verdict is None or verdict.level != "trusted":
             notes.append(not_read(path, cwd_path.resolve(), verdict, user))
+        elif why := outside(path, verdict.folder):
+            notes.append(f"{path}: not read: {why}")
         elif path.name == MCP_JSON:
             servers, notes_here, written = read_mcp_json(path, env)
             notes += notes_here
@@ -479,8 +481,6 @@ def load_config(
 
     for origin, data in layers[1 if user_read else 0:]:
         if "projects" in data:
-        elif why := outside(path, verdict.folder):
-            notes.append(f"{path}: not read: {why}")
             raise ConfigError(f"{origin}: key 'projects': only {user} says which folders are trusted")
         data, notes_here = _without_orphan_settings(data, merged, origin)
         notes += notes_here
