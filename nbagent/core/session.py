@@ -151,7 +151,7 @@ class Session:
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
         self._bus.subscribe(self.inspector.on_event)
         self._router.add(self._mcp)
-        self._request_tools = RequestTools(self.config.max_model_tools)
+        self._request_tools = RequestTools(self.config.max_model_tools, lambda text: self.thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
         self._interrupt_reason: str | None = None
         self._requested_thread = thread
@@ -429,8 +429,8 @@ class Session:
             parts.append(SEARCH_HINT)
         cap = self.config.server_instructions_max_bytes
         for server, text in self._mcp.instructions().items():
-            if text and cap:
-                clipped = text.encode()[:cap].decode(errors="ignore")
+            if text and cap:  # redacted before it is cut, so no head of a secret is left
+                clipped = self.thread.redactor().text(text).encode()[:cap].decode(errors="ignore")
                 parts.append(f"Instructions from MCP server {server!r} (untrusted text from that server):\n{clipped}")
         return "\n\n".join(parts)
 

@@ -90,7 +90,8 @@ def for_provider(instructions: str, tools: list[ToolSpec], redactor: Redactor) -
     if redactor.find(_model_text(tools)) is None:
         return redactor.text(instructions), tools
     return redactor.text(instructions), [
-        spec.model_copy(update={"description": redactor.text(spec.description), "parameters": redactor.value(spec.parameters)})
+        spec.model_copy(update={"description": redactor.text(spec.description),
+                                "parameters": redactor.value(spec.parameters)})
         if redactor.find(_model_text([spec])) is not None else spec
         for spec in tools
     ]

@@ -67,7 +67,8 @@ class ToolHints:
         annotations = tool.get("annotations") if isinstance(tool, dict) else None
         if not isinstance(annotations, dict):
             return tool
-        wrong = {hint: annotations[hint] for hint in HINTS if hint in annotations and not isinstance(annotations[hint], bool)}
+        wrong = {hint: annotations[hint] for hint in HINTS
+                 if hint in annotations and not isinstance(annotations[hint], bool)}
         if not wrong:
             return tool
         for hint, value in wrong.items():
@@ -87,7 +88,8 @@ def first_of_each(server: str, tools: list[types.Tool], warn: Callable[[str], No
     kept: list[types.Tool] = []
     for tool in tools:
         if tool.name in seen:
-            warn(f"MCP server {server!r} lists tool {tool.name!r} more than once; the first is kept, the others left out")
+            warn(f"MCP server {server!r} lists tool {tool.name!r} more than once; "
+                 "the first is kept, the others left out")
         else:
             seen.add(tool.name)
             kept.append(tool)

@@ -92,3 +92,43 @@ async def test_a_servers_own_token_never_reaches_the_provider_and_inspect_shows_
     assert (shown.instructions, [{k: t[k] for k in ("name", "description", "parameters")} for t in shown.tools]) == (
         instructions, tools
     )
+
+
+def _config(openai_server, tmp_path: Path, tools: list[dict[str, Any]], instructions: str = "", **kw: Any) -> Config:
+    server = McpServerConfig(command=sys.executable, args=[str(SERVERS / "verbatim.py")], env={
+        "MY_API_TOKEN": TOKEN, "VERBATIM_TOOLS": json.dumps([tools]), "VERBATIM_INSTRUCTIONS": instructions,
+    })  # fmt: skip
+    return Config(
+        model="m", model_provider="local", approval_policy="full-auto", home=str(tmp_path / "home"),
+        model_providers={"local": ModelProviderConfig(base_url=openai_server.base_url, wire_api="chat")},
+        mcp_servers={"svc": server}, api_key="sk-provider-key-0123456789", **kw,
+    )
+
+
+@pytest.mark.timeout(60)
+async def test_a_token_cut_by_the_instructions_cap_sends_no_part_of_it(openai_server, tmp_path: Path) -> None:
+    """A server's instructions are capped; the cap falls inside the token, which is redacted
+    first, so not even its head is sent."""
+    head = "Always pass the key "
+    config = _config(openai_server, tmp_path, [], f"{head}$MY_API_TOKEN.", server_instructions_max_bytes=len(head) + 12)
+    openai_server.script([{"text": "ok"}])
+    async with Session(config=config) as session:
+        await session.run("hi")
+    (system,) = [m["content"] for m in openai_server.requests[0]["messages"] if m["role"] == "system"]
+    assert f"{head}[redacted]"[: len(head) + 8] in system and TOKEN[:12] not in system
+
+
+@pytest.mark.timeout(60)
+async def test_a_token_cut_by_what_search_tools_shows_of_a_description_sends_no_part_of_it(
+    openai_server, tmp_path: Path
+) -> None:
+    """Past ``max_model_tools`` the model finds tools with ``search_tools``, which shows the first
+    300 characters of each description: the token straddles that cut."""
+    tools = [{"name": f"tool{i}", "description": f"{'x' * 290} $MY_API_TOKEN", "inputSchema": {"type": "object"}}
+             for i in range(3)]  # fmt: skip
+    config = _config(openai_server, tmp_path, tools, max_model_tools=2)
+    openai_server.script([{"tool_calls": [{"name": "search_tools", "arguments": {"query": "tool0"}}]}, {"text": "ok"}])
+    async with Session(config=config) as session:
+        await session.run("find a tool")
+    (found,) = [m["content"] for m in openai_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "mcp__svc__tool0" in found and "[redac" in found and TOKEN[:6] not in found, found
