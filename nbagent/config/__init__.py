@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +44,7 @@ __all__ = [
     "ToolConfig",
     "default_home",
     "load_config",
+    "provider_key",
     "record_always_approval",
 ]
 
@@ -508,11 +510,9 @@ def load_config(
         if name in config.mcp_servers:
             config.mcp_servers[name]._written = seen
     try:
-        provider = config.provider()
+        config.api_key = provider_key(config, env)
     except ConfigError as exc:
         raise ConfigError(f"{_origin_of('model_provider', layers, overrides) or origin}: {exc}") from None
-    key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
-    config.api_key = env.get(key_var) if key_var else None
     return config
 
 
@@ -524,3 +524,11 @@ def __getattr__(name: str) -> Any:
 
         return record_always_approval
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def provider_key(config: Config, environ: Mapping[str, str] | None = None) -> str | None:
+    """The API key of ``config``'s provider: only ever read from the environment."""
+    env = os.environ if environ is None else environ
+    provider = config.provider()
+    key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
+    return env.get(key_var) if key_var else None
+
+

@@ -2,7 +2,9 @@
 
 Every item a turn makes goes through ``record`` (disk first, then memory), so history never
 holds what the disk could not. Switching threads (new, resume) is the only way the writer
-changes; a running turn forbids it, since its items belong to the thread it started on.
+changes; a running turn forbids it, since its items belong to the thread it started on. A new
+thread has its id at once but its rollout only with its first line past the first (a turn's
+start, an outside call): a session that never ran a turn leaves no empty thread behind.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 from nbagent.config import Config
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextView
+from nbagent.core.thread_settings import remembered
 from nbagent.mcp.wire import secret_sources
 from nbagent.protocol import (
     TERMINAL_TYPES,
@@ -38,6 +41,7 @@ from nbagent.protocol import (
 )
 from nbagent.store import (
     Redactor,
+    RolloutWriteError,
     RolloutWriter,
     ThreadStore,
     repair_open_calls,
@@ -196,8 +200,28 @@ class ThreadState:
             self.call_ids.add(item.call_id)
 
     def write(self, line: RolloutLine) -> RolloutLine:
-        """``line`` written to the rollout, as written (redacted)."""
+        """``line`` written to the rollout, as written (redacted); a new thread's first line
+        creates its rollout."""
+        if self._writer is None and self.id:
+            self._writer = self._create()
         return self._writer.append(line) if self._writer is not None else line
+
+    @property
+    def stored(self) -> bool:
+        """Whether the thread has a rollout (a new one has none until its first turn)."""
+        return self._writer is not None
+
+    def _create(self) -> RolloutWriter:
+        meta = ThreadMeta(
+            thread_id=self.id, name=self.name, cwd=self._cwd, notebook_path=self._notebook_path,
+            **remembered(self._config),
+        )
+        try:
+            return self._store.create(meta, secrets=rollout_secrets(self._config))
+        except RolloutWriteError:
+            raise
+        except OSError as exc:  # the file could not be opened: a turn ends on it as on a full disk
+            raise RolloutWriteError(self._store.path_for(self.id), exc) from None
 
     def close(self) -> None:
         if self._writer is not None:
@@ -223,22 +247,19 @@ class ThreadState:
         self._bus.thread_id = thread_id
 
     async def new(self, name: str | None = None) -> str:
-        """Start a new thread (and its rollout); returns its id."""
+        """Start a new thread; returns its id. Its rollout is written from its first turn on."""
         thread_id = new_id("thread")
         self._switch(thread_id)
+        self._writer = None
         self.name = name
         self.items = []
         self.call_ids = set()
-        meta = ThreadMeta(
-            thread_id=thread_id, name=name, model=self._config.model or "", cwd=self._cwd,
-            notebook_path=self._notebook_path,
-        )
-        self._writer = self._store.create(meta, secrets=rollout_secrets(self._config))
         self._announce(0)
         return thread_id
 
-    async def resume(self, id_or_name: str) -> str:
-        """Continue a saved thread: its calls left open get an output, its open turn an end."""
+    async def resume(self, id_or_name: str, adopt: Callable[[ThreadMeta], None] | None = None) -> str:
+        """Continue a saved thread: its calls left open get an output, its open turn an end.
+        ``adopt`` is handed its first line before the thread is announced."""
         thread_id = self.find(id_or_name)
         if thread_id is None:
             raise KeyError(f"no thread with id or name {id_or_name!r} under {self._config.home_path}")
@@ -255,6 +276,8 @@ class ThreadState:
         self.name = loaded.name
         self.items, orphans = without_orphan_outputs(loaded.items)
         self.call_ids = {item.call_id for item in self.items if isinstance(item, FunctionCall)}
+        if adopt is not None:
+            adopt(loaded.meta)
         self._announce(len(self.items))
         for warning in loaded.warnings:
             self._bus.emit(WarningEvent(message=warning))
@@ -272,7 +295,8 @@ class ThreadState:
 
     def rename(self, name: str) -> None:
         self.name = name
-        self.write(NameRecord(name=name))
+        if self.stored:  # else the first line carries it
+            self.write(NameRecord(name=name))
 
     def refresh_secrets(self) -> None:
         """Take in the secrets that appeared since the thread opened (``os.environ["X_TOKEN"]``

@@ -56,7 +56,9 @@ def make_model(
         path = model[len(PREFIX) :].strip()
         if not path:
             raise ConfigError("model 'replay:' needs a file: use replay:PATH, e.g. replay:tests/fixtures/demo.json")
-        return ReplayModel(path, cwd=cwd)
+        replay = ReplayModel(path, cwd=cwd)
+        replay.load()  # a missing or broken script is refused before a turn starts, not in it
+        return replay
     provider = config.provider()
     endpoint = endpoint_for(config, model)
     policy = retry or RetryPolicy(max_retries=provider.request_max_retries)

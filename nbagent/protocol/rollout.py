@@ -21,6 +21,12 @@ class ThreadMeta(ProtocolModel):
     model: str = ""
     cwd: str = ""
     notebook_path: str | None = None
+    model_provider: str | None = None
+    """The ``[model_providers]`` entry ``model`` ran on; none for a scripted model. With
+    ``base_url`` and ``approval_policy``, what a resumed thread goes on with unless told otherwise."""
+    base_url: str | None = None
+    """That provider's server as it was (no credentials, no query): named when the provider is gone."""
+    approval_policy: Policy | None = None
 
 
 class TurnRecord(ProtocolModel):
