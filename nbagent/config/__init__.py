@@ -516,14 +516,6 @@ def load_config(
     return config
 
 
-def __getattr__(name: str) -> Any:
-    """``record_always_approval`` lives with the other edits (``nbagent.config.edit``); imported
-    on first use, so reading a config never loads the round-trip TOML writer."""
-    if name == "record_always_approval":
-        from nbagent.config.edit import record_always_approval
-
-        return record_always_approval
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 def provider_key(config: Config, environ: Mapping[str, str] | None = None) -> str | None:
     """The API key of ``config``'s provider: only ever read from the environment."""
     env = os.environ if environ is None else environ
@@ -532,3 +524,11 @@ def provider_key(config: Config, environ: Mapping[str, str] | None = None) -> st
     return env.get(key_var) if key_var else None
 
 
+def __getattr__(name: str) -> Any:
+    """``record_always_approval`` lives with the other edits (``nbagent.config.edit``); imported
+    on first use, so reading a config never loads the round-trip TOML writer."""
+    if name == "record_always_approval":
+        from nbagent.config.edit import record_always_approval
+
+        return record_always_approval
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
