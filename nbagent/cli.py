@@ -13,10 +13,12 @@ from typing import Any, TextIO
 
 from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
-from nbagent.cli_errors import BadInput, Parser, fail, positive
+from nbagent.cli_errors import BadInput, Parser, cwd_option, fail, positive
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.core.context import describe as describe_compaction
 from nbagent.protocol import Event
+from nbagent.models.base import ModelError
+from nbagent.notebook.labels import plural
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
@@ -27,6 +29,8 @@ POLICY_HELP = (
 )
 TABLE_WIDTH = 100
 
+PROBLEMS = ("error", "warning", "turn_failed")
+"""Events a person reads on stderr: what went wrong, apart from what the turn did."""
 
 def _print_event(envelope: Event, out: TextIO) -> None:
     """One human-readable line (or fragment, for streamed text) per event worth showing."""
@@ -60,7 +64,7 @@ def _print_event(envelope: Event, out: TextIO) -> None:
         out.write(f"[mcp {event.server}: sign in by opening this link in your browser:\n  {event.url}\n]\n")  # type: ignore[union-attr]
     elif kind == "mcp_login_completed":
         out.write(f"[mcp {event.server}: signed in]\n")  # type: ignore[union-attr]
-    elif kind in ("error", "warning", "turn_failed"):
+    elif kind in PROBLEMS:
         out.write(f"{'warning' if kind == 'warning' else 'error'}: {event.message}\n")  # type: ignore[union-attr]
     elif kind == "turn_aborted":
         out.write(f"[turn aborted: {event.reason}]\n")  # type: ignore[union-attr]
@@ -73,15 +77,22 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     from nbagent.core.session import Session
+    """One turn on a new or resumed thread. Until its model is known to start, the events are
+    held: a turn that cannot start (no model, no key, no script) prints only why, on stderr, and a
+    new thread it would have run on is never written."""
     from nbagent.core.thread import DELTA_TYPES, DeltaRedactor, redacted
 
     as_json: bool = args.json
     out = sys.stdout
 
+    held: list[Event] | None = []
     shown_errors: set[str] = set()
 
     def show(event: Event) -> None:
         # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
+        if held is not None:
+            held.append(event)
+            return
         # Streamed text is redacted by its stream, since a secret may come in several fragments.
         for shown in streams(event):
             print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
@@ -96,7 +107,8 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             if msg.message in shown_errors:
                 return
             shown_errors.add(msg.message)
-        _print_event(event, VisibleWriter(out))  # server and model text: controls shown, not obeyed
+        # server and model text: controls shown, not obeyed
+        _print_event(event, VisibleWriter(sys.stderr if msg.type in PROBLEMS else out))
 
     config = load_config(args.cwd)
     _home(config)
@@ -105,6 +117,16 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     session.subscribe(show)
     async with session:
         result = await session.run(args.goal)
+        try:
+            session.model_client()
+        except (ConfigError, ModelError):
+            for event in held:  # a warning may say why (a config file not read): then the error
+                if event.msg.type == "warning":
+                    _print_event(redacted(event, session.thread.redactor()), VisibleWriter(sys.stderr))
+            raise
+        started, held = held, None
+        for event in started:
+            show(event)
     return 0 if result.ok else 1
 
 
@@ -134,7 +156,7 @@ def _export(args: argparse.Namespace) -> int:
         raise BadInput(str(exc)) from None
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {args.output}: {len(script['responses'])} responses from thread {thread}")
+    print(f"wrote {args.output}: {plural(len(script['responses']), 'response')} from thread {thread}")
     return 0
 
 
@@ -156,7 +178,7 @@ def _threads(args: argparse.Namespace) -> int:
         print(f"no threads under {config.home_path}")
     for t in threads:
         when = datetime.fromtimestamp(t.updated_at).strftime("%Y-%m-%d %H:%M")
-        turns = f"{t.turns} turn" + ("" if t.turns == 1 else "s")
+        turns = plural(t.turns, "turn")
         name, prompt = (" ".join((text or "").split()) for text in (t.name, t.first_prompt))
         print(f"{t.id}  {when}  {turns:>9}  {_cut(name, 16):16}  {_cut(prompt, 60)}")
     return 0
@@ -292,25 +314,29 @@ def _thread_ref(value: str) -> str:
 def _parser() -> tuple[Parser, dict[str, Parser]]:
     parser = Parser(prog="nbagent", description="An agent runtime for Jupyter notebooks.")
     parser.add_argument("--version", action="version", version=f"nbagent {__version__}")
-    parser.add_argument("-C", dest="cwd", default=None, help="work in DIR (config, relative paths)")
+    cwd_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def turn_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-m", "--model", help="model name, or replay:FILE for a scripted model")
         p.add_argument("--policy", choices=POLICIES, help=POLICY_HELP)
         p.add_argument("--json", action="store_true", help="one JSON event per line")
-        p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+        cwd_option(p)
 
     run = sub.add_parser("run", help="run one turn headless and print its events")
     turn_args(run)
-    run.add_argument("goal")
-    resume = sub.add_parser("resume", help="continue a thread with one more turn")
+    run.add_argument("goal", help="what to ask (the turn's prompt)")
+    resume = sub.add_parser(
+        "resume", help="continue a thread with one more turn",
+        description="Continue a thread with one more turn, on the model, provider and approval policy it ran with "
+                    "(-m and --policy choose others).",
+    )
     turn_args(resume)
-    resume.add_argument("thread", type=_thread_ref)
-    resume.add_argument("goal")
+    resume.add_argument("thread", type=_thread_ref, help="the thread's id, name or a unique id prefix (nbagent threads)")
+    resume.add_argument("goal", help="what to ask next")
     compact = sub.add_parser("compact", help="summarise a thread for the model now (the record keeps every item)")
-    compact.add_argument("-m", "--model", help="the model that writes the summary (default: the configured one)")
-    compact.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+    compact.add_argument("-m", "--model", help="the model that writes the summary (default: the thread's)")
+    cwd_option(compact)
     compact.add_argument("thread", type=_thread_ref)
     threads = sub.add_parser("threads", help="list threads")
     threads.add_argument("--json", action="store_true")
@@ -320,7 +346,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     export.add_argument("thread", type=_thread_ref)
     export.add_argument("-o", "--output", required=True, help="the script file to write")
     export.add_argument("--force", action="store_true", help="overwrite the script file if it exists")
-    export.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+    cwd_option(export)
     index = sub.add_parser("index", help="the thread index")
     index.add_argument("action", choices=["rebuild"])
     tools = sub.add_parser("tools", help="the tool catalogue the model sees, and each MCP server's state")
@@ -330,13 +356,18 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
         offered[kind] = p = sub.add_parser(kind, help=f"{what} the MCP servers offer; with SERVER {more}, read one")
         p.add_argument("server", nargs="?", help="only this server")
         p.add_argument("rest", nargs="*", metavar=more.split()[0], help=f"with SERVER: {more}")
-        p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+        cwd_option(p)
     sub.add_parser("mcp", help="manage MCP servers: list, get, add, remove, login, logout, import", add_help=False)
     sub.add_parser("inspect", help="what the runtime sees and sends: tools, request, turn, wire (see: nbagent inspect --help)",
                    add_help=False)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     trust = cli_trust.add_parser(sub)
-    demo = sub.add_parser("demo", help="run the quickstart walkthrough offline")
+    demo = sub.add_parser(
+        "demo", help="run the quickstart walkthrough offline",
+        description="Run the quickstart notebook offline (a scripted model, a real MCP server), answering its "
+                    "approval and its question as a person would, and say what ran. Each run starts clean: "
+                    "the work folder a previous run left in the output folder is replaced.",
+    )
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
     return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "trust": trust, "demo": demo, **offered}
 
@@ -407,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
 
             run_demo(Path(args.output))
             return 0
-    except (BadInput, ConfigError, KeyError) as exc:
+    except (BadInput, ConfigError, ModelError, KeyError) as exc:
         return fail(prog, exc)
     except OSError as exc:  # a home that cannot be used, a full disk, another process writing the thread
         return fail(prog, exc, 1)

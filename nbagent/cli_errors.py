@@ -25,6 +25,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(BAD_INPUT, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
+def cwd_option(parser: argparse.ArgumentParser, *, default: object = argparse.SUPPRESS) -> None:
+    """``-C DIR``, worded the same in every command (given after a command, it overrides the
+    one before it: hence no default there)."""
+    parser.add_argument("-C", dest="cwd", metavar="DIR", default=default, help="work in DIR (config, relative paths)")
+
+
 def one_line(message: object) -> str:
     return " ".join(str(message).split())
 

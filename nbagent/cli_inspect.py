@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nbagent.cli_errors import BadInput, Parser, fail
+from nbagent.cli_errors import BadInput, Parser, cwd_option, fail
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.core.inspect import (
     RequestRecord,
@@ -69,7 +69,7 @@ def parser(prog: str, *, live: bool) -> Parser:
     for each in (tools, request, turn, wire):
         each.add_argument("--json", action="store_true", help="one JSON document, for programs")
         if not live:
-            each.add_argument("-C", dest="cwd", default=argparse.SUPPRESS)
+            cwd_option(each)
     return p
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from pydantic import ValidationError
 
-from nbagent.cli_errors import BAD_INPUT, Parser, fail, one_line
+from nbagent.cli_errors import BAD_INPUT, Parser, cwd_option, fail, one_line
 from nbagent.config import SERVER_NAME, Config, ConfigError, McpServerConfig, load_config
 from nbagent.config.errors import problems
 
@@ -66,7 +66,7 @@ def parser(prog: str = "nbagent mcp") -> _Parser:
 
     def verb(name: str, text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
-        p.add_argument("-C", dest="cwd", default=argparse.SUPPRESS, help="work in DIR (config, relative paths)")
+        cwd_option(p)
         return p
 
     listing = verb("list", "the configured servers, the file each comes from, and how it authenticates")

@@ -22,7 +22,7 @@ ALL = ["RunResult", "Session", "__version__", "load_ipython_extension", "unload_
 SESSION = {
     "__init__": "(self, *, model: 'str | None' = None, policy: 'Policy | None' = None, cwd: 'str | Path | None' = None, home: 'str | Path | None' = None, thread: 'str | None' = None, thread_name: 'str | None' = None, config: 'Config | None' = None, mcp_servers: 'dict[str, McpServerConfig] | None' = None, interactive: 'bool' = False, entry: 'Entry' = 'python', notebook_path: 'str | None' = None) -> 'None'",
     "add_provider": "(self, provider: 'ToolProvider') -> 'None'",
-    "call_tool": "(self, name: 'str', arguments: 'dict[str, Any]', *, policy: 'Policy | None' = None, entry: 'Entry' = 'notebook_server') -> 'FunctionCallOutput'",
+    "call_tool": "(self, name: 'str', arguments: 'dict[str, Any]', *, policy: 'Policy | None' = None, entry: 'Entry' = 'notebook_server', interactive: 'bool | None' = None) -> 'FunctionCallOutput'",
     "compact": "(self, *, model: 'str | None' = None) -> 'ContextCompacted | None'",
     "current_turn_id": "property",
     "events": "(self) -> 'AsyncIterator[Event]'",

@@ -364,13 +364,15 @@ class Session:
         )
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, policy: Policy | None = None, entry: Entry = "notebook_server"
+        self, name: str, arguments: dict[str, Any], *, policy: Policy | None = None, entry: Entry = "notebook_server",
+        interactive: bool | None = None,
     ) -> FunctionCallOutput:
         """Run one catalogue tool for a caller outside the model (e.g. an agent connected through
         ``%agent serve``): same router, approvals, events and cards, but not part of the model's
         history. The rollout records it as a turn of its own ``entry``. An "abort" at its
-        approval denies this call only."""
-        turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, None)
+        approval denies this call only. ``interactive=False``: no one can answer its asks (no UI
+        shows them), so each is settled at once, saying so; ``None`` follows the session."""
+        turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, interactive)
         turn.catalogue = self._router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
         self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))

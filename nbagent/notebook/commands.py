@@ -339,6 +339,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
     if agent.server is not None:
         raise UsageError(f"already serving at {agent.server.url} (%agent serve --stop first)")
     view = agent.outside_view = show_turn(agent, OUTSIDE_HEADER, turn_id=None)
+    ui = agent.frontend() != "headless"  # known from this cell's request: later calls come from outside
 
     async def start(session: Session) -> str:
         from nbagent.server.notebook_server import describe, start_notebook_server
@@ -347,7 +348,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
         # gets the whole catalogue, not just the native tools.
         await session.servers.ready()
         try:
-            agent.server = await start_notebook_server(session, port=port)
+            agent.server = await start_notebook_server(session, port=port, ui=ui)
         except Exception as exc:  # a port in use: the serving display must not look alive
             why = getattr(exc, "strerror", None) or str(exc)
             view.handle(Event(msg=TurnFailed(message=f"not serving: {why}", code="config")))

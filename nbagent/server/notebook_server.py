@@ -3,7 +3,9 @@
 An outside agent (Codex, Claude Code, ...) connects with a bearer token and calls the same
 catalogue the session's model sees: the notebook tools and the session's MCP tools under their
 model-visible names. Each call goes through ``Session.call_tool``, so it shows in the notebook
-as a tool card, asks through the same approval panels and obeys the same policy.
+as a tool card, asks through the same approval panels and obeys the same policy. In a kernel
+with no notebook UI (driven by jupyter_client alone) no panel can be clicked: a call that needs
+approval is declined at once, saying so, instead of waiting for an answer that cannot come.
 
 Runs as a task on the kernel's own event loop (``uvicorn.Server.serve``), loopback only.
 """
@@ -43,6 +45,8 @@ class NotebookServerHandle(HttpHandle):
     """
 
     token_file: Path | None = None
+    ui: bool = True
+    """Whether a notebook UI shows the approval panels (see ``start_notebook_server``)."""
 
     def snippets(self, name: str = SERVER_NAME) -> dict[str, str]:
         return connection_snippets(self.url, self.token_file, name=name)
@@ -62,8 +66,10 @@ def _write_token(directory: Path, port: int, token: str) -> Path:
     return path
 
 
-def build_notebook_server(session: Session) -> Server[Any]:
-    """An SDK server whose catalogue is ``session.tools()``, re-read on every listing."""
+def build_notebook_server(session: Session, *, ui: bool = True) -> Server[Any]:
+    """An SDK server whose catalogue is ``session.tools()``, re-read on every listing; ``ui``
+    as for ``start_notebook_server``."""
+    interactive = None if ui else False  # None: whatever the session says
 
     # The caller sees what the thread's rollout holds: a server's secret in a description or a
     # result is redacted, as in the notebook's own cards.
@@ -72,7 +78,7 @@ def build_notebook_server(session: Session) -> Server[Any]:
         return redacted(listed, session.thread.redactor())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {})))
+        result = output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {}), interactive=interactive))
         return redacted(result, session.thread.redactor())
 
     return Server(SERVER_NAME, version=__version__, title="nbagent notebook",
@@ -82,17 +88,20 @@ def build_notebook_server(session: Session) -> Server[Any]:
 
 
 async def start_notebook_server(
-    session: Session, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    session: Session, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None, ui: bool = True
 ) -> NotebookServerHandle:
-    """Serve ``session``'s tools on the running (kernel) loop; returns once it listens."""
+    """Serve ``session``'s tools on the running (kernel) loop; returns once it listens.
+
+    ``ui=False``: no notebook UI shows the approval panels (``frontend_kind`` says ``headless``),
+    so no one can answer an ask: each is settled at once as such, and the caller reads why."""
     check_bind(host, allow_remote=False)
     token = check_token(token, "token=") if token else new_token()
     add_process_secret(token)  # a caller may send it back in arguments: rollouts redact it
-    app = http_app(build_notebook_server(session), token, bind_host=host)
+    app = http_app(build_notebook_server(session, ui=ui), token, bind_host=host)
     handle = await start_http(app, host=host, port=port, token=token, signals=False)
     token_file = _write_token(session.config.home_path / "run", handle.port, token)
     return NotebookServerHandle(url=handle.url, token=token, host=handle.host, port=handle.port,
-                                _server=handle._server, _task=handle._task, token_file=token_file)
+                                _server=handle._server, _task=handle._task, token_file=token_file, ui=ui)
 
 
 def connection_snippets(url: str, token_file: Path | None, *, name: str = SERVER_NAME) -> dict[str, str]:
@@ -116,4 +125,6 @@ def describe(handle: NotebookServerHandle) -> str:
             f"1. In the shell that starts the outside agent:\n   {s['env']}\n"
             f"2a. Codex, in ~/.codex/config.toml:\n{s['codex_config_toml']}\n"
             f"2b. Claude Code and others, in .mcp.json:\n{s['mcp_json']}\n"
-            "Stop with: %agent serve --stop")
+            + ("" if handle.ui else "No notebook UI detected: no approval panel can be clicked here, so a call that "
+                                    "needs approval is declined at once, saying why.\n")
+            + "Stop with: %agent serve --stop")

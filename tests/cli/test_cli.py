@@ -49,13 +49,13 @@ def test_a_failed_turn_exits_non_zero(tmp_path: Path) -> None:
     script.write_text('{"responses": []}')
     proc = nbagent("run", "-m", f"replay:{script}", "say", home=tmp_path)
     assert proc.returncode == 1
-    assert "error:" in proc.stdout and "empty.json" in proc.stdout
+    assert "error:" in proc.stderr and "empty.json" in proc.stderr
 
 
 def test_no_model_says_what_to_set(tmp_path: Path) -> None:
     proc = nbagent("run", "hello", home=tmp_path, cwd=tmp_path)
-    assert proc.returncode == 1
-    assert "OPENAI_API_KEY" in proc.stdout and "replay:FILE" in proc.stdout
+    assert proc.returncode == 2
+    assert "OPENAI_API_KEY" in proc.stderr and "replay:FILE" in proc.stderr
 
 
 @pytest.mark.parametrize("argv", [["run"], ["frobnicate"], ["run", "--policy", "sometimes", "x"]])

@@ -104,3 +104,27 @@ def test_serve_bad_arguments_print_usage(make_kernel):
     for line in ("%agent serve --port", "%agent serve --port abc", "%agent serve now"):
         _, out = kernel.run(line)
         assert "usage: %agent" in out and "Traceback" not in out, (line, out)
+
+
+async def outside_write(url: str, token: str) -> Any:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as hc:
+        async with Client(streamable_http_client(url, http_client=hc)) as client:
+            return await client.call_tool("mcp__demo__write_note", {"name": "outside", "text": "from outside"})
+
+
+def test_without_a_notebook_ui_a_call_that_needs_approval_ends_at_once_saying_why(make_kernel):
+    """A kernel driven without a notebook UI (jupyter_client, no ``cellId``) renders no approval
+    panel: an outside call that needs one is settled at once as nobody can answer, and the
+    outside agent reads why; nothing runs. (It used to wait for a click that could never come.)"""
+    kernel, record = make_kernel({"text": "unused"})
+    msg_id, _ = kernel.run("%agent serve", ui=False)
+    text = kernel.wait_output(msg_id, "Stop with: %agent serve --stop")
+    assert "No notebook UI detected" in text, text  # the serving cell says so up front
+    url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", text).group(1)  # type: ignore[union-attr]
+    token_file = re.search(r'export NBAGENT_NOTEBOOK_TOKEN="\$\(cat (\S+)\)"', text).group(1)  # type: ignore[union-attr]
+    written = in_thread(outside_write(url, Path(token_file).read_text())).result(timeout=60)
+    assert written.is_error, written
+    said = written.content[0].text
+    assert "needs approval" in said and "no front end is attached to ask" in said, said
+    assert [e["tool"] for e in executions(record)] == []
+    kernel.run("%agent serve --stop", ui=False)

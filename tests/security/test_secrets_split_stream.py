@@ -101,7 +101,7 @@ def test_a_stream_cut_mid_secret_shows_its_held_text_when_the_turn_ends(openai_s
     run = run_cli(openai_server, tmp_path, split(fragments, error_mid_stream=500, fail_after=3))
     assert run.returncode == 1, run.stdout
     assert "Cut off: [redacted], then sk-test-01" in run.stdout, run.stdout
-    assert "error:" in run.stdout and "never sent" not in run.stdout
+    assert "error:" in run.stderr and "never sent" not in run.stdout + run.stderr
     assert_hidden(run.stdout, run.stderr)
 
 
