@@ -16,9 +16,9 @@ from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, cwd_option, fail, positive
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.core.context import describe as describe_compaction
-from nbagent.protocol import Event
 from nbagent.models.base import ModelError
 from nbagent.notebook.labels import plural
+from nbagent.protocol import Event
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
@@ -28,9 +28,9 @@ POLICY_HELP = (
     "full-auto runs every call"
 )
 TABLE_WIDTH = 100
-
 PROBLEMS = ("error", "warning", "turn_failed")
 """Events a person reads on stderr: what went wrong, apart from what the turn did."""
+
 
 def _print_event(envelope: Event, out: TextIO) -> None:
     """One human-readable line (or fragment, for streamed text) per event worth showing."""
@@ -76,23 +76,23 @@ def _print_event(envelope: Event, out: TextIO) -> None:
 
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
-    from nbagent.core.session import Session
     """One turn on a new or resumed thread. Until its model is known to start, the events are
     held: a turn that cannot start (no model, no key, no script) prints only why, on stderr, and a
     new thread it would have run on is never written."""
+    from nbagent.core.session import Session
     from nbagent.core.thread import DELTA_TYPES, DeltaRedactor, redacted
 
     as_json: bool = args.json
     out = sys.stdout
-
     held: list[Event] | None = []
+
     shown_errors: set[str] = set()
 
     def show(event: Event) -> None:
-        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
         if held is not None:
             held.append(event)
             return
+        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
         # Streamed text is redacted by its stream, since a secret may come in several fragments.
         for shown in streams(event):
             print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
@@ -116,7 +116,6 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     streams = DeltaRedactor(session.thread.redactor)
     session.subscribe(show)
     async with session:
-        result = await session.run(args.goal)
         try:
             session.model_client()
         except (ConfigError, ModelError):
@@ -127,6 +126,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
         started, held = held, None
         for event in started:
             show(event)
+        result = await session.run(args.goal)
     return 0 if result.ok else 1
 
 
