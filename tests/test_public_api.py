@@ -56,8 +56,9 @@ THREAD = {
     "redactor": "(self) -> 'Redactor'",
     "refresh_secrets": "(self) -> 'None'",
     "rename": "(self, name: 'str') -> 'None'",
-    "resume": "(self, id_or_name: 'str') -> 'str'",
+    "resume": "(self, id_or_name: 'str', adopt: 'Callable[[ThreadMeta], None] | None' = None) -> 'str'",
     "saved": "(self, limit: 'int | None' = 50) -> 'list[ThreadSummary]'",
+    "stored": "property",
     "write": "(self, line: 'RolloutLine') -> 'RolloutLine'",
 }
 THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]
