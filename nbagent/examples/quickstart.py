@@ -40,7 +40,8 @@ print((work / "nbagent.toml").read_text())
 # nbagent reads a folder's nbagent.toml only once you trust the folder (it names programs to
 # start): you just wrote this one. From a shell it is `nbagent trust`; in a notebook `%agent trust`.
 from nbagent.config.edit import record_trust
-record_trust(work, "trusted")'''
+trusted_in, folder = record_trust(work, "trusted")
+print(f"trusted {folder} (written to {trusted_in})")'''
 
 HEADLESS = r'''import nbagent.notebook as nb
 from nbagent.examples.walkthroughs.kit import nobody_clicks

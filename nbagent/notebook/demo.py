@@ -12,6 +12,7 @@ about) has no reason to appear.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -48,6 +49,8 @@ WidgetState = Literal["final", "nbclient"]
 
 WORK_DIR = "quickstart-work"
 """Where the quickstart's first cell puts its config, notes and threads (``home/``)."""
+OWNED_MARK = ".nbagent-demo"
+"""In a work folder ``nbagent demo`` made: the next run may replace it (and only then)."""
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -144,17 +147,33 @@ def make_output_dir(path: str | Path) -> Path:
     return out_dir
 
 
+def fresh_work_dir(out_dir: Path) -> Path:
+    """``out_dir``'s work folder, empty and marked as the demo's: a previous run's threads and
+    notes would be counted with this run's. A folder the demo did not make is refused, untouched."""
+    work = out_dir / WORK_DIR
+    if work.exists() or work.is_symlink():
+        if work.is_symlink() or not (work / OWNED_MARK).is_file():
+            raise OSError(errno.EEXIST, "exists and nbagent demo did not make it: move it away or pick another "
+                          "--output", str(work))
+        shutil.rmtree(work)
+    work.mkdir()
+    (work / OWNED_MARK).write_text("made by nbagent demo: the next run replaces this folder\n", encoding="utf-8")
+    return work
+
+
 def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
-    """Execute the quickstart with nbclient in ``output_dir`` with nobody at it (``EXECUTOR_ENV``);
-    print a summary; return the executed notebook, which keeps its widgets' final state."""
+    """Execute the quickstart with nbclient in ``output_dir`` with nobody at it (``EXECUTOR_ENV``),
+    in a work folder of its own; print a summary; return the executed notebook, which keeps its
+    widgets' final state."""
     import nbformat
 
     from nbagent.examples.quickstart import build
 
     out_dir = make_output_dir(output_dir)
+    work = fresh_work_dir(out_dir)
     nb = execute(build(), out_dir, timeout=timeout, env=EXECUTOR_ENV)
     target = out_dir / "00-quickstart.executed.ipynb"
     nbformat.write(nb, str(target))
-    print("\n".join(["nbagent demo: the quickstart ran (scripted model, real MCP server)", *summary(out_dir / WORK_DIR / "home"),
+    print("\n".join(["nbagent demo: the quickstart ran (scripted model, real MCP server)", *summary(work / "home"),
                      f"executed notebook: {target}"]))
     return target

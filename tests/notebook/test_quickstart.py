@@ -11,9 +11,11 @@ import nbformat
 import pytest
 
 from nbagent.examples.quickstart import build
-from nbagent.notebook.demo import WIDGET_STATE, execute, run_demo
+from nbagent import Session
+from nbagent.notebook.demo import OWNED_MARK, WIDGET_STATE, WORK_DIR, execute, run_demo
 
 REPO = Path(__file__).resolve().parents[2]
+HELLO = REPO / "tests" / "fixtures" / "replay_hello.json"
 pytestmark = pytest.mark.timeout(240)
 
 
@@ -40,12 +42,20 @@ def test_quickstart_runs_headless_without_error(tmp_path):
     assert "accept (user)" in text and "scripted" in text
     assert text.count("[turn completed]") == 4
     assert "widgets" not in executed.metadata  # nothing rendered, so no widget state
+    echoed = [out["data"]["text/plain"] for cell in executed.cells for out in cell.get("outputs", [])
+              if out["output_type"] == "execute_result"]
+    assert not [text for text in echoed if text.startswith("(")], "a cell echoes a stray tuple"
     notes = tmp_path / "quickstart-work" / "notes"
     assert (notes / "hello.md").read_text().startswith("# Hello")
     assert "owner_email: you@example.com" in (notes / "experiment-baseline.md").read_text()
 
 
 def test_nbagent_demo_saves_the_panels_with_their_decisions(tmp_path, capfd):
+    """Run again over a previous run's work folder: what it left is not counted."""
+    left = tmp_path / WORK_DIR
+    left.mkdir()
+    (left / OWNED_MARK).write_text("")
+    Session.run_sync("a turn of an earlier run", model=f"replay:{HELLO}", home=left / "home", cwd=tmp_path)
     target = run_demo(tmp_path)
     printed, errors = capfd.readouterr()  # capfd: the kernel's own stderr (a child process) too
     assert "without encryption" not in printed + errors  # a warning a demo user cannot act on
