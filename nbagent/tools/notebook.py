@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -143,18 +144,18 @@ def _outputs_text(outputs: Sequence[OutputSummary]) -> str:
     return "\n".join(lines)
 
 
-def believed(notebook: ReadNotebookResponse, thread_id: str, calls: Collection[str]) -> tuple[ReadNotebookResponse, set[str]]:
+def believed(notebook: ReadNotebookResponse, thread_id: str, calls: Collection[str]) -> tuple[ReadNotebookResponse, set[int]]:
     """``notebook`` with each cell's provenance kept only when it names a call of ``thread_id``
-    (``calls``: that thread's call ids), and the ids of the cells whose claim was dropped."""
-    unverified = {c.id for c in notebook.cells
+    (``calls``: that thread's call ids), and the indexes of the cells whose claim was dropped."""
+    unverified = {c.index for c in notebook.cells
                   if c.provenance is not None and not (c.provenance.thread_id == thread_id and c.provenance.call_id in calls)}
     if not unverified:
         return notebook, unverified
-    cells = [c.model_copy(update={"provenance": None}) if c.id in unverified else c for c in notebook.cells]
+    cells = [c.model_copy(update={"provenance": None}) if c.index in unverified else c for c in notebook.cells]
     return notebook.model_copy(update={"cells": cells}), unverified
 
 
-def render_notebook(notebook: ReadNotebookResponse, note: str = "", unverified: Collection[str] = ()) -> str:
+def render_notebook(notebook: ReadNotebookResponse, note: str = "", unverified: Collection[int] = ()) -> str:
     """The notebook as the model reads it: one header line per cell, then its source.
     ``unverified``: cells whose metadata names an agent call that is not one of this thread's."""
     head = f"Notebook {notebook.path or '(unsaved)'}: {len(notebook.cells)} cell(s)."
@@ -165,7 +166,7 @@ def render_notebook(notebook: ReadNotebookResponse, note: str = "", unverified: 
             bits.append(f"execution_count={cell.execution_count}")
         if cell.provenance is not None:
             bits.append(f"written by agent call {cell.provenance.call_id}")
-        elif cell.id in unverified:
+        elif cell.index in unverified:
             bits.append("(its metadata names an agent call that is not a call of this thread: unverified)")
         parts.append(" ".join(bits))
         parts.append(cell.source if cell.source else "(empty)")
@@ -429,6 +430,10 @@ class _FileOutput(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""nbformat's cell id: another id (spaces, a new line) could pass for more of the line it heads."""
+
+
 class _FileCell(BaseModel):
     id: str | None = None
     cell_type: CellType = "code"
@@ -479,7 +484,7 @@ def _read_file(path: Path, include_outputs: bool, max_chars: int) -> ReadNoteboo
     """Raises ``NotebookFileError``."""
     notebook = _load_file(path)
     cells = [
-        CellInfo(id=cell.id or f"cell-{index}", index=index, cell_type=cell.cell_type, source=_joined(cell.source),
+        CellInfo(id=cell.id if cell.id and _CELL_ID.fullmatch(cell.id) else f"cell-{index}", index=index, cell_type=cell.cell_type, source=_joined(cell.source),
                  execution_count=cell.execution_count, provenance=_provenance_of(cell),
                  outputs=[_summarize_output(out, max_chars) for out in cell.outputs] if include_outputs else [])
         for index, cell in enumerate(notebook.cells)
