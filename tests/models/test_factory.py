@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nbagent.config import Config, ConfigError, ModelProviderConfig, load_config
-from nbagent.models.base import ModelClient
+from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.chat import ChatModel
 from nbagent.models.factory import make_model
 from nbagent.models.replay import ReplayModel
@@ -17,9 +17,16 @@ from tests.models.helpers import collect, text_of
 
 
 def test_replay_resolves_against_cwd(tmp_path: Path) -> None:
+    (tmp_path / "script.json").write_text('{"responses": []}')
     model = make_model(Config(), "replay:script.json", cwd=tmp_path)
     assert isinstance(model, ReplayModel) and isinstance(model, ModelClient)
     assert model.path == tmp_path / "script.json" and model.scripted
+
+
+def test_a_missing_replay_script_is_refused_when_the_model_is_made(tmp_path: Path) -> None:
+    """Before a turn starts, not in it: a turn that cannot start leaves nothing behind."""
+    with pytest.raises(ModelError, match=r"nowhere\.json does not exist"):
+        make_model(Config(), "replay:nowhere.json", cwd=tmp_path)
 
 
 def test_replay_needs_a_path() -> None:
