@@ -2,6 +2,11 @@
 
 Model clients know nothing of sessions, tools routing or approvals: they turn a
 ``ModelRequest`` (a projection of thread state) into a stream of ``ModelEvent``s.
+
+The stream parts are where model output enters the core, whatever the wire: their text fields
+are ``UnicodeText``, so a lone surrogate a reply holds (its text, reasoning, a call's name or
+id) is U+FFFD before anything shows, records or sends it back. A call's ``arguments`` are not
+changed: the core refuses those that are not Unicode text, naming where, for the model to fix.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from nbagent.protocol import Item, ProtocolModel, ToolSpec
+from nbagent.protocol import Item, ProtocolModel, ToolSpec, UnicodeText, unicode_text
 
 
 class ModelRequest(ProtocolModel):
@@ -27,26 +32,28 @@ class ModelRequest(ProtocolModel):
 
 class TextDelta(ProtocolModel):
     type: Literal["text_delta"] = "text_delta"
-    delta: str
+    delta: UnicodeText
 
 
 class ReasoningSummaryDelta(ProtocolModel):
     type: Literal["reasoning_delta"] = "reasoning_delta"
-    delta: str
+    delta: UnicodeText
 
 
 class ReasoningDone(ProtocolModel):
     type: Literal["reasoning_done"] = "reasoning_done"
-    summary: str
-    encrypted_content: str | None = None
+    summary: UnicodeText
+    encrypted_content: UnicodeText | None = None
 
 
 class ToolCallDone(ProtocolModel):
     """A complete tool call. ``arguments`` is the raw JSON string; the core parses it."""
 
     type: Literal["tool_call"] = "tool_call"
-    call_id: str
-    name: str
+    call_id: UnicodeText
+    """Made unique in the thread by the core (two ids may differ only in what became U+FFFD)."""
+    name: UnicodeText
+    """Changed this way, it names no tool: the model is told so."""
     arguments: str
 
 
@@ -62,7 +69,7 @@ class Completed(ProtocolModel):
     """End of one response. ``text`` is the whole assistant message (may be empty)."""
 
     type: Literal["completed"] = "completed"
-    text: str = ""
+    text: UnicodeText = ""
 
 
 ModelEvent = Annotated[
@@ -85,10 +92,12 @@ ModelErrorCode = Literal[
 
 
 class ModelError(Exception):
-    """A request that failed after any retries. ``code`` is stable; ``str()`` is for people."""
+    """A request that failed after any retries. ``code`` is stable; ``str()`` is for people.
+    The message may quote the server, so it is made Unicode text as a reply's text is: the
+    failure is recorded and shown like any other."""
 
     def __init__(self, code: ModelErrorCode, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(unicode_text(message))
         self.code: ModelErrorCode = code
         self.status = status
 

@@ -1,6 +1,6 @@
 """Wire and disk types of nbagent. A leaf: imports nothing else of nbagent."""
 
-from nbagent.protocol._base import ProtocolModel, new_id, now
+from nbagent.protocol._base import ProtocolModel, UnicodeText, new_id, now, unicode_text
 from nbagent.protocol.events import (
     TERMINAL_TYPES,
     AgentMessage,
@@ -140,9 +140,11 @@ __all__ = [
     "TurnFailed",
     "TurnRecord",
     "TurnStarted",
+    "UnicodeText",
     "UserMessage",
     "UserTurn",
     "WarningEvent",
     "new_id",
     "now",
+    "unicode_text",
 ]

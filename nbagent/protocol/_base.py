@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 
 class ProtocolModel(BaseModel):
@@ -23,3 +24,21 @@ def new_id(prefix: str) -> str:
 def now() -> float:
     """Wall-clock seconds; every ``*_at`` field uses this unit."""
     return time.time()
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate (which no encoder writes) as U+FFFD, as a decoder shows
+    bytes it cannot read. ``json`` and the ``openai`` client decode ``"\\ud800"`` into one, and a
+    record, event or request holding it cannot be encoded. Checked before anything is copied:
+    this runs on every streamed delta."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+UnicodeText = Annotated[str, AfterValidator(unicode_text)]
+"""A string field made of text someone else wrote (a model, a front end): always encodable."""

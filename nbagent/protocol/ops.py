@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import AfterValidator, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
-from nbagent.protocol._base import ProtocolModel, new_id
+from nbagent.protocol._base import ProtocolModel, UnicodeText, new_id
 
 Entry = Literal["magic", "python", "cli", "mcp_server", "notebook_server"]
 """Which front end started a turn; recorded with every turn."""
@@ -50,23 +50,15 @@ class UserTurn(ProtocolModel):
     headless run) bounds its own turns."""
 
 
-def _unicode_text(text: str | None) -> str | None:
-    """``text`` with each lone surrogate (which no encoder writes) as U+FFFD, as a decoder shows
-    bytes it cannot read: a reason is free text the record, the panel and the model are all sent,
-    and one that cannot be encoded must not fail the decision it comes with."""
-    if text is None or text.isascii():
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 class ApprovalDecision(ProtocolModel):
     """Answer an ``approval_requested``. Answered by ``approval_resolved``."""
 
     type: Literal["approval_decision"] = "approval_decision"
     call_id: str
     decision: Decision
-    message: Annotated[str | None, AfterValidator(_unicode_text)] = None
-    """For ``deny``: what the model is told."""
+    message: UnicodeText | None = None
+    """For ``deny``: what the model is told (free text the record, the panel and the model are
+    all sent: one that cannot be encoded must not fail the decision it comes with)."""
     arguments: dict[str, Any] | None = None
     """Edited arguments; when given, these are what runs and what is recorded."""
 

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nbagent.gcpause import gc_paused
+from nbagent.protocol import unicode_text
 from nbagent.protocol.items import Item
 from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
 from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
@@ -344,9 +345,25 @@ def read_rollout(path: Path | str) -> tuple[list[RolloutLine], list[str]]:
             try:
                 append(validate(chunk))
             except ValidationError as e:
-                if chunk.strip():  # a blank line is no record: skipped without a word
+                if (line := _as_unicode_text(chunk, e)) is not None:
+                    append(line)
+                elif chunk.strip():  # a blank line is no record: skipped without a word
                     warnings.append(_skipped(path, n, e, torn=n == len(raw) and not data.endswith(b"\n")))
     return lines, warnings
+
+
+def _as_unicode_text(chunk: bytes, error: ValidationError) -> RolloutLine | None:
+    """A line whose JSON holds text that is not Unicode (a lone surrogate, as an escape or as
+    bytes; bytes that are no UTF-8), read with U+FFFD in its place as model output is read now;
+    ``None`` when that is not its only fault. Another program or an older nbagent may have
+    written one, and skipping the line would lose a call or a reply with it."""
+    if not any(e["type"] == "json_invalid" for e in error.errors()):
+        return None
+    try:
+        text = json.dumps(json.loads(chunk.decode("utf-8", "replace")), ensure_ascii=False)
+        return RolloutLineAdapter.validate_json(unicode_text(text))
+    except (ValueError, RecursionError):  # ``ValidationError`` is one: the line has another fault
+        return None
 
 
 def _skipped(path: Path, n: int, error: ValidationError, *, torn: bool) -> str:
