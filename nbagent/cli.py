@@ -15,6 +15,7 @@ from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
 from nbagent.cli_errors import BadInput, Parser, cwd_option, fail, positive
 from nbagent.config import Config, ConfigError, load_config
+from nbagent.config.trust import Unread
 from nbagent.core.context import describe as describe_compaction
 from nbagent.models.base import ModelError
 from nbagent.notebook.labels import plural
@@ -252,7 +253,7 @@ async def _tools(args: argparse.Namespace) -> int:
         servers = [s.model_dump(mode="json") for s in status]
         print(json.dumps({"servers": servers, "policy": policy, "tools": rows, "warnings": warnings}, ensure_ascii=False))
     else:
-        _print_tool_table(status, rows, warnings, policy)
+        _print_tool_table(status, rows, warnings, policy, unread=config.unread)
     failed = [s for s in status if s.required and s.state != "ready"]
     if failed:
         names = ", ".join(repr(s.name) for s in failed)
@@ -260,10 +261,13 @@ async def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_tool_table(status: list[Any], rows: list[dict[str, Any]], warnings: list[str], policy: str) -> None:
-    """Servers (a failed one with its error), then one line per tool, each cut to fit."""
+def _print_tool_table(
+    status: list[Any], rows: list[dict[str, Any]], warnings: list[str], policy: str, *, unread: Unread | None
+) -> None:
+    """Servers (a failed one with its error), then one line per tool, each cut to fit; with no
+    server, why the folder's own config was not read, when that is why."""
     if not status:
-        print("no MCP servers configured")
+        print(unread.no_tools("no MCP servers configured") if unread else "no MCP servers configured")
     for s in status:
         if s.state == "ready":
             detail = f"{s.tools} tool" + ("" if s.tools == 1 else "s")

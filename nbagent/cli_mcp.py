@@ -273,22 +273,31 @@ def _target(cwd: Path, name: str, user: bool) -> Path:
     return Path(origin) if origin and not origin.endswith(MCP_JSON) else project_file(cwd)
 
 
-def add(cwd: Path, name: str, entry: Mapping[str, Any], *, user: bool = False) -> str:
+class Added(NamedTuple):
+    text: str
+    """The file that now says how the server starts."""
+    warning: str | None
+    """Why the server will not start from that file (its folder is not trusted), and the command that fixes it."""
+
+
+def add(cwd: Path, name: str, entry: Mapping[str, Any], *, user: bool = False) -> Added:
     from nbagent.config.edit import put_server
 
     path = _target(cwd, name, user)
     replaced = put_server(path, name, entry)
     done = f"Replaced how MCP server '{name}' starts, in {path}" if replaced else f"Added MCP server '{name}' to {path}"
-    return "\n".join([done, *_unread(cwd, path)])
+    return Added(done, _not_started(cwd, path, name))
 
 
-def _unread(cwd: Path, path: Path) -> list[str]:
-    """Why ``path`` will not be read, when it is a project file in a folder not trusted."""
+def _not_started(cwd: Path, path: Path, name: str) -> str | None:
+    """Why server ``name``, just written to ``path``, will not start: a project file in a folder not trusted."""
     try:
-        warnings = load_config(cwd).warnings
+        unread = load_config(cwd).unread
     except ConfigError:
-        return []
-    return [w for w in warnings if w.startswith(f"{path}: not read")]
+        return None
+    if unread is None or path not in unread.files:
+        return None
+    return f"MCP server {name!r} will not start: {path} is not read: {unread.why}"
 
 
 def remove(cwd: Path, name: str) -> str:
@@ -425,7 +434,10 @@ def _run(args: argparse.Namespace, cwd: Path) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         return 0
     if args.verb == "add":
-        print(add(cwd, *add_entry(args), user=args.user))
+        added = add(cwd, *add_entry(args), user=args.user)
+        print(added.text)
+        if added.warning:  # last, where it is seen: the server just added will not start
+            print(f"warning: {added.warning}", file=sys.stderr)
         return 0
     if args.verb == "remove":
         print(remove(cwd, args.name))

@@ -30,7 +30,7 @@ from nbagent.config.errors import ConfigError, problems
 from nbagent.config.files import outside, present, read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.config.oauth import OAuthSettings
-from nbagent.config.trust import ProjectTrust, check_key, listed, not_read, trust_of
+from nbagent.config.trust import ProjectTrust, Unread, check_key, listed, not_read, trust_of, why_not_read
 from nbagent.protocol import ApprovalMode, Policy
 
 __all__ = [
@@ -310,6 +310,13 @@ class Config(_Strict):
     """From the environment only; never written anywhere."""
     _notes: list[str] = PrivateAttr(default_factory=list)
     """What the files said that is ignored, beyond the server tables' own keys."""
+    _unread: Unread | None = PrivateAttr(default=None)
+
+    @property
+    def unread(self) -> Unread | None:
+        """The working directory's config files left unread because the folder is not trusted
+        (each is a warning too): what "no tools" is owed to, said where it is said."""
+        return self._unread
 
     @field_validator("project_doc_fallback_filenames", "project_root_markers")
     @classmethod
@@ -504,6 +511,8 @@ def load_config(
         merged = _merge(merged, {k: v for k, v in overrides.items() if v is not None})
     origin = " + ".join([o for o, _ in layers] + ["environment"] + (["overrides"] if overrides else []))
     config = _validate(merged, origin)
+    if project_files and (verdict is None or verdict.level != "trusted"):
+        config._unread = Unread(project_files, why_not_read(cwd_path.resolve(), verdict, user))
     config.sources = sources
     config._notes = notes
     for name, seen in written.items():

@@ -94,10 +94,26 @@ def refusal(what: str, folder: Path, projects: Mapping[str, ProjectTrust], user_
 
 def not_read(file: str | Path, folder: Path, verdict: Verdict | None, user_file: Path) -> str:
     """The warning for a project file left unread, saying why and the one command that trusts it."""
+    return f"{file}: not read: {why_not_read(folder, verdict, user_file)}"
+
+
+def why_not_read(folder: Path, verdict: Verdict | None, user_file: Path) -> str:
+    """Why ``folder``'s own config is not read, and the one command that trusts it."""
     if verdict is not None and verdict.level == "untrusted":
         why = f"{user_file} marks {verdict.folder} untrusted"
     else:
         why = (f"{folder} is not a trusted folder (a folder's config can start programs, send the API key "
                f"elsewhere and relax approvals)")
-    return (f"{file}: not read: {why}. If you trust who wrote it: nbagent trust {shlex.quote(str(folder))} "
-            f"(in a notebook there: %agent trust)")
+    return f"{why}. If you trust who wrote it: nbagent trust {shlex.quote(str(folder))} (in a notebook there: %agent trust)"
+
+
+class Unread(NamedTuple):
+    """A folder's own config files left unread because the folder is not trusted."""
+
+    files: list[Path]
+    why: str
+    """``why_not_read``: the reason and the command that trusts the folder."""
+
+    def no_tools(self, nothing: str) -> str:
+        """``nothing`` ("no tools") said with why, where a bare one would leave the person guessing."""
+        return f"{nothing}: this folder's config is not read ({', '.join(map(str, self.files))}): {self.why}"

@@ -219,7 +219,10 @@ def _verb(agent: KernelAgent, words: Any) -> None:
         _out(json.dumps(cli_mcp.server_view(config, words.name)) if words.json else cli_mcp.get_text(config, words.name))
     elif words.verb == "add":
         name, entry = cli_mcp.add_entry(words)
-        _out(cli_mcp.add(cwd, name, entry, user=words.user))
+        added = cli_mcp.add(cwd, name, entry, user=words.user)
+        _out(added.text)
+        if added.warning:
+            _out(f"warning: {added.warning}")
         _start(agent, cwd, [name])
     elif words.verb == "remove":
         name = words.name

@@ -148,20 +148,29 @@ def test_a_kernel_in_an_untrusted_folder_runs_nothing_and_says_why(clone_kernel:
     assert not marker.exists()
 
 
-def test_adding_a_server_to_an_untrusted_folder_says_it_will_not_be_read(tmp_path: Path) -> None:
+def test_adding_a_server_to_an_untrusted_folder_says_plainly_it_will_not_start_and_the_command_that_fixes_it(
+    tmp_path: Path,
+) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
+    why = (f"{work} is not a trusted folder (a folder's config can start programs, send the API key elsewhere and "
+           f"relax approvals). If you trust who wrote it: nbagent trust {work} (in a notebook there: %agent trust)")
     added = nbagent("mcp", "add", "echo", "--", sys.executable, "-c", "pass", home=home, cwd=work, env=UNTRUSTED)
     assert added.returncode == 0, added.stderr
-    assert added.stdout.splitlines() == [
-        f"Added MCP server 'echo' to {work / 'nbagent.toml'}",
-        f"{work / 'nbagent.toml'}: not read: {work} is not a trusted folder (a folder's config can start programs, "
-        f"send the API key elsewhere and relax approvals). If you trust who wrote it: nbagent trust {work} "
-        "(in a notebook there: %agent trust)",
-    ]
+    assert added.stdout.splitlines() == [f"Added MCP server 'echo' to {work / 'nbagent.toml'}"]
+    assert added.stderr.splitlines()[-1] == (
+        f"warning: MCP server 'echo' will not start: {work / 'nbagent.toml'} is not read: {why}")
+
+    inspected = nbagent("inspect", "tools", home=home, cwd=work, env=UNTRUSTED)
+    listed = nbagent("tools", home=home, cwd=work, env=UNTRUSTED)
+    for proc, nothing in ((inspected, "no tools"), (listed, "no MCP servers configured")):
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[0] == f"{nothing}: this folder's config is not read ({work / 'nbagent.toml'}): {why}"
+
     nbagent("trust", home=home, cwd=work, env=UNTRUSTED)
     again = nbagent("mcp", "add", "echo", "--", sys.executable, "-c", "pass", home=home, cwd=work, env=UNTRUSTED)
     assert again.stdout.splitlines() == [f"Replaced how MCP server 'echo' starts, in {work / 'nbagent.toml'}"]
+    assert "warning" not in again.stderr
 
 
 def test_trusting_the_folder_from_the_notebook_starts_its_servers(
