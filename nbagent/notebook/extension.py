@@ -31,9 +31,8 @@ def _show_startup(agent: KernelAgent) -> None:
         return  # text front ends: %agent shows the status; failures show in the turn
     from IPython.display import display
 
-    from nbagent.notebook.startup import StartupView
-
     from nbagent.config import ConfigError, load_config
+    from nbagent.notebook.startup import StartupView
 
     servers: list[str] = []
     problem = None

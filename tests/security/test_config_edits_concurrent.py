@@ -61,4 +61,3 @@ def test_parallel_edits_of_one_config_file_are_all_kept(tmp_path: Path, what: st
     assert path.read_text().startswith("# mine\n")
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == [], "a lock or temporary file was left"
-
