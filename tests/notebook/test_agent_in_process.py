@@ -42,11 +42,14 @@ async def test_threads_counts_turns_in_words(replay: str, capsys: pytest.Capture
 async def test_threads_says_when_more_are_saved_than_it_lists(replay: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``%agent threads N`` lists the N most recent and says more are saved; ``all`` lists every
     one, with no such line; a count that is not one is refused."""
+    Path(replay.removeprefix("replay:")).write_text(json.dumps({"responses": [{"text": "ok"}] * 4}))
     agent = KernelAgent(shell=None, session_factory=lambda: Session(model=replay, thread_name="t0"))
     session = await agent.ready()
     try:
+        await session.run("in t0")  # a thread is saved from its first turn
         for n in range(1, 4):
             await session.thread.new(f"t{n}")
+            await session.run(f"in t{n}")
         run_line(agent, "threads 2")
         listed = capsys.readouterr().out.splitlines()
         assert [line[2:].split()[1] for line in listed[:2]] == ["t3", "t2"] and listed[0][0] == "*"  # newest first
