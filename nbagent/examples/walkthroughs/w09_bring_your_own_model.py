@@ -14,6 +14,7 @@ def client_for(toml: str, environ: dict[str, str]):
     """What nbagent builds from a config: nothing is sent until a turn asks the model."""
     folder = Path(tempfile.mkdtemp())
     (folder / "nbagent.toml").write_text(toml)
+    (folder / "script.json").write_text('{"responses": []}')  # a replay: model's script is read as it is made
     # A folder this code just wrote, so trusted (a folder's config is read only then).
     config = load_config(folder, environ={"NBAGENT_TRUSTED_FOLDERS": str(folder), **environ})
     return make_model(config, config.require_model(), cwd=folder)
