@@ -128,7 +128,8 @@ async def _run(url: str, cwd: str) -> int:
     """One scenario in a fresh home of its own, so scenarios run side by side share no tokens."""
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     script = Path(cwd) / "script.json"
-    session = Session(model=f"replay:{script}", cwd=cwd, home=Path(cwd) / "home", policy="full-auto",
+    # The script is written once the tools are known: the model is named with the turn, so it is read then.
+    session = Session(cwd=cwd, home=Path(cwd) / "home", policy="full-auto",
                       mcp_servers=_server_config(url, context), interactive=True, entry="cli")
     person = Person(session)
     session.subscribe(person)
@@ -145,7 +146,7 @@ async def _run(url: str, cwd: str) -> int:
             calls = [{"name": s.name, "arguments": sample_arguments(s.input_schema or s.parameters)} for s in specs]
             responses: list[dict[str, Any]] = ([{"tool_calls": calls}] if calls else []) + [{"text": "done"}]
             script.write_text(json.dumps({"responses": responses}))
-            result = await session.run("Call each tool of the conformance server once.")
+            result = await session.run("Call each tool of the conformance server once.", model=f"replay:{script}")
             report.update(tools=[c["name"] for c in calls], status=result.status)
             return 0 if result.ok else 1
     finally:
