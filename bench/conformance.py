@@ -3,8 +3,9 @@ against nbagent, and print pass/fail counts per scenario.
 
 Server scenarios run against ``nbagent mcp-server --http``. The suite sends no credentials (it
 assumes an unauthenticated localhost server), while nbagent always requires its bearer token;
-so the suite talks to a small forwarding proxy here that adds the token and passes ``Host`` and
-``Origin`` through untouched — the rebinding checks still hit nbagent's own guard.
+so the suite talks to a small forwarding proxy here that adds the token and passes ``Origin``
+through untouched and ``Host`` too, but for the proxy's own port, which becomes nbagent's (nbagent
+accepts only the port it listens on) — the rebinding checks still hit nbagent's own guard.
 Client scenarios run ``python conformance/client.py URL`` (nbagent's MCP client inside a
 Session, driven by a replay model). The authorization scenarios run as the suite's own
 ``--suite`` processes (each runs its scenarios side by side); one that fails is run once more
@@ -93,6 +94,9 @@ def proxy_app(upstream: str, token: str) -> Any:
             if not message.get("more_body"):
                 break
         headers = [(k.decode(), v.decode()) for k, v in scope["headers"] if k.decode().lower() not in HOP]
+        own_port, upstream_port = f":{scope['server'][1]}", ":" + upstream.rsplit(":", 1)[1]
+        headers = [(k, v[: -len(own_port)] + upstream_port if k.lower() == "host" and v.endswith(own_port) else v)
+                   for k, v in headers]
         headers.append(("authorization", f"Bearer {token}"))
         query = scope.get("query_string", b"").decode()
         url = upstream + scope["path"] + (f"?{query}" if query else "")
@@ -244,7 +248,7 @@ async def run_server(selected: list[str], env: dict[str, str], work: Path) -> li
         return []
     token = secrets.token_urlsafe(24)
     server_env = {**os.environ, "NBAGENT_HOME": str(work / "home")}
-    server = subprocess.Popen([sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0", "--token", token],
+    server = subprocess.Popen([sys.executable, "-m", "nbagent.server", "--http", "127.0.0.1:0", f"--token={token}"],
                               cwd=ROOT, env=server_env, stderr=subprocess.PIPE, text=True)
     assert server.stderr is not None
     match, said = None, []
