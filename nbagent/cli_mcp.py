@@ -26,6 +26,9 @@ from nbagent.config import SERVER_NAME, Config, ConfigError, McpServerConfig, lo
 from nbagent.config.errors import problems
 
 if TYPE_CHECKING:
+    from tomlkit.toml_document import TOMLDocument
+
+    from nbagent.config.importers import Plan
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.mcp.status import ServerStatus
 
@@ -322,7 +325,7 @@ class ImportReport(NamedTuple):
 def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | None, user: bool) -> ImportReport:
     from nbagent.cli_trust import trusted_projects
     from nbagent.config import importers
-    from nbagent.config.edit import add_servers, parse_toml, project_file, render_servers, user_file
+    from nbagent.config.edit import editing, edited_file, parse_toml, project_file, user_file
     from nbagent.config.trust import refusal
 
     target = user_file() if user else project_file(cwd)
@@ -331,14 +334,24 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
     if not found.read and not found.unread:
         where = ", ".join(map(str, importers.source_files(tool, cwd)))  # type: ignore[arg-type]
         return ImportReport(f"no {tool} config found (looked in {where})", 1, [])
+    if dry_run:
+        return _import(found, cwd, target, parse_toml(edited_file(target)), dry_run=True)
+    with editing(target) as doc:  # what is configured is read under the lock the write holds: a server added meanwhile stays
+        return _import(found, cwd, target, doc, dry_run=False)
+
+
+def _import(found: Plan, cwd: Path, target: Path, doc: TOMLDocument, *, dry_run: bool) -> ImportReport:
+    """Add to ``doc`` (the ``target`` file's, unless ``dry_run``) the servers of ``found`` that no
+    config file has yet, and the settings it does not set; the report of what was done."""
+    from nbagent.config.edit import add_servers, render_servers
+
     try:
         configured = dict(load_config(cwd).sources)
     except ConfigError:
         configured = {}
-    existing = parse_toml(target)
-    servers = existing.get("mcp_servers", {})
+    servers = doc.get("mcp_servers", {})
     configured.update({name: str(target) for name in servers if isinstance(servers, Mapping)})
-    settings = {key: value for key, value in found.settings.items() if key not in existing}
+    settings = {key: value for key, value in found.settings.items() if key not in doc}
     verb = "would import" if dry_run else "imported"
     lines = [f"{verb} {key} = {json.dumps(value)}" for key, value in settings.items()]
     chosen = {}
@@ -354,7 +367,7 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
     if (chosen or settings) and dry_run:
         lines.append(f"--- would be added to {target}:\n{render_servers(chosen, settings).strip()}")
     elif chosen or settings:
-        add_servers(target, chosen, settings)
+        add_servers(doc, chosen, settings)
         lines.append(f"{len(chosen)} server(s) written to {target}")
     elif found.read and not found.skipped:
         lines.append(f"no MCP servers in {', '.join(map(str, found.read))}")

@@ -4,7 +4,8 @@ recorded, in the file the server came from, keeping the person's comments, order
 TOML goes through tomlkit (a round-trip parser); ``.mcp.json`` keeps its key order. A file is
 replaced whole by a rename, so a failure mid-write leaves the old file, never half of one, and
 each edit reads and writes under a lock, so edits from several processes at once (two
-``nbagent mcp add``, a kernel's "Always" during ``nbagent trust``) are all kept.
+``nbagent mcp add``, a kernel's "Always" during ``nbagent trust``) are all kept. A file that is
+a link is edited where it leads (``edited_file``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from nbagent.config import (
     ToolConfig,
     default_home,
 )
-from nbagent.config.files import present, read_json, read_text
+from nbagent.config.files import outside, present, read_json, read_text
 from nbagent.config.trust import TrustLevel, folder_key
 
 LAUNCH_KEYS = (
@@ -57,11 +58,27 @@ def user_file() -> Path:
     return default_home() / USER_FILE
 
 
+def edited_file(path: Path) -> Path:
+    """The file an edit of ``path`` reads and replaces: ``path``, or where it leads when it is a
+    link, so the link stays one. A project file whose link leads out of its folder is refused,
+    as it is not read (``load_config``): a copy replacing the link would be read, bringing the
+    outside file's content into the folder. The user's ``config.toml`` is the person's own,
+    wherever it leads (a dotfiles folder)."""
+    if not path.is_symlink():
+        return path
+    present(path)  # a link loop or to nothing is an error naming it
+    if path != user_file() and (why := outside(path, path.parent, "its folder")):
+        raise ConfigError(f"{path}: not edited: {why}")
+    return path.resolve()
+
+
 @contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the lock on edits of ``path``: an ``flock`` on ``.NAME.lock`` beside it, removed on
-    release. The OS drops the lock with its process, so a crash never leaves the file locked; a
-    waiter that locked a lock file removed meanwhile locks the current one instead."""
+def locked(path: Path) -> Iterator[Path]:
+    """Hold the lock on edits of ``path``: an ``flock`` on ``.NAME.lock`` beside the file edited
+    (``edited_file``, which it yields), removed on release. The OS drops the lock with its
+    process, so a crash never leaves the file locked; a waiter that locked a lock file removed
+    meanwhile locks the current one instead."""
+    path = edited_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.parent / f".{path.name}.lock"
     while True:
@@ -78,7 +95,7 @@ def locked(path: Path) -> Iterator[None]:
             raise
         os.close(fd)
     try:
-        yield
+        yield path
     finally:
         lock.unlink(missing_ok=True)
         os.close(fd)
@@ -113,12 +130,12 @@ def parse_toml(path: Path) -> TOMLDocument:
 @contextmanager
 def editing(path: Path) -> Iterator[TOMLDocument]:
     """The document of ``path`` to change in place, under the lock; written back if the block
-    ends normally."""
-    with locked(path):
+    changed it and ends normally."""
+    with locked(path) as path:
         doc = parse_toml(path)
         before = doc.as_string()
         yield doc
-        if doc.as_string() != before or not path.exists():
+        if doc.as_string() != before:
             _write(path, doc.as_string())
 
 
@@ -168,25 +185,20 @@ def put_server(path: Path, name: str, entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def add_servers(path: Path, tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> None:
-    """Append whole server tables (imported ones, with their own comments) to ``path``, and
+def add_servers(doc: TOMLDocument, tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> None:
+    """Append whole server tables (imported ones, with their own comments) to ``doc``, and
     top-level ``settings`` (placed before the tables)."""
-    with editing(path) as doc:
-        for key, value in (settings or {}).items():
-            doc[key] = value
-        servers = _servers(doc)
-        for name, table in tables.items():
-            servers[name] = table
-
-
-def render_servers(tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> str:
-    """The TOML ``add_servers`` would append, for a dry run."""
-    doc = tomlkit.document()
     for key, value in (settings or {}).items():
         doc[key] = value
     servers = _servers(doc)
     for name, table in tables.items():
         servers[name] = table
+
+
+def render_servers(tables: Mapping[str, Table], settings: Mapping[str, Any] | None = None) -> str:
+    """The TOML ``add_servers`` would append, for a dry run."""
+    doc = tomlkit.document()
+    add_servers(doc, tables, settings)
     return doc.as_string()
 
 
@@ -195,8 +207,9 @@ def remove_server(path: Path, name: str) -> bool:
     the file holds no such server."""
     if not present(path):
         return False
-    with locked(path):
-        return _remove_json_server(path, name) if path.name == MCP_JSON else _remove_toml_server(path, name)
+    remove = _remove_json_server if path.name == MCP_JSON else _remove_toml_server
+    with locked(path) as path:
+        return remove(path, name)
 
 
 def _remove_toml_server(path: Path, name: str) -> bool:

@@ -38,12 +38,13 @@ def present(path: Path) -> bool:
     return True
 
 
-def outside(path: Path, folder: Path) -> str | None:
-    """Why ``path`` is not read as ``folder``'s own file: a link that leads out of it."""
+def outside(path: Path, folder: Path, which: str = "the trusted folder") -> str | None:
+    """Why ``path`` is not taken as ``folder``'s own file (to read or to edit): a link that
+    leads out of it."""
     real = path.resolve()
     if real.is_relative_to(folder.resolve()):
         return None
-    return f"it is a link to {real}, outside the trusted folder {folder}"
+    return f"it is a link to {real}, outside {which} {folder}"
 
 
 def read_text(path: Path) -> str:

@@ -33,11 +33,13 @@ def nbagent(
     )  # fmt: skip
 
 
-def start_nbagent(*args: str, home: Path | str, cwd: Path | None = None) -> subprocess.Popen[str]:
+def start_nbagent(
+    *args: str, home: Path | str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """``nbagent ARGS`` running, for a test to read its output as it comes and answer it."""
     return subprocess.Popen(
         [sys.executable, "-m", "nbagent.cli", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean(home, None), cwd=cwd or ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean(home, env), cwd=cwd or ROOT,
     )  # fmt: skip
 
 
