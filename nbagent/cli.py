@@ -18,7 +18,7 @@ from nbagent.config import Config, ConfigError, load_config
 from nbagent.config.trust import Unread
 from nbagent.core.context import describe as describe_compaction
 from nbagent.models.base import ModelError
-from nbagent.notebook.labels import plural
+from nbagent.kit.labels import plural
 from nbagent.protocol import Event
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter

@@ -25,7 +25,7 @@ from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
-from nbagent.notebook.labels import model_text, plural, policy_text
+from nbagent.kit.labels import model_text, plural, policy_text
 from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line

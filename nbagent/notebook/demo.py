@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from nbagent.notebook.labels import plural
+from nbagent.kit.labels import plural
 from nbagent.protocol import ApprovalRecord, ElicitationRecord, FunctionCall, FunctionCallOutput
 
 if TYPE_CHECKING:

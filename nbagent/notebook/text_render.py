@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from nbagent.core.context import describe as describe_compaction
 from nbagent.notebook.cellctx import CellContext
-from nbagent.notebook.labels import model_text, policy_text
+from nbagent.kit.labels import model_text, policy_text
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.toolcard import tool_label
 from nbagent.protocol import (
