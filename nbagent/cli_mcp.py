@@ -325,7 +325,7 @@ class ImportReport(NamedTuple):
 def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | None, user: bool) -> ImportReport:
     from nbagent.cli_trust import trusted_projects
     from nbagent.config import importers
-    from nbagent.config.edit import editing, edited_file, parse_toml, project_file, user_file
+    from nbagent.config.edit import edited_file, editing, parse_toml, project_file, user_file
     from nbagent.config.trust import refusal
 
     target = user_file() if user else project_file(cwd)

@@ -131,12 +131,12 @@ def parse_toml(path: Path) -> TOMLDocument:
 def editing(path: Path) -> Iterator[TOMLDocument]:
     """The document of ``path`` to change in place, under the lock; written back if the block
     changed it and ends normally."""
-    with locked(path) as path:
-        doc = parse_toml(path)
+    with locked(path) as target:
+        doc = parse_toml(target)
         before = doc.as_string()
         yield doc
         if doc.as_string() != before:
-            _write(path, doc.as_string())
+            _write(target, doc.as_string())
 
 
 def _servers(doc: TOMLDocument) -> Any:
@@ -208,8 +208,8 @@ def remove_server(path: Path, name: str) -> bool:
     if not present(path):
         return False
     remove = _remove_json_server if path.name == MCP_JSON else _remove_toml_server
-    with locked(path) as path:
-        return remove(path, name)
+    with locked(path) as target:
+        return remove(target, name)
 
 
 def _remove_toml_server(path: Path, name: str) -> bool:
