@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -69,10 +70,13 @@ from nbagent.protocol import (
     UserTurn,
     WarningEvent,
     new_id,
+    unicode_text,
 )
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.store import RolloutWriteError, ThreadStore
 from nbagent.store.inspect_files import InspectFiles
+
+log = logging.getLogger(__name__)
 
 BASE_INSTRUCTIONS = (
     "You are an agent working inside a Jupyter notebook session. Use the tools you are given to "
@@ -573,34 +577,54 @@ class Session:
                 continue
             start = len(self.thread.items)
             try:
-                name = op.model or self.config.require_model()
-                client = self.model_client(name)
-            except (ConfigError, ModelError) as exc:
-                code = exc.code if isinstance(exc, ModelError) else "config"
-                self._bus.emit(TurnFailed(message=str(exc), code=code), turn_id=op.turn_id)
-                outcome = TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
-            else:
-                self._interrupt_reason = None
-                self._mcp.refresh_secrets()  # as the rollout does: a secret set since is kept from servers too
-                turn = self._turn(
-                    op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive, op.ask_timeout_sec
-                )
-                task = asyncio.ensure_future(run_turn(turn, op))
-                self._current = (op, task)
-                try:
-                    outcome = await asyncio.shield(task)
-                except asyncio.CancelledError:
-                    if not task.cancelled():
-                        raise
-                    # Cancelled in its last step, after it recorded and announced the abort.
-                    outcome = TurnOutcome(op.turn_id, "aborted", error=self._interrupt_reason)
-                except RolloutWriteError as exc:  # a full disk: the turn stops, the session and its caller go on
-                    message = f"the turn stopped: {exc}"
-                    self._bus.emit(TurnFailed(message=message, code="storage"), turn_id=op.turn_id)
-                    outcome = TurnOutcome(op.turn_id, "failed", error=message, error_code="storage")
-                finally:
-                    self._current = None
+                outcome = await self._run_turn(op)
+            except Exception as exc:  # noqa: BLE001 - a turn that cannot even record its end still ends; the runner goes on
+                outcome = self._stopped(op.turn_id, exc)
             self._finish(op.turn_id, outcome, start)
+
+    async def _run_turn(self, op: UserTurn) -> TurnOutcome:
+        try:
+            name = op.model or self.config.require_model()
+            client = self.model_client(name)
+        except (ConfigError, ModelError) as exc:
+            code = exc.code if isinstance(exc, ModelError) else "config"
+            self._bus.emit(TurnFailed(message=str(exc), code=code), turn_id=op.turn_id)
+            return TurnOutcome(op.turn_id, "failed", error=str(exc), error_code=code)
+        self._interrupt_reason = None
+        self._mcp.refresh_secrets()  # as the rollout does: a secret set since is kept from servers too
+        turn = self._turn(op.turn_id, client, name, op.policy or self.policy, op.entry, op.interactive, op.ask_timeout_sec)
+        task = asyncio.ensure_future(run_turn(turn, op))
+        self._current = (op, task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            # Cancelled in its last step, after it recorded and announced the abort.
+            return TurnOutcome(op.turn_id, "aborted", error=self._interrupt_reason)
+        finally:
+            self._current = None
+
+    def _stopped(self, turn_id: str, exc: Exception) -> TurnOutcome:
+        """The end of a turn that raised instead of ending, its failure announced once: a record
+        that could not be written (a full disk, a line that cannot be encoded) stops the turn,
+        never the runner, so the caller and every later turn go on. Only an unforeseen fault
+        has its traceback logged."""
+        if isinstance(exc, RolloutWriteError):
+            message, code = f"the turn stopped: {exc}", "storage"
+        else:
+            log.debug("turn %s stopped", turn_id, exc_info=exc)
+            message, code = f"the turn stopped: internal error: {self._shown(exc)}", "internal"
+        self._bus.emit(TurnFailed(message=message, code=code), turn_id=turn_id)
+        return TurnOutcome(turn_id, "failed", error=message, error_code=code)
+
+    def _shown(self, exc: Exception) -> str:
+        """``exc`` as it may be shown: redacted (it may quote a reply or a server), or only its
+        kind when redacting is what fails."""
+        try:
+            return unicode_text(self.thread.redactor().text(f"{type(exc).__name__}: {exc}"))
+        except Exception:  # noqa: BLE001 - a text that cannot be checked for secrets is not shown
+            return f"{type(exc).__name__} (its text is not shown: it could not be checked for secrets)"
 
     def _finish(self, turn_id: str, outcome: TurnOutcome, start: int) -> None:
         future = self._results.pop(turn_id, None)

@@ -357,7 +357,7 @@ class ThreadStore:
         writer = self._writer(path, None, secrets, create=True, lock=lock)
         try:
             writer.append(meta)
-        except OSError:
+        except BaseException:  # a full disk, a line that cannot be encoded: the lock goes with the writer
             writer.close()
             path.unlink(missing_ok=True)  # a thread that never began leaves no empty rollout
             raise
