@@ -65,10 +65,12 @@ def _check(model: type[M], data: Any, *at: str | int) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        moved = [
-            InitErrorDetails(type=e["type"], loc=(*at, *e["loc"]), input=e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {}))
-            for e in exc.errors()
-        ]
+        moved: list[InitErrorDetails] = []
+        for e in exc.errors():
+            detail = InitErrorDetails(type=e["type"], loc=(*at, *e["loc"]), input=e["input"])
+            if "ctx" in e:
+                detail["ctx"] = e["ctx"]
+            moved.append(detail)
         raise ValidationError.from_exception_data(exc.title, moved) from None
 
 

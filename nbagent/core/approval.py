@@ -229,8 +229,9 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         if resolution.by == "interrupt":
             raise asyncio.CancelledError("the turn was interrupted")  # the call ends with its turn
         answer = resolution.answer
-        edited = answer.arguments is not None  # ``{}`` is an edit too: every argument removed
-        return ApprovalOutcome(answer.decision, resolution.by, answer.arguments if edited else arguments, resolution.message)
+        # ``{}`` is an edit too: every argument removed
+        kept = arguments if answer.arguments is None else answer.arguments
+        return ApprovalOutcome(answer.decision, resolution.by, kept, resolution.message)
 
     def answer(self, op: ApprovalDecision) -> bool:
         """Apply a front end's decision; ``False`` (with a warning) when it cannot apply."""
@@ -239,7 +240,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             return False
         if op.arguments is not None and (problems := edit_problems(request, op.arguments)):
             return self.refuse(op.call_id, f"edited arguments for {op.call_id} rejected: " + "; ".join(problems))
-        return self.deliver(op.call_id, op, op.message)
+        return self.user_answered(op.call_id, op, op.message)
 
     def fallback(self, request: ApprovalRequested, by: AnsweredBy) -> ApprovalDecision:
         return ApprovalDecision(call_id=request.call_id, decision="deny")
@@ -266,15 +267,20 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
     def records(
         self, request: ApprovalRequested, resolution: Resolution[ApprovalDecision], turn_id: str | None
     ) -> tuple[ApprovalRecord, ApprovalResolved]:
-        answer = resolution.answer
-        said = {
-            "decision": answer.decision,
-            "by": resolution.by,
-            "message": resolution.message,
-            "arguments": request.arguments if answer.arguments is None else answer.arguments,
-        }
-        where = {"tool": request.tool, "server": request.server, "raw_tool": request.raw_tool}
-        return (
-            ApprovalRecord(turn_id=turn_id, call_id=request.call_id, **where, **said),
-            ApprovalResolved(call_id=request.call_id, **said),
+        answer, by, message = resolution.answer, resolution.by, resolution.message
+        arguments = request.arguments if answer.arguments is None else answer.arguments
+        record = ApprovalRecord(
+            turn_id=turn_id,
+            call_id=request.call_id,
+            tool=request.tool,
+            server=request.server,
+            raw_tool=request.raw_tool,
+            decision=answer.decision,
+            by=by,
+            message=message,
+            arguments=arguments,
         )
+        resolved = ApprovalResolved(
+            call_id=request.call_id, decision=answer.decision, by=by, message=message, arguments=arguments
+        )
+        return record, resolved

@@ -107,7 +107,7 @@ class ElicitationDesk(PendingAsks[ElicitationRequested, ElicitOutcome]):
                 why = f"answer to {request.server}'s question refused: " + "; ".join(problems)
                 _tell(why)
                 return self.refuse(op.request_id, why)
-        return self.deliver(op.request_id, ElicitOutcome(action=op.action, content=content))
+        return self.user_answered(op.request_id, ElicitOutcome(action=op.action, content=content))
 
     def cannot_show(self, request_id: str, why: str) -> bool:
         request = self._waiting[request_id].request if request_id in self._waiting else None
@@ -126,11 +126,21 @@ class ElicitationDesk(PendingAsks[ElicitationRequested, ElicitOutcome]):
         self, request: ElicitationRequested, resolution: Resolution[ElicitOutcome], turn_id: str | None
     ) -> tuple[ElicitationRecord, ElicitationResolved]:
         outcome, by, message = resolution.answer, resolution.by, resolution.message
-        said = {"action": outcome.action, "by": by, "content": outcome.content, "message": message}
-        return (
-            ElicitationRecord(turn_id=turn_id, request_id=request.request_id, server=request.server, **said),
-            ElicitationResolved(request_id=request.request_id, **said),
+        assert by != "remembered", "a server's question is never answered from memory"
+        action, content = outcome.action, outcome.content
+        record = ElicitationRecord(
+            turn_id=turn_id,
+            request_id=request.request_id,
+            server=request.server,
+            action=action,
+            by=by,
+            content=content,
+            message=message,
         )
+        resolved = ElicitationResolved(
+            request_id=request.request_id, action=action, by=by, content=content, message=message
+        )
+        return record, resolved
 
 
 def _tell(why: str) -> bool:

@@ -81,10 +81,10 @@ def qualify_tools(raw: Iterable[tuple[str, str]]) -> Qualified:
     deterministically.
     """
     out = Qualified()
-    seen: set[RawIdentity] = set()
-    duplicates: set[RawIdentity] = set()
+    seen: set[tuple[str, str]] = set()
+    duplicates: set[tuple[str, str]] = set()
     for item in raw:
-        ident: RawIdentity = (str(item[0]), str(item[1]))
+        ident = (str(item[0]), str(item[1]))
         if ident in seen:
             duplicates.add(ident)
         seen.add(ident)
@@ -92,8 +92,8 @@ def qualify_tools(raw: Iterable[tuple[str, str]]) -> Qualified:
 
     idents = sorted(seen)
     bases = {ident: base_name(*ident) for ident in idents}
-    candidate: dict[RawIdentity, str] = {}
-    groups: dict[str, list[RawIdentity]] = {}
+    candidate: dict[tuple[str, str], str] = {}
+    groups: dict[str, list[tuple[str, str]]] = {}
     for ident in idents:
         b = bases[ident]
         c = b if len(b) <= MAX_NAME_LEN and b else hashed_name(b, raw_digest(ident))
@@ -101,8 +101,8 @@ def qualify_tools(raw: Iterable[tuple[str, str]]) -> Qualified:
         groups.setdefault(c, []).append(ident)
 
     used: set[str] = set()
-    plain: dict[RawIdentity, str] = {}
-    needs_hash: list[RawIdentity] = []
+    plain: dict[tuple[str, str], str] = {}
+    needs_hash: list[tuple[str, str]] = []
     for c, members in groups.items():
         if len(members) == 1 and c == bases[members[0]]:
             plain[members[0]] = c

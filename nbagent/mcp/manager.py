@@ -27,7 +27,7 @@ from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
 from nbagent.mcp.status import ServerStatus
 from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, McpToolsChanged, ToolResult, ToolSpec
-from nbagent.protocol import Event, McpLoginCompleted, WarningEvent
+from nbagent.protocol import EventMsg, McpLoginCompleted, WarningEvent
 from nbagent.protocol.tools import ProgressFn
 from nbagent.store.secrets import process_secrets_version
 
@@ -444,7 +444,7 @@ class McpConnectionManager:
         result = await self._ready(server).get_prompt(name, args)
         return result.model_dump(mode="json", exclude_none=True)
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: EventMsg) -> None:
         if isinstance(event, McpStartupUpdate):  # every change of a server's state is announced so
             self.generation += 1
         if isinstance(event, McpStartupUpdate | McpLoginCompleted):  # new servers, new tokens

@@ -169,7 +169,7 @@ class NotebookBridge:
             self._pending.pop(request.id, None)
             raise BridgeUnavailable("hello", f"could not open the notebook bridge comm: {exc!r}") from exc
         comm.on_msg(self._on_msg)
-        comm.on_close(lambda msg, comm=comm: self._on_close(comm))
+        comm.on_close(lambda _msg: self._on_close(comm))
         self._comm = comm
         try:
             reply = await self._await(request, future, self.hello_timeout)

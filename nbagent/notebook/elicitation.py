@@ -13,6 +13,7 @@ link the user opens themselves; nothing here ever opens it.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -75,7 +76,7 @@ def field_value(field: FormField, widget: W.Widget) -> Any:
     """What the widget holds, in the type the schema asks for (``None`` = left empty)."""
     if field.unanswerable:
         return None
-    value = widget.value  # type: ignore[attr-defined]
+    value = widget.value
     if field.kind in ("string", "email", "uri", "date", "date-time"):
         return value if value != "" else None
     if field.kind == "multi_enum":
@@ -195,7 +196,7 @@ class ElicitationForm:
             label = W.HTML(f"{esc(f.label)}{star}", layout=W.Layout(width="12em"))
             message = W.HTML()
             self.messages[f.name] = message
-            check = guarded(f"checking {f.label}", lambda html, m=message: setattr(m, "value", html))
+            check = guarded(f"checking {f.label}", functools.partial(setattr, message, "value"))
             widget.observe(check(lambda _c, f=f: self._on_change(f)), names="value")
             hint = help_text(f)
             rows.append(W.HBox([label, widget, W.HTML(muted(hint)) if hint else W.HTML()]))
@@ -277,7 +278,7 @@ class ElicitationForm:
         for button in self.buttons.values():
             button.disabled = True
         for widget in self.inputs.values():
-            widget.disabled = True  # type: ignore[attr-defined]
+            widget.disabled = True
         verb = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}.get(action, action)
         color = COLORS["ok"] if action == "accept" else COLORS["warn"]
         self.record.value = (

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from nbagent.protocol._base import ProtocolModel
 
 FieldKind = Literal["string", "email", "uri", "date", "date-time", "integer", "number", "boolean", "enum", "multi_enum"]
-_FORMAT_KINDS = {"email": "email", "uri": "uri", "date": "date", "date-time": "date-time"}
+_FORMAT_KINDS: dict[str, FieldKind] = {"email": "email", "uri": "uri", "date": "date", "date-time": "date-time"}
 
 
 class ElicitationSchemaError(ValueError):
@@ -173,20 +173,20 @@ def _read_field(name: str, prop: Any, required: bool) -> FormField:
             branches = prop.get("oneOf", prop.get("anyOf"))
             return FormField(kind="enum", options=_titled_options(branches, where), **common)
         fmt = prop.get("format")
-        kind = "string"
+        kind: FieldKind = "string"
         if fmt is not None:
             if not isinstance(fmt, str) or fmt not in _FORMAT_KINDS:
                 raise ElicitationSchemaError(f"{where}: unsupported string format {fmt!r}")
             kind = _FORMAT_KINDS[fmt]
         return FormField(
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             min_length=_int_or_none(prop, "minLength", where),
             max_length=_int_or_none(prop, "maxLength", where),
             **common,
         )
     if typ in ("integer", "number"):
         return FormField(
-            kind=typ,
+            kind="integer" if typ == "integer" else "number",
             minimum=_num_or_none(prop, "minimum", where),
             maximum=_num_or_none(prop, "maximum", where),
             **common,

@@ -68,7 +68,9 @@ def _check(s: Any, path: str, depth: int, problems: list[str]) -> None:
                 _check(v, f"{path}/properties/{k}", depth + 1, problems)
     if "required" in s:
         req = s["required"]
-        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        props = s.get("properties")
+        if not isinstance(props, dict):
+            props = {}
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req) or len(set(req)) != len(req):
             problems.append(f"{where}: required must be a list of distinct names")
         else:

@@ -111,7 +111,7 @@ def answer_op(ask: Ask, result: types.ElicitResult) -> Op:
         if decision == "deny" and not message:
             message = "Denied by the MCP client's user."
         return ApprovalDecision(call_id=ask.key, decision=decision, message=message)  # type: ignore[arg-type]
-    content = dict(result.content) if result.action == "accept" and result.content is not None else None
-    if result.action == "accept" and content is None:
-        content = {}
-    return ElicitationResponse(request_id=ask.key, action=result.action, content=content)
+    answer = dict(result.content) if result.action == "accept" and result.content is not None else None
+    if result.action == "accept" and answer is None:
+        answer = {}
+    return ElicitationResponse(request_id=ask.key, action=result.action, content=answer)

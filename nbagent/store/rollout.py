@@ -23,8 +23,7 @@ from pydantic import ValidationError
 
 from nbagent.gcpause import gc_paused
 from nbagent.protocol import unicode_text
-from nbagent.protocol.items import Item
-from nbagent.protocol.rollout import ItemRecord, RolloutLine, RolloutLineAdapter
+from nbagent.protocol.rollout import RolloutLine, RolloutLineAdapter
 from nbagent.store.secrets import process_secrets, process_secrets_version, secret_values
 
 __all__ = [
@@ -293,9 +292,6 @@ class RolloutWriter:
                 log.exception("rollout line hook failed for %s", self.path)
         return line
 
-    def append_item(self, item: Item) -> None:
-        self.append(ItemRecord(item=item))
-
     def close(self) -> None:
         if self._fd is None:
             return
@@ -368,6 +364,6 @@ def _as_unicode_text(chunk: bytes, error: ValidationError) -> RolloutLine | None
 
 def _skipped(path: Path, n: int, error: ValidationError, *, torn: bool) -> str:
     what = "torn last line" if torn else "invalid line"
-    first = error.errors()[0] if error.errors() else {}
-    reason = first.get("msg", str(error)).splitlines()[0] if first else str(error).splitlines()[0]
+    errors = error.errors()
+    reason = (errors[0].get("msg", str(error)) if errors else str(error)).splitlines()[0]
     return f"{path}:{n}: skipped {what} ({reason})"

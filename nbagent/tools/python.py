@@ -87,7 +87,7 @@ class _RoutingStream(io.TextIOBase):
         self.original = original
         self.which = which
 
-    def write(self, text: str) -> int:  # type: ignore[override]
+    def write(self, text: str) -> int:
         capture = _capture.get()
         if capture is None:
             return self.original.write(text)
@@ -114,9 +114,9 @@ def _install() -> None:
     with _install_lock:
         _users += 1
         if not isinstance(sys.stdout, _RoutingStream):
-            sys.stdout = _RoutingStream(sys.stdout, "stdout")  # type: ignore[assignment]
+            sys.stdout = _RoutingStream(sys.stdout, "stdout")
         if not isinstance(sys.stderr, _RoutingStream):
-            sys.stderr = _RoutingStream(sys.stderr, "stderr")  # type: ignore[assignment]
+            sys.stderr = _RoutingStream(sys.stderr, "stderr")
 
 
 def _uninstall() -> None:
@@ -127,9 +127,9 @@ def _uninstall() -> None:
             return
         # Only undo our own wrapper: if something replaced it meanwhile, leave that alone.
         if isinstance(sys.stdout, _RoutingStream):
-            sys.stdout = sys.stdout.original  # type: ignore[assignment]
+            sys.stdout = sys.stdout.original
         if isinstance(sys.stderr, _RoutingStream):
-            sys.stderr = sys.stderr.original  # type: ignore[assignment]
+            sys.stderr = sys.stderr.original
 
 
 # -- running ------------------------------------------------------------------------------------

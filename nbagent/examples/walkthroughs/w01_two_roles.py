@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
@@ -89,7 +90,7 @@ CHECK = '''check(answer, {tool.name for tool in listed.tools},
       why="nbagent serves its runtime (a thread, its approvals, its tools) behind two tools; "
           "the inner session's MCP tools stay inside it, so a client cannot reach around its approvals.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 01 · Two roles: nbagent as MCP client and as MCP server
 
 nbagent sits on both sides of MCP. As a **client** it starts other programs' MCP servers and

@@ -3,6 +3,7 @@ model-visible name is routed back."""
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
@@ -97,7 +98,7 @@ CHECK = '''check(answer, routes[looked_up],
       hint="the name carries only a hash of the raw tool; look it up in `routes` or in the server's record",
       why="the runtime keeps the reverse map; the model's name is a key into it, never parsed back into a server and a tool.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 02 · Tool identity: raw names vs model-visible names
 
 ## The problem the boundary solves

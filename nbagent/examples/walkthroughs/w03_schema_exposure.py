@@ -3,6 +3,7 @@ what the sanitiser drops, rewrites or makes strict, and why."""
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
@@ -103,7 +104,7 @@ check(answer, expected[rejects(raw), rejects(exposed)],
       why="oneOf became anyOf (the API has no oneOf), so exclusivity is lost in the model's view; "
           "the sanitiser warned, and the server, which keeps its own schema, stays the authority.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 03 · Schema exposure: the server's inputSchema vs what the model receives
 
 ## The problem the boundary solves

@@ -3,6 +3,7 @@ changes after it was approved (a rug pull) being asked about again."""
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
@@ -125,7 +126,7 @@ check(answer, untrusted,
       hint="annotations are hints from the server: they count only for a trusted one. What else can let a call through?",
       why="peek's readOnlyHint is the server's claim and stops counting; stamp's approval_mode is the person's own rule and still does.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 04 · Approval: who lets a tool call run
 
 ## The problem the boundary solves

@@ -3,6 +3,7 @@ question can end, and the wait kept out of the tool's timeout."""
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''import os
@@ -104,7 +105,7 @@ check(answer, dijkstra["action"],
       hint="read how PendingAsks settles an ask nobody answered, and the desk's fallback for each `by`",
       why="a timeout is not the person saying no: it is settled as cancel (decline is kept for a policy that forbids asking), and recorded by='timeout'.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 05 · Elicitation: a tool that asks the person mid-call
 
 ## The problem the boundary solves

@@ -3,6 +3,7 @@ result (text, image, resource, structured, error, too long) as the model receive
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
@@ -107,7 +108,7 @@ check(answer, lambda tp: is_valid_traceparent(tp) and tp.split("-")[1] == receiv
       hint="every call of a turn shares one trace id; see how nbagent/mcp/meta.py derives it",
       why="the trace id is derived from the turn id, so a tracing backend lines up every call of a turn, whichever server got it.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 06 · Metadata and results: what crosses the boundary each way
 
 ## The problem the boundary solves

@@ -7,6 +7,7 @@ its SQLite index, a resume from another process and a torn rollout line repaired
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
@@ -217,7 +218,7 @@ NBAGENT = """## Where this lives in nbagent
   the index rebuilt when missing or corrupt), `nbagent/store/repair.py` (the "aborted" outputs).
 * `nbagent/cli.py`: `nbagent resume`, the other process above."""
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 07 · Events and state: a turn, its stream, its record
 
 A coding agent's turn is a local task, not a single answer. It reads history, calls tools, waits

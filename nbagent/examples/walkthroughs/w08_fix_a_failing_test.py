@@ -8,6 +8,7 @@ run's recorded events and items.
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
@@ -166,7 +167,7 @@ NBAGENT = """## Where this lives in nbagent
   `ApprovalDecision` op as the autopilot does here.
 * `nbagent/store/rollout.py` and `nbagent/store/index.py`: the record behind the last row."""
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 08 · Fix a failing test, end to end
 
 The lesson's running example: "fix this failing test". The user is not waiting for an answer.

@@ -3,6 +3,7 @@ and a thread recorded from an HTTP model turned into a replay script and played 
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 CONFIGS = '''import tempfile
@@ -139,7 +140,7 @@ check(answer, next(key for key, reply in branch.items() if reply != branch["defa
       why="the export asks the replay parser's own previous_outcomes what the call's approval was, so a replay "
           "in which you deny plays the reply filed under that key, and the default otherwise.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 09 · Bring your own model
 
 ## The problem the boundary solves

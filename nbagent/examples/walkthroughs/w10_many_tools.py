@@ -4,6 +4,7 @@ request."""
 
 from __future__ import annotations
 
+from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, model_requests, check, data
@@ -96,7 +97,7 @@ check(answer, next_request(4),
           "newest first, so a resumed thread carries the same tools; what does not fit drops out "
           "of the request, not out of the catalogue: a call to it still resolves and is approved as usual.")'''
 
-CELLS = [
+CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 10 · Many tools: a catalogue bigger than one request
 
 ## The problem the boundary solves
