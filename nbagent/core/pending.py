@@ -141,7 +141,7 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
             return None
         return waiting.request
 
-    def deliver(self, key: str, answer: AnswerT, message: str | None = None) -> bool:
+    def user_answered(self, key: str, answer: AnswerT, message: str | None = None) -> bool:
         """A person's answer; ``False`` (with a warning) when nothing waits under ``key``."""
         if self.waiting(key) is None:
             return False
