@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from nbagent.protocol.items import AssistantMessage, FunctionCall, FunctionCallOutput, UserMessage
-from nbagent.protocol.rollout import ThreadMeta, TurnRecord
+from nbagent.protocol.rollout import ItemRecord, ThreadMeta, TurnRecord
 from nbagent.store import ThreadStore
 
 MAX_TURNS = 5000  # bounded: the parent kills us long before this
@@ -35,13 +35,13 @@ def main() -> None:
         turn = f"turn_{t}"
         writer.append(TurnRecord(turn_id=turn, status="started"))
         msg = UserMessage(turn_id=turn, text=f"step {t}: use sk-child-secret")
-        writer.append_item(msg)
+        writer.append(ItemRecord(item=msg))
         confirm("user_message", msg.id)
         for c in range(3):
             call = FunctionCall(
                 turn_id=turn, call_id=f"call_{t}_{c}", name="run_cell", arguments=json.dumps({"code": f"x = {c}"})
             )
-            writer.append_item(call)
+            writer.append(ItemRecord(item=call))
             confirm("function_call", call.id)
             calls += 1
             if mode == "hang" and calls == HANG_AFTER_CALLS:
@@ -50,10 +50,10 @@ def main() -> None:
                 time.sleep(60)  # a slow tool call; the parent kills us here
                 sys.exit(3)
             res = FunctionCallOutput(turn_id=turn, call_id=call.call_id, output=f"{c}\n" * 20, duration_ms=1.0)
-            writer.append_item(res)
+            writer.append(ItemRecord(item=res))
             confirm("function_call_output", res.id)
         reply = AssistantMessage(turn_id=turn, text="done " * 30)
-        writer.append_item(reply)
+        writer.append(ItemRecord(item=reply))
         confirm("assistant_message", reply.id)
         writer.append(TurnRecord(turn_id=turn, status="completed"))
     writer.close()

@@ -28,6 +28,7 @@ LOADER = r"""
 import json, sys
 from pathlib import Path
 from nbagent.protocol.items import FunctionCall, FunctionCallOutput
+from nbagent.protocol.rollout import ItemRecord
 from nbagent.store import ThreadStore, repair_open_calls
 home, thread_id = Path(sys.argv[1]), sys.argv[2]
 store = ThreadStore(home)
@@ -35,7 +36,7 @@ t, w = store.open_thread(thread_id)
 repairs = repair_open_calls(t.items)
 with w:
     for r in repairs:
-        w.append_item(r)
+        w.append(ItemRecord(item=r))
 again = store.load(thread_id)
 calls = {i.call_id for i in again.items if isinstance(i, FunctionCall)}
 outs = {i.call_id for i in again.items if isinstance(i, FunctionCallOutput)}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nbagent.protocol.items import AssistantMessage, UserMessage
-from nbagent.protocol.rollout import NameRecord, ThreadMeta, TurnRecord
+from nbagent.protocol.rollout import ItemRecord, NameRecord, ThreadMeta, TurnRecord
 from nbagent.store import ThreadNotFound, ThreadStore, ThreadSummary
 
 
@@ -19,8 +19,8 @@ def _thread(store: ThreadStore, tid: str, name: str | None, prompts: int = 1, at
         for i in range(prompts):
             turn = f"turn_{tid}_{i}"
             w.append(TurnRecord(turn_id=turn, status="started", at=t0 + i + 0.1))
-            w.append_item(UserMessage(turn_id=turn, text=f"prompt {i} of {tid}", created_at=t0 + i + 0.2))
-            w.append_item(AssistantMessage(turn_id=turn, text="ok", created_at=t0 + i + 0.3))
+            w.append(ItemRecord(item=UserMessage(turn_id=turn, text=f"prompt {i} of {tid}", created_at=t0 + i + 0.2)))
+            w.append(ItemRecord(item=AssistantMessage(turn_id=turn, text="ok", created_at=t0 + i + 0.3)))
             w.append(TurnRecord(turn_id=turn, status="completed", at=t0 + i + 0.4))
 
 
@@ -46,7 +46,7 @@ def test_index_updated_at_turn_records_not_every_item(tmp_path: Path) -> None:
     store = ThreadStore(tmp_path)
     w = store.create(ThreadMeta(thread_id="thread_live"))
     w.append(TurnRecord(turn_id="t1", status="started"))
-    w.append_item(UserMessage(text="hi"))
+    w.append(ItemRecord(item=UserMessage(text="hi")))
     assert store.list_threads()[0].items == 0  # items are counted at turn end
     w.append(TurnRecord(turn_id="t1", status="completed"))
     assert store.list_threads()[0].items == 1
@@ -93,7 +93,7 @@ def test_rebuild_agrees_with_live_index(tmp_path: Path) -> None:
         _thread(store, f"thread_{i}", f"n{i % 2}", prompts=i + 1, at=1000.0 + i)
     with store.open_thread("thread_3")[1] as w:  # resume appends more
         w.append(TurnRecord(turn_id="more", status="started"))
-        w.append_item(UserMessage(text="resumed"))
+        w.append(ItemRecord(item=UserMessage(text="resumed")))
         w.append(TurnRecord(turn_id="more", status="aborted", reason="interrupted"))
     live = _rows(store)
     assert store.rebuild_index() == 5

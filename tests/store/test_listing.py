@@ -16,24 +16,24 @@ from pathlib import Path
 import pytest
 
 from nbagent.protocol.items import UserMessage
-from nbagent.protocol.rollout import ThreadMeta, TurnRecord
+from nbagent.protocol.rollout import ItemRecord, ThreadMeta, TurnRecord
 from nbagent.store import ThreadStore, read_rollout
 from tests.store.samples import every_item
 
 ANOTHER_PROCESS = """
 import sys
 from nbagent.protocol.items import UserMessage
-from nbagent.protocol.rollout import ThreadMeta
+from nbagent.protocol.rollout import ItemRecord, ThreadMeta
 from nbagent.store import ThreadStore
 with ThreadStore(sys.argv[1]) as store, store.create(ThreadMeta(thread_id=sys.argv[2])) as w:
-    w.append_item(UserMessage(text="from another process"))
+    w.append(ItemRecord(item=UserMessage(text="from another process")))
 """
 
 
 def _thread(store: ThreadStore, tid: str, at: float) -> None:
     with store.create(ThreadMeta(thread_id=tid, created_at=at)) as w:
         w.append(TurnRecord(turn_id=f"turn_{tid}", status="started", at=at))
-        w.append_item(UserMessage(turn_id=f"turn_{tid}", text=f"prompt of {tid}", created_at=at))
+        w.append(ItemRecord(item=UserMessage(turn_id=f"turn_{tid}", text=f"prompt of {tid}", created_at=at)))
         w.append(TurnRecord(turn_id=f"turn_{tid}", status="completed", at=at))
 
 
@@ -138,7 +138,7 @@ def test_resume_gives_every_line_as_written_with_the_same_warnings(tmp_path: Pat
     items = every_item() * 300
     with store.create(ThreadMeta(thread_id="thread_big")) as w:
         for item in items:
-            w.append_item(item)
+            w.append(ItemRecord(item=item))
     path = store.threads_dir / "thread_big.jsonl"
     raw = path.read_bytes().split(b"\n")[:-1]
     raw.insert(10, b"not json at all")
@@ -155,7 +155,7 @@ def test_resume_gives_every_line_as_written_with_the_same_warnings(tmp_path: Pat
 def test_loading_leaves_the_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
     with ThreadStore(tmp_path).create(ThreadMeta(thread_id="t")) as w:
         for item in every_item():
-            w.append_item(item)
+            w.append(ItemRecord(item=item))
     frozen_before = gc.get_freeze_count()
     was = gc.isenabled()
     try:
@@ -170,7 +170,7 @@ def test_loading_leaves_the_collector_as_it_found_it(tmp_path: Path, enabled: bo
 
 def test_objects_someone_froze_stay_frozen(tmp_path: Path) -> None:
     with ThreadStore(tmp_path).create(ThreadMeta(thread_id="t")) as w:
-        w.append_item(UserMessage(text="x"))
+        w.append(ItemRecord(item=UserMessage(text="x")))
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()

@@ -16,7 +16,7 @@ def _write_thread(path: Path, n_items: int = 5) -> list[UserMessage]:
     with RolloutWriter(path, create=True) as w:
         w.append(ThreadMeta(thread_id="t"))
         for it in items:
-            w.append_item(it)
+            w.append(ItemRecord(item=it))
     return items
 
 
@@ -31,7 +31,7 @@ def test_every_item_type_round_trips(tmp_path: Path) -> None:
     with store.create(meta) as w:
         w.append(turns[0])
         for it in items:
-            w.append_item(it)
+            w.append(ItemRecord(item=it))
         w.append(turns[1])
         w.append(NameRecord(name="renamed"))
     loaded = store.load("thread_rt")
@@ -74,7 +74,7 @@ def test_append_after_torn_tail_keeps_new_lines_intact(tmp_path: Path) -> None:
         f.write(b'{"type":"item","item":{"id"')
     extra = UserMessage(text="after the crash")
     with RolloutWriter(path) as w:
-        w.append_item(extra)
+        w.append(ItemRecord(item=extra))
     lines, warnings = read_rollout(path)
     assert [ln.item for ln in lines[1:]] == [*items, extra]  # type: ignore[union-attr]
     assert len(warnings) == 1 and ":7:" in warnings[0]
@@ -102,13 +102,13 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     store = ThreadStore(tmp_path)
     meta = ThreadMeta(thread_id="thread_sec", name=f"name {key}", cwd=f"/home/{env_value}")
     with store.create(meta, secrets=[key, token, env_value, "", "ab", "abcdefg"]) as w:
-        w.append_item(UserMessage(text=f"my key is {key}"))
-        w.append_item(UserMessage(text="short (ab, abcdefg) strings stay"))
-        w.append_item(
+        w.append(ItemRecord(item=UserMessage(text=f"my key is {key}")))
+        w.append(ItemRecord(item=UserMessage(text="short (ab, abcdefg) strings stay")))
+        w.append(ItemRecord(item=
             FunctionCallOutput(
                 call_id="c", output=f"Authorization: {token}", structured={key: [env_value]}, content=[]
             )
-        )
+        ))
         # A secret equal to a structural value must not make the line unreadable.
         w.append(TurnRecord(turn_id="turn_1", status="completed", reason="x"))
     data = (tmp_path / "threads" / "thread_sec.jsonl").read_bytes()
@@ -132,7 +132,7 @@ def test_secret_colliding_with_structure_keeps_line_valid(tmp_path: Path) -> Non
     path = tmp_path / "t.jsonl"
     with RolloutWriter(path, secrets=["user_message", "completed"], create=True) as w:
         w.append(ThreadMeta(thread_id="t"))
-        w.append_item(UserMessage(text="an user_message completed"))
+        w.append(ItemRecord(item=UserMessage(text="an user_message completed")))
         w.append(TurnRecord(turn_id="x", status="completed"))
     lines, warnings = read_rollout(path)
     assert warnings == []
@@ -144,7 +144,7 @@ def test_writer_flushes_every_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     w = RolloutWriter(path, create=True)
     w.append(ThreadMeta(thread_id="t"))
-    w.append_item(UserMessage(text="visible before close"))
+    w.append(ItemRecord(item=UserMessage(text="visible before close")))
     # Another reader sees both lines while the writer is still open.
     lines, warnings = read_rollout(path)
     assert len(lines) == 2 and warnings == []
@@ -160,7 +160,7 @@ def test_secrets_may_be_a_generator_and_hooks_cannot_break_appends(tmp_path: Pat
     secrets = (s for s in ["generated-secret"])
     with RolloutWriter(path, secrets=secrets, on_line=broken_hook, create=True) as w:
         w.append(ThreadMeta(thread_id="t"))
-        w.append_item(UserMessage(text="a generated-secret here"))
+        w.append(ItemRecord(item=UserMessage(text="a generated-secret here")))
     data = path.read_bytes()
     assert b"generated-secret" not in data
     lines, warnings = read_rollout(path)
