@@ -45,7 +45,6 @@ __all__ = [
     "default_home",
     "load_config",
     "provider_key",
-    "record_always_approval",
 ]
 
 SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -532,12 +531,3 @@ def provider_key(config: Config, environ: Mapping[str, str] | None = None) -> st
     key_var = provider.env_key or ("OPENAI_API_KEY" if config.model_provider == "openai" else None)
     return env.get(key_var) if key_var else None
 
-
-def __getattr__(name: str) -> Any:
-    """``record_always_approval`` lives with the other edits (``nbagent.config.edit``); imported
-    on first use, so reading a config never loads the round-trip TOML writer."""
-    if name == "record_always_approval":
-        from nbagent.config.edit import record_always_approval
-
-        return record_always_approval
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -167,7 +167,7 @@ def test_nbagent_tools_lists_each_ignored_key_as_a_warning(codex_home: Path, tmp
 
 
 def test_always_written_into_a_codex_file_keeps_its_keys_and_comments(codex_home: Path) -> None:
-    from nbagent.config import record_always_approval
+    from nbagent.config.edit import record_always_approval
 
     before = load(codex_home)
     record_always_approval(before, "docs", "fetch", cwd=codex_home.parent / "work")

@@ -48,7 +48,7 @@ def test_a_project_server_with_its_own_command_replaces_the_user_definition(tmp_
 
 
 def test_always_for_a_server_from_mcp_json_leaves_a_config_that_loads(tmp_path: Path) -> None:
-    from nbagent.config import record_always_approval
+    from nbagent.config.edit import record_always_approval
 
     home, work = tmp_path / "home", tmp_path / "work"
     write(work / ".mcp.json", '{"mcpServers": {"files": {"command": "npx", "args": ["fs"]}}}')
