@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nbagent.mcp.connection import McpConnection, McpStartupError
+    from nbagent.mcp.connection import McpConnection
+    from nbagent.mcp.errors import McpStartupError
     from nbagent.mcp.manager import McpConnectionManager
     from nbagent.mcp.status import ServerStatus
 
@@ -18,7 +19,7 @@ __all__ = ["McpConnection", "McpConnectionManager", "McpStartupError", "ServerSt
 
 _WHERE = {
     "McpConnection": "nbagent.mcp.connection",
-    "McpStartupError": "nbagent.mcp.connection",
+    "McpStartupError": "nbagent.mcp.errors",
     "McpConnectionManager": "nbagent.mcp.manager",
     "ServerStatus": "nbagent.mcp.status",
 }

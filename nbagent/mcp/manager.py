@@ -21,7 +21,9 @@ import mcp_types as types
 from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.catalog import CatalogBuilder, Completer, ServerTools
-from nbagent.mcp.connection import ElicitFn, EventFn, McpConnection, McpStartupError, McpUnavailable, describe_error
+from nbagent.mcp.connection import McpConnection
+from nbagent.mcp.errors import McpStartupError, McpUnavailable, describe_error
+from nbagent.mcp.server_requests import ElicitFn, EventFn
 from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result

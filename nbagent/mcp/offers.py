@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from nbagent.mcp.connection import describe_error
+from nbagent.mcp.errors import describe_error
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.textsafe import describe_for_display
 

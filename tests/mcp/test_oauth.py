@@ -18,7 +18,8 @@ import pytest
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.config.oauth import OAuthSettings
-from nbagent.mcp.connection import McpConnection, McpStartupError
+from nbagent.mcp.connection import McpConnection
+from nbagent.mcp.errors import McpStartupError
 from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 from tests.mcp.conftest import Answers, _free_port

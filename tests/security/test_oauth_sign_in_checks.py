@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from nbagent.config import Config, McpServerConfig
-from nbagent.mcp.connection import McpConnection, McpStartupError
+from nbagent.mcp.connection import McpConnection
+from nbagent.mcp.errors import McpStartupError
 from nbagent.mcp.oauth.callback import LoopbackCallback
 from nbagent.protocol import McpLoginRequired
 from tests.cli.proc import nbagent

@@ -137,7 +137,7 @@ is built from (the answer is checked against it before it is sent back):"""),
     ("code", FORM_ASK),
     ("code", TIMEOUT),
     ("markdown", """`book_room` took longer than `tool_timeout_sec` and still completed: while a question is
-open the call's deadline is paused (`CallControl.pause()` in `nbagent/mcp/connection.py`) and
+open the call's deadline is paused (`CallControl.pause()` in `nbagent/mcp/deadline.py`) and
 resumed with the time it had left. `crunch`, which asked nothing, was stopped at 1.5 s."""),
     ("markdown", """### Decline, cancel, and nobody answering
 
@@ -171,8 +171,8 @@ shows it only if it is an `http(s)` link — `javascript:` is declined by policy
   (as nbagent's `PendingAsks` is)."""),
     ("markdown", """## Where this lives in nbagent
 
-- `nbagent/mcp/connection.py` — receives `elicitation/create`, pauses the call's deadline while the
-  question is open (`CallControl`), returns the `ElicitResult`.
+- `nbagent/mcp/server_requests.py` — receives `elicitation/create`, pauses the call's deadline while
+  the question is open (`CallControl`, `nbagent/mcp/deadline.py`), returns the `ElicitResult`.
 - `nbagent/core/elicitation.py` — `ElicitationDesk`: refuses non-web links, checks answers,
   records every ending (`ElicitationRecord`).
 - `nbagent/core/pending.py` — one mechanism for approvals and questions: timeout → `cancel`,

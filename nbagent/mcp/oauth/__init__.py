@@ -17,7 +17,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from nbagent.config import Config, ConfigError, McpServerConfig
-from nbagent.mcp.connection import innermost
+from nbagent.mcp.errors import innermost
 from nbagent.mcp.oauth.provider import ServerAuth
 from nbagent.mcp.oauth.storage import backend_for
 
