@@ -93,7 +93,7 @@ def stats(ctx: Context) -> Stats:
     """Test counts of the last run, as structured content (and the same JSON as text)."""
     data = {"passed": 41, "failed": 1, "slowest": "test_cancel_order"}
     result = types.CallToolResult(content=[_text(json.dumps(data))], structured_content=data)
-    return _send(ctx, "stats", result)  # type: ignore[return-value] - a CallToolResult is sent as it is
+    return _send(ctx, "stats", result)  # type: ignore[return-value]  # annotated Stats for its output schema; the result is sent as it is
 
 
 @server.tool()

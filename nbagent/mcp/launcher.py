@@ -22,9 +22,13 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import landlock  # noqa: E402 - sibling modules, imported by path (no package under -I -S)
-import proctree  # noqa: E402
+TYPE_CHECKING = False  # what type checkers read as True, without importing typing
+if TYPE_CHECKING:
+    from nbagent.mcp import landlock, proctree
+else:  # sibling modules, imported by path (no package under -I -S)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import landlock
+    import proctree
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

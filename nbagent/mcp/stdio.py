@@ -23,6 +23,7 @@ from typing import IO, Any
 import anyio
 import mcp_types as types
 from anyio.abc import ByteSendStream, ObjectSendStream, Process
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -209,7 +210,9 @@ class _StdinSender(ObjectSendStream[SessionMessage]):
         self.close()
 
 
-async def _deliver(stream: anyio.abc.ObjectSendStream, message: SessionMessage | Exception) -> None:
+async def _deliver(
+    stream: MemoryObjectSendStream[SessionMessage | Exception], message: SessionMessage | Exception
+) -> None:
     """Hand a message straight to a waiting reader, else wait for one. ``send`` alone first yields
     to the event loop once, a whole loop pass per message; the read of the next chunk yields
     anyway, and a reader that is not waiting still makes this wait."""

@@ -65,6 +65,9 @@ _NOT_SECRET_KEYS = frozenset({"progressToken", "nextCursor", "cursor", "maxToken
 """Protocol fields whose names contain a secret word but whose values are ids or numbers."""
 
 
+MessageKind = Literal["request", "notification", "response", "error", "transport_error"]
+
+
 class WireMessage(BaseModel):
     """One JSON-RPC message as ``inspect wire`` shows it, redacted."""
 
@@ -72,7 +75,7 @@ class WireMessage(BaseModel):
     """Position in this server's traffic since it started (older ones may have been dropped)."""
     at: float
     direction: Direction
-    kind: Literal["request", "notification", "response", "error", "transport_error"]
+    kind: MessageKind
     method: str | None = None
     id: str | int | None = None
     message: dict[str, Any] = Field(default_factory=dict)
@@ -291,7 +294,7 @@ def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:
     """What nbagent itself hands this server: its whole environment (a stdio server's allowlist,
     ``env_vars`` and ``env``), its credentials and the OAuth tokens it was issued. Sending it one
     of these again tells it nothing it was not given."""
-    values = list(server_env(cfg).values()) if cfg.transport == "stdio" else []
+    values: list[str | None] = list(server_env(cfg).values()) if cfg.transport == "stdio" else []
     values += [value for value, _ in _handed(cfg, "", credentials_only=False)]
     owner = owner_of(name, cfg.url)
     values += [value for value, (_, whose) in process_secret_sources().items() if whose == owner]
@@ -326,7 +329,7 @@ class WireRedactor:
     def message(self, seq: int, at: float, direction: Direction, data: dict[str, Any] | str) -> WireMessage:
         if isinstance(data, str):  # an exception the transport passed up instead of a message
             return WireMessage(seq=seq, at=at, direction=direction, kind="transport_error", message={"error": self.text(data)})
-        kind = "error" if "error" in data else "response" if "result" in data else (
+        kind: MessageKind = "error" if "error" in data else "response" if "result" in data else (
             "request" if "id" in data else "notification"
         )
         return WireMessage(

@@ -7,7 +7,7 @@ usage may be missing, and some servers reject ``stream_options``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,7 +142,7 @@ class _DoneSeen:
     consumes without a trace (it offers no public way to tell that the stream came to its end)."""
 
     def __init__(self, stream: Any) -> None:
-        self.decoder = getattr(stream, "_decoder", None)
+        self.decoder: Any = getattr(stream, "_decoder", None)  # the SDK's private decoder, untyped
         self.seen = self.decoder is None
         """An SDK release without the decoder cannot show the end: then it is not required."""
         if self.decoder is not None:
@@ -189,7 +189,7 @@ class ChatModel(HttpModel):
                 self.send_stream_options = False
         return await self._client.chat.completions.create(**params, stream=True)
 
-    async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+    async def _once(self, params: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
         stream = await self._create(params)
         done = _DoneSeen(stream)
         calls = _ToolCalls()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +91,7 @@ class HttpModel:
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+    def _once(self, params: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
         raise NotImplementedError
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

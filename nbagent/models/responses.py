@@ -7,7 +7,7 @@ rollout is the only state; nothing depends on the server remembering earlier res
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from nbagent.models._wire import INTEGER, OBJECT, STRING, arguments, get_field, not_a_stream, objects, typed
@@ -215,7 +215,7 @@ class ResponsesModel(HttpModel):
             params["include"] = ["reasoning.encrypted_content"]
         return params
 
-    async def _once(self, params: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+    async def _once(self, params: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
         stream = await self._client.responses.create(**params, stream=True)
         parser = _Parser()
         try:

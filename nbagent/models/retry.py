@@ -18,7 +18,7 @@ import random
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -329,7 +329,7 @@ def _partial(error: ModelError) -> ModelError:
 
 
 async def stream_with_retry(
-    open_stream: Callable[[], AsyncIterator[ModelEvent]],
+    open_stream: Callable[[], AsyncGenerator[ModelEvent, None]],
     ctx: ErrorContext,
     policy: RetryPolicy,
     *,

@@ -14,17 +14,34 @@ import sys
 from collections.abc import Callable
 
 from nbagent.core.context import describe as describe_compaction
-from nbagent.notebook.cellctx import CellContext
 from nbagent.kit.labels import model_text, policy_text
+from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.toolcard import tool_label
 from nbagent.protocol import (
+    AgentMessage,
+    AgentMessageDelta,
     ApprovalDecision,
     ApprovalRequested,
+    ApprovalResolved,
+    ContextCompacted,
     ElicitationRequested,
+    ElicitationResolved,
     ElicitationResponse,
     Event,
+    McpLoginCompleted,
+    McpLoginRequired,
+    McpStartupUpdate,
     Op,
+    Progress,
+    Reasoning,
+    TokenUsage,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnAborted,
+    TurnCompleted,
+    TurnFailed,
+    WarningEvent,
 )
 from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display, link_notes, one_line
@@ -97,64 +114,61 @@ class TextTurn:
     def handle(self, envelope: Event) -> None:
         self._print_header()
         event = envelope.msg
-        t = event.type
-        if t == "agent_message_delta":
-            if self._stream_deltas:
-                self._write(event.delta, flush=False)  # type: ignore[union-attr]
-                self._open_text = True
-        elif t == "agent_message":
-            if not self._open_text and event.text:  # type: ignore[union-attr]
-                self._write(event.text)  # type: ignore[union-attr]
-            if self._open_text or event.text:  # type: ignore[union-attr]
-                self._write("\n")
-            self._open_text = False
-        elif t == "reasoning":
-            self._line(f"(reasoning: {len(event.text)} characters, hidden)")  # type: ignore[union-attr]
-        elif t == "tool_call_begin":
-            e = event
-            args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else e.raw_arguments  # type: ignore[union-attr]
-            self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{one_line(e.call_id)}]")  # type: ignore[union-attr]
-        elif t == "progress":
-            total = f"/{event.total:g}" if event.total else ""  # type: ignore[union-attr]
-            self._line(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())  # type: ignore[union-attr]
-        elif t == "tool_call_end":
-            e = event
-            mark = "✖" if e.is_error or e.status != "completed" else "✔"  # type: ignore[union-attr]
-            output = e.output if len(e.output) <= 500 else e.output[:500] + "…"  # type: ignore[union-attr]
-            self._line(f"{mark} {e.tool} {e.status} in {e.duration_ms / 1000:.2f} s: {output}")  # type: ignore[union-attr]
-        elif t == "approval_requested":
-            self._on_approval(event)  # type: ignore[arg-type]
-        elif t == "approval_resolved":
-            e = event
-            self._resolved.add(e.call_id)  # type: ignore[union-attr]
-            self._line(f"  approval {one_line(e.call_id)}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")  # type: ignore[union-attr]
-        elif t == "elicitation_requested":
-            self._on_elicitation(event)  # type: ignore[arg-type]
-        elif t == "elicitation_resolved":
-            self._resolved.add(event.request_id)  # type: ignore[union-attr]
-            said = f" — {event.message}" if event.message else ""  # type: ignore[union-attr]
-            self._line(f"  question {event.request_id}: {event.action} ({event.by}){said}")  # type: ignore[union-attr]
-        elif t == "token_usage":
-            self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")  # type: ignore[union-attr]
-        elif t == "warning":
-            self._line(f"⚠ {event.message}")  # type: ignore[union-attr]
-        elif t == "context_compacted":
-            self._line(describe_compaction(event))  # type: ignore[arg-type]
-        elif t == "mcp_login_required":
-            self._line(f"🔑 MCP server {event.server} asks you to sign in; open this link yourself: {event.url}")  # type: ignore[union-attr]
-        elif t == "mcp_login_completed":
-            self._line(f"✓ signed in to MCP server {event.server}")  # type: ignore[union-attr]
-        elif t == "mcp_startup_update" and event.status == "failed":  # type: ignore[union-attr]
-            self._line(f"⚠ MCP server {event.server} failed: {event.error}")  # type: ignore[union-attr]
-        elif t == "turn_failed":
-            self._line(f"error ({event.code}): {event.message}")  # type: ignore[union-attr]
-            self.done = True
-        elif t == "turn_completed":
-            self._line("[turn completed]")
-            self.done = True
-        elif t == "turn_aborted":
-            self._line(f"[turn aborted: {event.reason}]")  # type: ignore[union-attr]
-            self.done = True
+        match event:
+            case AgentMessageDelta():
+                if self._stream_deltas:
+                    self._write(event.delta, flush=False)
+                    self._open_text = True
+            case AgentMessage():
+                if not self._open_text and event.text:
+                    self._write(event.text)
+                if self._open_text or event.text:
+                    self._write("\n")
+                self._open_text = False
+            case Reasoning():
+                self._line(f"(reasoning: {len(event.text)} characters, hidden)")
+            case ToolCallBegin() as e:
+                args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else e.raw_arguments
+                self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{one_line(e.call_id)}]")
+            case Progress():
+                total = f"/{event.total:g}" if event.total else ""
+                self._line(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())
+            case ToolCallEnd() as e:
+                mark = "✖" if e.is_error or e.status != "completed" else "✔"
+                output = e.output if len(e.output) <= 500 else e.output[:500] + "…"
+                self._line(f"{mark} {e.tool} {e.status} in {e.duration_ms / 1000:.2f} s: {output}")
+            case ApprovalRequested():
+                self._on_approval(event)
+            case ApprovalResolved() as e:
+                self._resolved.add(e.call_id)
+                self._line(f"  approval {one_line(e.call_id)}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")
+            case ElicitationRequested():
+                self._on_elicitation(event)
+            case ElicitationResolved():
+                self._resolved.add(event.request_id)
+                said = f" — {event.message}" if event.message else ""
+                self._line(f"  question {event.request_id}: {event.action} ({event.by}){said}")
+            case TokenUsage():
+                self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")
+            case WarningEvent():
+                self._line(f"⚠ {event.message}")
+            case ContextCompacted():
+                self._line(describe_compaction(event))
+            case McpLoginRequired():
+                self._line(f"🔑 MCP server {event.server} asks you to sign in; open this link yourself: {event.url}")
+            case McpLoginCompleted():
+                self._line(f"✓ signed in to MCP server {event.server}")
+            case McpStartupUpdate(status="failed"):
+                self._line(f"⚠ MCP server {event.server} failed: {event.error}")
+            case TurnFailed():
+                self._line(f"error ({event.code}): {event.message}")
+                self.done = True
+            case TurnCompleted():
+                self._line("[turn completed]")
+                self.done = True
+            case TurnAborted():
+                self._line(f"[turn aborted: {event.reason}]")
+                self.done = True
 
     def _on_approval(self, e: ApprovalRequested) -> None:
         flags = []

@@ -12,6 +12,7 @@ no scan (see ``ThreadStore.list_threads``).
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import sqlite3
@@ -254,8 +255,9 @@ def thread_meta(lines: list[RolloutLine], path: Path, warnings: list[str]) -> tu
     first_turn = next((ln for ln in lines if isinstance(ln, TurnRecord)), None)
     first = lines[0]
     created = first.at if isinstance(first, TurnRecord) else first.item.created_at if isinstance(first, ItemRecord) else None
-    meta = ThreadMeta(thread_id=path.stem, model=first_turn.model if first_turn else "",
-                      **({"created_at": created} if created is not None else {}))
+    meta = ThreadMeta(thread_id=path.stem, model=first_turn.model if first_turn else "")
+    if created is not None:
+        meta.created_at = created
     warnings.append(f"{path}:1: not a thread_meta line; the thread was rebuilt from the other lines "
                     "(its name at creation, cwd and notebook path are lost)")
     return meta, lines
@@ -420,7 +422,7 @@ class ThreadIndex:
         every = limit is None or limit > _SQLITE_MAX_INT
         return self._rows("ORDER BY updated_at DESC, created_at DESC LIMIT ?", (-1 if every else limit,))
 
-    def all(self) -> list[ThreadSummary]:
+    def all(self) -> builtins.list[ThreadSummary]:
         return self._rows("ORDER BY id")
 
     def paths(self) -> dict[str, str]:

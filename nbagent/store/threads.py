@@ -283,7 +283,7 @@ class ThreadStore:
 
     def _scan_current(self) -> bool:
         """No directory the last scan read has changed since: the index knows every rollout."""
-        scanned = self._index_call(lambda ix: ix.scanned(), {})
+        scanned: dict[str, tuple[int, int, int]] = self._index_call(lambda ix: ix.scanned(), {})
         if str(self.threads_dir) not in scanned:
             return False
         for directory, (dev, ino, mtime_ns) in scanned.items():
@@ -444,9 +444,10 @@ class ThreadStore:
         if _SAFE_ID.fullmatch(key) and os.path.lexists(self.threads_dir / f"{key}.jsonl"):
             return key  # whatever is there: opening it says what is wrong with it
         row = self._index_call(lambda ix: ix.by_name(key), None)
-        if self._row_path(row) is not None:
-            return row.id  # type: ignore[union-attr]
-        ids = set(self._index_call(lambda ix: ix.ids_with_prefix(key, limit=2), []))
+        if row is not None and self._row_path(row) is not None:
+            return row.id
+        prefixed: list[str] = self._index_call(lambda ix: ix.ids_with_prefix(key, limit=2), [])
+        ids = set(prefixed)
         if len(ids) == 1:
             return ids.pop()
         return None
@@ -456,7 +457,7 @@ class ThreadStore:
         and drop rows whose rollout is gone (or outside)."""
         if self._scan_current():
             return
-        known = self._index_call(lambda ix: ix.paths(), {})  # before the scan: a row's file predates it
+        known: dict[str, str] = self._index_call(lambda ix: ix.paths(), {})  # before the scan: a row's file predates it
         paths, scanned = self._scan()
         files = {str(p): p for p in paths}
         gone = [(tid, p) for p, tid in known.items() if p not in files]

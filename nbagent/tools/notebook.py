@@ -46,6 +46,7 @@ from nbagent.protocol.bridge import (
     ReplaceCellResponse,
     RunCellParams,
     RunCellResponse,
+    notebook_threads,
 )
 from nbagent.protocol.tools import ProgressFn
 
@@ -490,7 +491,7 @@ def _read_file(path: Path, include_outputs: bool, max_chars: int) -> ReadNoteboo
         for index, cell in enumerate(notebook.cells)
     ]
     meta = notebook.metadata.get("nbagent")
-    return ReadNotebookResponse(path=str(path), cells=cells, threads=meta.get("threads") if isinstance(meta, dict) else None)
+    return ReadNotebookResponse(path=str(path), cells=cells, threads=notebook_threads(meta.get("threads") if isinstance(meta, dict) else None))
 
 
 def _joined(value: object) -> str:

@@ -24,7 +24,7 @@ from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.auth_utils import check_resource_allowed
-from pydantic import PrivateAttr
+from pydantic import AnyUrl, PrivateAttr
 
 from nbagent._version import __version__
 from nbagent.config import Config, ConfigError, McpServerConfig
@@ -119,7 +119,7 @@ def _preregistered(name: str, server: McpServerConfig, config: Config, redirect:
     method = oauth.token_endpoint_auth_method or ("client_secret_post" if secret else "none")
     return OAuthClientInformationFull(
         client_id=oauth.client_id, client_secret=secret, token_endpoint_auth_method=method,
-        redirect_uris=[redirect], grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+        redirect_uris=[AnyUrl(redirect)], grant_types=["authorization_code", "refresh_token"], response_types=["code"],
     )  # fmt: skip
 
 
