@@ -12,25 +12,24 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from nbagent.schema import sanitize as sanitize_module
 from nbagent.schema import sanitize_schema
 from nbagent.schema.sanitize import MAX_NODES
+from nbagent.schema.sanitize.walk import NotPlain, Sanitizer
 from nbagent.schema.subset import MAX_DEPTH
-
 from tests.schema.test_catalogue_golden import bench
 from tests.schema.test_schema import schemas
 
 
 def _refuse(self: Any, s: Any, depth: int) -> Any:
-    raise sanitize_module._NotPlain
+    raise NotPlain
 
 
 def _both(schema: Any) -> tuple[str, str]:
     """``repr`` of what the sanitiser gives with the one-pass copy, and with the walk alone."""
     fast = repr(sanitize_schema(schema))
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(sanitize_module._Sanitizer, "plain", _refuse)
-        m.setattr(sanitize_module._Sanitizer, "dialect_root", lambda self, s: None)
+        m.setattr(Sanitizer, "plain", _refuse)
+        m.setattr(Sanitizer, "dialect_root", lambda self, s: None)
         walked = repr(sanitize_schema(schema))
     return fast, walked
 
