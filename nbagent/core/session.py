@@ -39,7 +39,8 @@ from nbagent.core.thread import ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.request_tools import SEARCH_HINT, RequestTools
-from nbagent.core.turn import TurnContext, TurnOutcome, TurnSettings, run_turn, sooner
+from nbagent.core.turn import TurnOutcome, run_turn
+from nbagent.core.turn_context import TurnContext, TurnSettings, TurnState, sooner
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
@@ -377,7 +378,7 @@ class Session:
         approval denies this call only. ``interactive=False``: no one can answer its asks (no UI
         shows them), so each is settled at once, saying so; ``None`` follows the session."""
         turn = self._turn(new_id("call_turn"), None, "", policy or self.policy, entry, interactive)
-        turn.catalogue = self._router.catalogue()
+        turn.state.catalogue = self._router.catalogue()
         call = FunctionCall(turn_id=turn.turn_id, call_id=new_id("call"), name=name, arguments=json.dumps(arguments))
         self.thread.write(TurnRecord(turn_id=turn.turn_id, status="started", entry=entry, policy=turn.policy))
         try:
@@ -402,7 +403,7 @@ class Session:
         turn = self._turn(new_id("turn"), self.model_client(name), name, self.policy, "python", False)
         _, carried = self._request_tools.select(self._router.catalogue(), self.thread.items)
         extra = text_tokens(turn.instructions()) + tools_tokens(self._router.for_model(carried))
-        done = await compact(self.thread.items, self.thread.context, turn.budget, model=turn.model, model_name=name,
+        done = await compact(self.thread.items, self.thread.context, turn.state.budget, model=turn.model, model_name=name,
                              extra=extra, turn_id=None, reason="asked")
         if done is None:
             return None
@@ -457,10 +458,10 @@ class Session:
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self.approvals, thread=self.thread, bus=self._bus, settings=TurnSettings.of(self.config, ask_timeout),
             instructions=instructions, servers_ready=self.servers.ready,
-            budget=ContextBudget.of(self.config, model_name) if model is not None else ContextBudget(),
             preamble=self._turn_context, request_tools=self._request_tools,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self.interactive if interactive is None else interactive,
+            state=TurnState(budget=ContextBudget.of(self.config, model_name) if model is not None else ContextBudget()),
         )
 
     # -- thread announcements and remembered approvals ---------------------------------------

@@ -33,7 +33,7 @@ from nbagent.schema.subset import ok_str
 
 if TYPE_CHECKING:
     from nbagent.core.approval import ApprovalDesk
-    from nbagent.core.turn import TurnContext
+    from nbagent.core.turn_context import TurnContext
 
 
 class AbortTurn(Exception):
@@ -152,7 +152,7 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
     """Find the tool, parse the arguments (unless the caller has them parsed), announce the call
     (its card starts here), and settle the definition it will run; a problem is the output the
     model reads."""
-    entry = turn.catalogue.get(call.name)
+    entry = turn.state.catalogue.get(call.name)
     spec = entry[0] if entry else None
     arguments, problem = checked(parsed) if parsed is not None else parse_arguments(call.arguments)
     turn.emit(
@@ -167,9 +167,9 @@ async def _resolve(turn: TurnContext, call: FunctionCall, parsed: dict[str, Any]
             entry=turn.entry,
         )
     )
-    turn.begun[call.call_id] = time.perf_counter()
+    turn.state.begun[call.call_id] = time.perf_counter()
     if entry is None:
-        return ToolResult.error(f"unknown tool {call.name!r}; {_available(turn.catalogue)}")
+        return ToolResult.error(f"unknown tool {call.name!r}; {_available(turn.state.catalogue)}")
     if arguments is None:
         return ToolResult.error(f"could not call {call.name}: {problem}.")
     current = await definition_to_run(turn.asks, *entry)

@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
-from nbagent.config import Config
 from nbagent.core.approval import known_safe
-from nbagent.core.approval import ApprovalDesk
-from nbagent.core.bus import EventBus
-from nbagent.core.context import ContextBudget, Reason, compact, text_tokens, tools_tokens
-from nbagent.core.provider import ToolProvider
-from nbagent.core.router import ToolRouter
-from nbagent.core.thread import ThreadState, for_provider
+from nbagent.core.context import Reason, compact, text_tokens, tools_tokens
+from nbagent.core.thread import for_provider
 from nbagent.core.tool_call import AbortTurn, execute_call, recordable
-from nbagent.core.request_tools import RequestTools
-from nbagent.mcp.meta import trace_id_for_turn
+from nbagent.core.turn_context import TurnContext
 from nbagent.models.base import (
     Completed,
-    ModelClient,
     ModelError,
     ModelRequest,
     ReasoningDone,
@@ -35,17 +27,11 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.store import repair_open_calls
 from nbagent.protocol import (
     AgentMessage,
     AgentMessageDelta,
     AssistantMessage,
-    Entry,
-    Event,
-    EventMsg,
     FunctionCall,
-    Item,
-    Policy,
     Reasoning,
     ReasoningDelta,
     ReasoningItem,
@@ -62,92 +48,10 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
+from nbagent.store import repair_open_calls
 
 TurnStatus = Literal["completed", "aborted", "failed"]
 _USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
-_NO_USAGE = TokenUsage()
-
-
-def sooner(a: float | None, b: float | None) -> float | None:
-    """The shorter of two timeouts, either of which may be unset (``None``)."""
-    return a if b is None else b if a is None else min(a, b)
-
-
-@dataclass(frozen=True)
-class TurnSettings:
-    """The configuration values a turn reads, fixed when it starts."""
-
-    max_tool_rounds: int
-    parallel_tool_calls: bool
-    approval_timeout_sec: float | None
-    tool_output_max_bytes: int
-    rollout_output_max_bytes: int
-
-    @classmethod
-    def of(cls, config: Config, ask_timeout: float | None = None) -> TurnSettings:
-        return cls(
-            max_tool_rounds=config.max_tool_rounds,
-            parallel_tool_calls=config.parallel_tool_calls,
-            approval_timeout_sec=sooner(config.approval_timeout_sec, ask_timeout),
-            tool_output_max_bytes=config.tool_output_max_bytes,
-            rollout_output_max_bytes=config.rollout_output_max_bytes,
-        )
-
-
-@dataclass
-class TurnContext:
-    """What one turn sees, and nothing more of its session: the model, the tool router, the
-    approval desk, the thread it records into, the bus it announces on and its settings.
-    Per-turn settings (model, policy, who can be asked) never leak into the session."""
-
-    turn_id: str
-    model: ModelClient | None
-    """``None`` for calls that come from outside a model turn (``Session.call_tool``)."""
-    model_name: str
-    policy: Policy
-    router: ToolRouter
-    asks: ApprovalDesk
-    thread: ThreadState
-    bus: EventBus
-    settings: TurnSettings
-    instructions: Callable[[], str]
-    """Read at every model request: an MCP server's instructions can arrive while a turn runs."""
-    servers_ready: Callable[[], Awaitable[None]]
-    stop_reason: Callable[[], str | None]
-    """Why the turn task was cancelled (``Session.interrupt``'s reason)."""
-    cancel_asks: Callable[[], None]
-    entry: Entry = "python"
-    interactive: Callable[[], bool] = lambda: False
-    """Whether someone can answer an approval now: read at each ask, since a front end may
-    detach while the turn runs (``Session.interactive``)."""
-    preamble: Callable[[], Awaitable[str | None]] | None = None
-    """Read once as the turn starts: what a front end shows the model of its workspace (the
-    notebook's cells and names, ``%agent context on``), added to the instructions."""
-    preamble_text: str = ""
-    budget: ContextBudget = ContextBudget()
-    """The model's context window and where compaction starts (``ContextBudget.of``)."""
-    catalogue: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
-    request_tools: RequestTools | None = None
-    """Picks the tools of each request when the catalogue holds more than the model accepts."""
-    usage: TokenUsage = _NO_USAGE
-    """Replaced, never changed, as the model reports usage: the empty one is shared."""
-    begun: dict[str, float] = field(default_factory=dict)
-    """Call id -> start time of every call whose ``tool_call_begin`` went out."""
-
-    trace_id: str = field(init=False)
-    """One W3C trace per turn; each call is a span of it (a hash, made once per turn)."""
-
-    def __post_init__(self) -> None:
-        # Not a ``cached_property``: on Python 3.11 its first read takes a lock, and an outside
-        # call is a turn of its own that reads it once.
-        self.trace_id = trace_id_for_turn(self.turn_id)
-
-    def emit(self, event: EventMsg) -> Event:
-        """Announce an event of this turn (it carries the turn's id)."""
-        return self.bus.emit(event, turn_id=self.turn_id)
-
-    def record(self, item: Item) -> None:
-        self.thread.record(item)
 
 
 @dataclass
@@ -164,7 +68,7 @@ def _batches(turn: TurnContext, calls: list[FunctionCall]) -> list[tuple[bool, l
     they never ask (except under ``untrusted``, where nothing runs in parallel)."""
     batches: list[tuple[bool, list[FunctionCall]]] = []
     for call in calls:
-        entry = turn.catalogue.get(call.name)
+        entry = turn.state.catalogue.get(call.name)
         parallel = entry is not None and known_safe(entry[0]) and turn.policy != "untrusted"
         if parallel and batches and batches[-1][0]:
             batches[-1][1].append(call)
@@ -189,7 +93,7 @@ async def compact_now(turn: TurnContext, reason: Reason, extra: int) -> bool:
     was nothing left to shorten."""
     assert turn.model is not None
     thread = turn.thread
-    done = await compact(thread.items, thread.context, turn.budget, model=turn.model, model_name=turn.model_name,
+    done = await compact(thread.items, thread.context, turn.state.budget, model=turn.model, model_name=turn.model_name,
                          extra=extra, turn_id=turn.turn_id, reason=reason)
     if done is None:
         return False
@@ -203,17 +107,17 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
     the limit, and once more (then retried) when the server still says it is too long."""
     catalogue = turn.router.catalogue()
     if turn.request_tools is None:
-        turn.catalogue, carried = catalogue, catalogue.values()
+        turn.state.catalogue, carried = catalogue, catalogue.values()
     else:
-        turn.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
+        turn.state.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
         if (left_out := turn.request_tools.left_out()) is not None:
             turn.emit(WarningEvent(message=left_out))
     instructions = turn.instructions()
-    if turn.preamble_text:
-        instructions = f"{instructions}\n\n{turn.preamble_text}"
+    if turn.state.preamble_text:
+        instructions = f"{instructions}\n\n{turn.state.preamble_text}"
     instructions, tools = for_provider(instructions, turn.router.for_model(carried), turn.thread.redactor())
     extra = text_tokens(instructions) + tools_tokens(tools)
-    limits = [x for x in (turn.budget.limit, turn.thread.context.refused_at) if x]
+    limits = [x for x in (turn.state.budget.limit, turn.thread.context.refused_at) if x]
     if limits and turn.thread.context.estimate(turn.thread.items) + extra > min(limits):
         await compact_now(turn, "limit", extra)
     try:
@@ -259,7 +163,7 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
             # its text: a secret it echoes there (a hostile model server) is redacted as in text.
             redact = turn.thread.redactor().text
             name = redact(part.name)
-            entry = turn.catalogue.get(name)
+            entry = turn.state.catalogue.get(name)
             calls.append(
                 FunctionCall(
                     turn_id=turn.turn_id,
@@ -272,8 +176,8 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
             )
         elif isinstance(part, Usage):
             turn.thread.context.observe(part.input_tokens, sent, extra)
-            sums = {k: getattr(turn.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
-            turn.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
+            sums = {k: getattr(turn.state.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
+            turn.state.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
         elif isinstance(part, Completed) and part.text and not text_parts:
             text_parts.append(part.text)
     if reasoning is not None:
@@ -316,7 +220,7 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
     for output in repair_open_calls(turn.thread.items, output=f"aborted: {reason}; this call did not finish"):
         output.turn_id = turn.turn_id
         turn.record(output)
-        started = turn.begun.get(output.call_id)
+        started = turn.state.begun.get(output.call_id)
         if started is not None:  # a card that began must not stay "running"
             turn.emit(
                 ToolCallEnd(
@@ -333,17 +237,17 @@ def _close_open_calls(turn: TurnContext, reason: str) -> None:
 async def _ask_window(turn: TurnContext) -> None:
     """A model whose window config does not give may report it (a local server's own limit)."""
     ask = getattr(turn.model, "context_window", None)
-    if turn.budget.window is None and ask is not None:
+    if turn.state.budget.window is None and ask is not None:
         window = await ask()
         if window:
-            turn.budget = turn.budget.reported(window)
+            turn.state.budget = turn.state.budget.reported(window)
 
 
 async def _read_preamble(turn: TurnContext) -> None:
     if turn.preamble is None:
         return
     try:
-        turn.preamble_text = await turn.preamble() or ""
+        turn.state.preamble_text = await turn.preamble() or ""
     except Exception as exc:  # boundary: what the workspace looks like is a help, never a failure
         turn.emit(WarningEvent(message=f"the notebook context could not be read: {type(exc).__name__}: {exc}"))
 
@@ -387,8 +291,8 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
         turn.emit(TurnFailed(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")
-    if turn.usage.total_tokens:
-        turn.emit(turn.usage)
+    if turn.state.usage.total_tokens:
+        turn.emit(turn.state.usage)
     turn.thread.write(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy))
     turn.emit(TurnCompleted(last_message=last_text))
     return TurnOutcome(tid, "completed", last_text)
