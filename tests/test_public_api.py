@@ -31,7 +31,7 @@ SESSION = {
     "model_name": "property",
     "pending_approvals": "(self) -> 'dict[str, ApprovalRequested]'",
     "pending_elicitations": "(self) -> 'dict[str, ElicitationRequested]'",
-    "policy": "property (settable)",
+    "policy": "property",
     "project_docs": "(self) -> 'ProjectDocs'",
     "set_turn_context": "(self, source: 'Callable[[], Awaitable[str | None]] | None') -> 'None'",
     "register_tool": "(self, fn: 'Callable[..., Any]', *, name: 'str | None' = None, description: 'str | None' = None, read_only: 'bool' = False, destructive: 'bool | None' = None, approval_mode: 'ApprovalMode' = 'auto') -> 'ToolSpec'",

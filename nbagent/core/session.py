@@ -316,10 +316,6 @@ class Session:
     def policy(self) -> Policy:
         return self.config.approval_policy
 
-    @policy.setter
-    def policy(self, value: Policy) -> None:
-        self.config.approval_policy = value
-
     @property
     def model_name(self) -> str:
         return self.config.model or ""
