@@ -221,7 +221,10 @@ class _Refs:
             ref = self.resolve(match.group(1))
             if isinstance(ref, str):
                 return ref
-            (variables if ref else unknown).append(ref or match.group(0))  # type: ignore[arg-type]
+            if ref:
+                variables.append(ref)
+            else:
+                unknown.append(match.group(0))
             return match.group(0)
 
         return _REF.sub(sub, text), variables, unknown

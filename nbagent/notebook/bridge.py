@@ -238,7 +238,7 @@ class NotebookBridge:
     async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse:
         turn = params.provenance.turn_id if params.provenance else None
         anchor = self._anchors.get(turn) if turn else None
-        if anchor is None or params.index is not None or params.after_cell_id:
+        if turn is None or anchor is None or params.index is not None or params.after_cell_id:
             return await self._typed("insert_cell", params, InsertCellResponse)
         try:
             reply = await self._typed("insert_cell", params.model_copy(update={"after_cell_id": anchor}), InsertCellResponse)
@@ -246,9 +246,9 @@ class NotebookBridge:
             if exc.code != "not_found":
                 raise
             # The user deleted the turn's cell meanwhile: the end of the notebook is what is left.
-            self._anchors.pop(turn, None)  # type: ignore[arg-type]
+            self._anchors.pop(turn, None)
             return await self._typed("insert_cell", params, InsertCellResponse)
-        self._anchors[turn] = reply.cell_id  # type: ignore[index]
+        self._anchors[turn] = reply.cell_id
         return reply
 
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse:

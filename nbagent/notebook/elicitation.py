@@ -257,7 +257,7 @@ class ElicitationForm:
         self.problems.value = ""
         try:
             with refusals() as refused:
-                self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]
+                self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]  # action: one of the form's buttons
         except Exception as exc:
             self.problems.value = f"<div style='color:{COLORS['error']}'>{esc(exc)}</div>"
             return False

@@ -15,13 +15,14 @@ import os
 from typing import Any, Literal
 
 Frontend = Literal["widgets", "text", "headless"]
-KINDS = ("widgets", "text", "headless")
+KINDS: tuple[Frontend, ...] = ("widgets", "text", "headless")
 
 
 def detect(shell: Any) -> Frontend:
     forced = os.environ.get("NBAGENT_FRONTEND", "").strip().lower()
-    if forced in KINDS:
-        return forced  # type: ignore[return-value]
+    for kind in KINDS:
+        if forced == kind:
+            return kind
     kernel = getattr(shell, "kernel", None)
     if kernel is None:
         return "text"

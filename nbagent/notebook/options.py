@@ -6,9 +6,9 @@ import argparse
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from nbagent.protocol.ops import POLICIES
+from nbagent.protocol.ops import POLICIES, Policy
 
 CELL_USAGE = (
     "usage: %%agent [-t THREAD] [-m MODEL] [--policy " + "|".join(POLICIES) + "] [--new] [--wait] [-i]\n"
@@ -29,10 +29,10 @@ class UsageError(ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise UsageError(message or "")
 
 
@@ -51,7 +51,7 @@ def _cell_parser() -> _Parser:
 class CellOptions:
     thread: str | None = None
     model: str | None = None
-    policy: str | None = None
+    policy: Policy | None = None
     new: bool = False
     wait: bool = False
     interpolate: bool = False

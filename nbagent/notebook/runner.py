@@ -92,7 +92,7 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
     elif frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(
-        prompt=goal, entry="magic", model=options.model, policy=policy,  # type: ignore[arg-type]
+        prompt=goal, entry="magic", model=options.model, policy=policy,
         ask_timeout_sec=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
     )
     session = agent.session

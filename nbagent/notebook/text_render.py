@@ -188,14 +188,14 @@ class TextTurn:
         if self.done or e.call_id in self._resolved:
             return
         decision, message = ask_approval(self._prompt, e)
-        self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision, message=message))  # type: ignore[arg-type]
+        self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision, message=message))  # type: ignore[arg-type]  # the answer's words map to a Decision
 
     def _ask_elicitation(self, e: ElicitationRequested) -> None:
         assert self._prompt is not None
         if self.done or e.request_id in self._resolved:
             return
         action, content = ask_elicitation(self._prompt, self._line, e)
-        self._submit_quietly(ElicitationResponse(request_id=e.request_id, action=action, content=content))  # type: ignore[arg-type]
+        self._submit_quietly(ElicitationResponse(request_id=e.request_id, action=action, content=content))  # type: ignore[arg-type]  # the answer's words map to an action
 
     def _on_elicitation(self, e: ElicitationRequested) -> None:
         where = ""

@@ -28,7 +28,7 @@ def rewrite(lines: list[str]) -> list[str]:
 # IPython's ``check_complete`` (the terminal's "is this cell finished?" on Enter, the kernel's
 # ``is_complete_request``) skips transformers marked so: a ``%%agent`` line alone stays
 # incomplete until its body and a blank line follow, instead of running with an empty goal.
-rewrite.has_side_effects = True  # type: ignore[attr-defined]
+rewrite.has_side_effects = True  # type: ignore[attr-defined]  # IPython reads this mark off the function
 
 
 def install(shell: Any, cell_function: Any) -> None:

@@ -110,7 +110,7 @@ def answer_op(ask: Ask, result: types.ElicitResult) -> Op:
         message = str(reason) if reason else None
         if decision == "deny" and not message:
             message = "Denied by the MCP client's user."
-        return ApprovalDecision(call_id=ask.key, decision=decision, message=message)  # type: ignore[arg-type]
+        return ApprovalDecision(call_id=ask.key, decision=decision, message=message)  # type: ignore[arg-type]  # decision checked against DECISIONS above
     answer = dict(result.content) if result.action == "accept" and result.content is not None else None
     if result.action == "accept" and answer is None:
         answer = {}

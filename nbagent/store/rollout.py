@@ -238,7 +238,7 @@ class RolloutWriter:
 
     def _terminate_torn_tail(self) -> None:
         """Keep a torn last line (from a crash) on its own line, so the next append is intact."""
-        size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
+        size = os.fstat(self._fd).st_size  # type: ignore[arg-type]  # called only while the file is open
         if size == 0:
             return
         with open(self.path, "rb") as f:

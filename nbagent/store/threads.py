@@ -408,12 +408,11 @@ class ThreadStore:
         feed, add_item, add_turn = stats.feed, items.append, turns.append
         for line in rest:
             feed(line)
-            kind = line.type
-            if kind == "item":
-                add_item(line.item)  # type: ignore[union-attr]
-            elif kind == "turn":
-                add_turn(line)  # type: ignore[arg-type]
-            elif kind == "thread_meta":
+            if isinstance(line, ItemRecord):
+                add_item(line.item)
+            elif isinstance(line, TurnRecord):
+                add_turn(line)
+            elif isinstance(line, ThreadMeta):
                 warnings.append(f"{path}: extra thread_meta line ignored")
         summary = stats.summary()
         if self._index_call(lambda ix: ix.get(meta.thread_id), None) != summary:
@@ -439,8 +438,8 @@ class ThreadStore:
 
     def _lookup(self, key: str) -> str | None:
         row = self._index_call(lambda ix: ix.get(key), None)
-        if self._row_path(row) is not None:
-            return row.id  # type: ignore[union-attr]
+        if row is not None and self._row_path(row) is not None:
+            return row.id
         if _SAFE_ID.fullmatch(key) and os.path.lexists(self.threads_dir / f"{key}.jsonl"):
             return key  # whatever is there: opening it says what is wrong with it
         row = self._index_call(lambda ix: ix.by_name(key), None)

@@ -147,8 +147,9 @@ def _compile(source: str) -> tuple[Any | None, Any | None, bool]:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     tree = ast.parse(source, filename=filename)
     last: ast.Expression | None = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(body=tree.body.pop().value)  # type: ignore[attr-defined]
+    if tree.body and isinstance(tail := tree.body[-1], ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(body=tail.value)
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     body = compile(tree, filename, "exec", flags=flags) if tree.body else None
     expr = compile(last, filename, "eval", flags=flags) if last is not None else None

@@ -93,7 +93,7 @@ class _Provider(OAuthClientProvider):
         response: httpx2.Response | None = None
         try:
             while True:
-                outgoing = await flow.asend(response)  # type: ignore[arg-type]
+                outgoing = await flow.asend(response)  # type: ignore[arg-type]  # a generator's first send is None
                 response = yield outgoing
                 metadata = self.context.client_metadata
                 if response.status_code in (401, 403) and isinstance(metadata, _Metadata):
@@ -165,7 +165,7 @@ class ServerAuth:
         self._pending = False
         self.store.on_tokens = self._tokens_saved
         metadata = _Metadata(
-            redirect_uris=[self.callback.redirect_uri],  # type: ignore[list-item]
+            redirect_uris=[AnyUrl(self.callback.redirect_uri)],
             client_name="nbagent",
             software_id="nbagent",
             software_version=__version__,
