@@ -163,7 +163,7 @@ carries the reason and the model retries."""),
   tool, and passes the model's arguments on to the call as sent."""),
     ("markdown", """## Where this lives in nbagent
 
-- `nbagent/schema/sanitize.py` — `sanitize_schema`: the keyword whitelist, the rewrites, the
+- `nbagent/schema/sanitize/` — `sanitize_schema`: the keyword whitelist (`rules.py`), the rewrites, the
   warnings; it never raises.
 - `nbagent/schema/subset.py` — the subset the API takes (`ALLOWED_KEYWORDS`, `FORMATS`, limits).
 - `nbagent/schema/check.py` — `openai_schema_problems`, the checker the output is held to.
