@@ -21,7 +21,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "nbagent"
 # The package root is a face too: it re-exports Session (core) and loads the notebook extension.
 # The walkthroughs sit on top like a person at a notebook: they drive the notebook front end.
 FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli", "nbagent.examples.walkthroughs")
-BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config")
+# calls/ holds what every tool call obeys, whatever its source: core/ and mcp/ both apply it.
+BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config", "nbagent.calls")
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,10 @@ def layer_problems(root: Path) -> list[str]:
         source = _module_name(imp.path, root)
         if _within(source, protocol) and not _within(imp.target, protocol):
             problems.append(f"{imp.where(root)}  (protocol/ imports nothing else of {pkg})")
+        elif _within(source, f"{pkg}.calls") and not any(
+            _within(imp.target, f"{pkg}.{leaf}") for leaf in ("calls", "protocol", "schema")
+        ):
+            problems.append(f"{imp.where(root)}  (calls/ imports only protocol/ and schema/ of {pkg})")
         elif _layer(source, below_core) and _within(imp.target, f"{pkg}.core"):
             problems.append(f"{imp.where(root)}  ({_layer(source, below_core)} must not import core/)")
         elif _layer(source, front_ends) is None and (face := _layer(imp.target, front_ends)):
@@ -133,13 +138,14 @@ def test_every_import_in_nbagent_points_down_the_layers() -> None:
         ("models/x.py", "from nbagent import __version__\n", 1, "imports the front end the package root"),
         ("core/x.py", "from .. import notebook\n", 1, "imports the front end nbagent.notebook"),
         ("mcp/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nbagent.cli\n", 3, "nbagent.cli"),
+        ("calls/x.py", "from nbagent.mcp import y\n", 1, "calls/ imports only protocol/ and schema/"),
     ],
 )
 def test_a_wrong_way_import_is_reported_with_its_file_line_and_text(
     tmp_path: Path, path: str, source: str, line: int, expected: str
 ) -> None:
     root = tmp_path / "nbagent"
-    for folder in ("", "protocol", "core", "mcp", "store", "models", "notebook"):
+    for folder in ("", "protocol", "calls", "core", "mcp", "store", "models", "notebook"):
         (root / folder).mkdir(exist_ok=True)
         (root / folder / "__init__.py").write_text("")
     (root / "core" / "turn.py").write_text("")

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
+from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
+from nbagent.calls.trace import new_traceparent
 from nbagent.core.provider import ChangingToolProvider, ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
-from nbagent.mcp.checks import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
-from nbagent.mcp.meta import new_traceparent
-from nbagent.mcp.results import to_model_output
+from nbagent.core.tool_output import to_model_output
 from nbagent.protocol import (
     CallInfo,
     FunctionCall,

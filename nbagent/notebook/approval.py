@@ -13,8 +13,8 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbagent.calls.arguments import TOO_DEEP
 from nbagent.core.approval import edit_problems
-from nbagent.mcp.checks import TOO_DEEP
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre

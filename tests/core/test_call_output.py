@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nbagent import Session
 from nbagent.core.tool_call import _cap_for_rollout
-from nbagent.mcp.results import render_for_model, to_model_output, truncate_utf8
+from nbagent.core.tool_output import render_for_model, to_model_output, truncate_utf8
 from nbagent.protocol import TextBlock, ToolResult
 
 texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300)

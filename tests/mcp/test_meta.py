@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from nbagent.mcp.meta import call_meta, is_reserved_meta_key, new_traceparent, trace_id_for_turn
+from nbagent.calls.trace import new_traceparent, trace_id_for_turn
+from nbagent.mcp.meta import call_meta, is_reserved_meta_key
 from nbagent.protocol.tools import CallInfo
 
 TP = re.compile(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")

@@ -9,7 +9,8 @@ import mcp_types as mt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbagent.mcp.results import from_call_result, to_model_output, truncate_utf8
+from nbagent.core.tool_output import to_model_output, truncate_utf8
+from nbagent.mcp.results import from_call_result
 from nbagent.protocol.tools import ImageBlock, ResourceBlock, TextBlock, ToolResult
 
 PNG = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
@@ -138,7 +139,7 @@ def test_truncation_is_utf8_safe_and_bounded(text: str, cap: int) -> None:
 
 
 def test_a_structured_wrapper_of_the_text_is_not_repeated_to_the_model() -> None:
-    from nbagent.mcp.results import render_for_model
+    from nbagent.core.tool_output import render_for_model
     from nbagent.protocol import TextBlock, ToolResult
 
     wrapped = ToolResult(content=[TextBlock(text="wrote hello.md")], structured={"result": "wrote hello.md"})

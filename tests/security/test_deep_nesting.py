@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from nbagent import Session
+from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH
 from nbagent.config import Config
 from nbagent.core.thread import redacted
-from nbagent.core.tool_call import MAX_ARGUMENT_DEPTH
 from nbagent.protocol import ApprovalDecision, Event
 from tests.mcp.conftest import server_cfg
 

@@ -44,7 +44,7 @@ for call, line in zip(calls, [l for l in wire() if l["tool"] == "whoami"]):
     for key, value in line["meta"].items():
         print(f"   {key:18} {value}")'''
 
-TRACE = '''from nbagent.mcp.meta import trace_id_for_turn, is_valid_traceparent
+TRACE = '''from nbagent.calls.trace import trace_id_for_turn, is_valid_traceparent
 
 first, second = [l["meta"] for l in wire() if l["tool"] == "whoami"][:2]
 for meta in (first, second):
@@ -76,7 +76,8 @@ for call, line in zip(rest, [l for l in wire() if l["tool"] != "whoami"]):
         print("   request parts: ", [part["type"] for part in sent_items[call.call_id]["output"]])'''
 
 STRUCTURED = '''import mcp_types
-from nbagent.mcp.results import from_call_result, render_for_model, explain_error
+from nbagent.core.tool_output import render_for_model
+from nbagent.mcp.results import from_call_result, explain_error
 
 schema = next(s for s in session.tools() if s.raw_name == "stats").output_schema
 print("stats declares outputSchema:", json.dumps(schema)[:100], "...")
@@ -97,7 +98,7 @@ cut = next(n for n, line in enumerate(lines) if "bytes cut" in line)
 print("\\n".join(["..."] + lines[cut - 2:cut + 3] + ["..."]))
 print("\\nthe rollout keeps the full block for the card:", len(out.content[0].text.encode()), "bytes")'''
 
-EXERCISE = '''from nbagent.mcp.meta import new_traceparent, trace_id_for_turn
+EXERCISE = '''from nbagent.calls.trace import new_traceparent, trace_id_for_turn
 second_turn = [i for i in session.thread.items if i.type == "function_call"][-1].turn_id
 # Write a traceparent a server would file under the same trace as the second turn's call.
 # (new_traceparent(trace_id) makes one; which trace id?)
@@ -174,12 +175,13 @@ the card can show it."""),
   the model reads, with the turn's truncation policy."""),
     ("markdown", """## Where this lives in nbagent
 
-- `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped), `trace_id_for_turn`,
-  `new_traceparent`.
+- `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped).
+- `nbagent/calls/trace.py` — `trace_id_for_turn`, `new_traceparent`: the same for every tool source.
 - `nbagent/mcp/manager.py` — builds each call's `_meta` (`call_meta`) and sends the `tools/call`
   with a progress callback of that call's own.
-- `nbagent/mcp/results.py` — `from_call_result` (schema check, error text), `render_for_model`,
-  `truncate_utf8`.
+- `nbagent/mcp/results.py` — `from_call_result` (schema check, error text).
+- `nbagent/core/tool_output.py` — `render_for_model`, `truncate_utf8`: what the model reads of any
+  tool's result.
 - `nbagent/mcp/convert.py` — MCP content blocks to nbagent's.
 - `nbagent/core/tool_call.py` — the output item: the capped model view beside the rollout's blocks.
 - `nbagent/models/responses.py` — `to_input_items`: how the item is sent (images as parts)."""),

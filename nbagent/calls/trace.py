@@ -1,0 +1,40 @@
+"""W3C trace context for tool calls (DESIGN §7): one trace per turn, so a turn's calls line up
+in a tracing backend, and a fresh span per call, whatever tool source runs it."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+
+_TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+_TRACE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def trace_id_for_turn(turn_id: str) -> str:
+    """A stable 32-hex trace id derived from the turn id: every call of a turn shares it."""
+    tid = hashlib.sha256(turn_id.encode("utf-8")).hexdigest()[:32]
+    return tid if tid.strip("0") else "0" * 31 + "1"  # all-zero ids are invalid in W3C
+
+
+def _span_id() -> str:
+    while True:
+        span = secrets.token_hex(8)
+        if span.strip("0"):
+            return span
+
+
+def new_traceparent(trace_id: str | None = None) -> str:
+    """``00-<trace>-<span>-01``: a fresh span, on ``trace_id`` or on a new random trace."""
+    if trace_id is None:
+        trace_id = secrets.token_hex(16)
+        if not trace_id.strip("0"):
+            trace_id = "0" * 31 + "1"
+    elif not _TRACE_ID_RE.fullmatch(trace_id) or not trace_id.strip("0"):
+        raise ValueError(f"trace id must be 32 lowercase hex digits, not all zero: {trace_id!r}")
+    return f"00-{trace_id}-{_span_id()}-01"
+
+
+def is_valid_traceparent(value: object) -> bool:
+    m = _TRACEPARENT_RE.fullmatch(value) if isinstance(value, str) else None
+    return bool(m and m.group(1).strip("0") and m.group(2).strip("0"))
