@@ -16,13 +16,13 @@ import time
 from contextlib import suppress
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from nbagent.core.approval import ApprovalMemory, ask_reason
 from nbagent.core.context import ContextView
-from nbagent.core.thread import redactor_for
+from nbagent.core.thread import redacted, redactor_for
 from nbagent.models.base import ModelClient, ModelEvent, ModelRequest
 from nbagent.protocol import Event, Item, ItemRecord, Policy, RolloutLine, ToolSpec, TurnRecord
 from nbagent.store.inspect_files import InspectFiles
@@ -53,14 +53,6 @@ _COALESCED = frozenset({"agent_message_delta", "reasoning_delta", "progress", "m
 _TURN_ENDS = frozenset({"turn_completed", "turn_aborted", "turn_failed"})
 _DETAIL_FIELDS = ("tool", "server", "status", "decision", "action", "message", "text", "delta", "reason", "error")
 DETAIL_CHARS = 120
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def redacted(view: M, redactor: Redactor) -> M:
-    """``view`` with every secret in it replaced (the model saw it; a notebook output must not)."""
-    return type(view).model_validate_json(redactor.text(view.model_dump_json())) if redactor else view
 
 
 # -- tools -------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from nbagent.protocol import (
 from nbagent.protocol.ops import Submit
 
 
-class TurnView:
+class WidgetTurn:
     """Widgets for one turn; ``handle(event)`` is fed every event of that turn, in order."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """What the agent routes events to, and the one place a turn's display is made for this front end.
 
-Two displays implement ``TurnDisplay``: ``render.TurnView`` (ipywidgets) and
+Two displays implement ``TurnDisplay``: ``render.WidgetTurn`` (ipywidgets) and
 ``text_render.TextTurn`` (a terminal or a headless run). Both are imported only when one is made,
 so loading the extension does not pay for ipywidgets.
 """
@@ -59,10 +59,10 @@ def show_turn(agent: KernelAgent, header: Header, *, turn_id: str | None, wait: 
     if frontend == "widgets":
         from IPython.display import display
 
-        from nbagent.notebook.render import TurnView
+        from nbagent.notebook.render import WidgetTurn
 
         stop = (lambda: agent.stop(turn_id)) if turn_id is not None else None
-        view = TurnView(lambda o: agent.submit(o), stop=stop, note=note, **header)
+        view = WidgetTurn(lambda o: agent.submit(o), stop=stop, note=note, **header)
         if turn_id is None:
             view.status.value = "calls from outside agents appear here"
             view.stop_button.layout.display = "none"

@@ -37,10 +37,9 @@ from nbagent.core.session import RunResult
 from nbagent.server.asks import CANNOT_ASK, Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
-from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadBusy, ThreadHandle, TurnRun
+from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadHandle, TurnRun, TurnRunning
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
-from nbagent.store import Redactor
-from nbagent.store import ThreadBusy as ThreadWritten
+from nbagent.store import Redactor, ThreadBusy
 from nbagent.textsafe import one_line
 
 INSTRUCTIONS = (
@@ -146,7 +145,7 @@ class AgentServer:
             run = await self._start(ctx, params)
         except ValidationError as exc:
             return _text_result(_arguments_error(params.name, exc), is_error=True)
-        except (ConfigError, LookupError, ThreadBusy, ThreadWritten, PoolFull, ValueError) as exc:
+        except (ConfigError, LookupError, TurnRunning, ThreadBusy, PoolFull, ValueError) as exc:
             return _text_result(f"{params.name}: {exc}", is_error=True)
         if _modern(ctx):
             return await self._rounds(ctx, run)

@@ -39,7 +39,7 @@ from nbagent.server.overrides import Overrides, at_least_as_strict, check_overri
 from nbagent.store import ThreadStore
 
 
-class ThreadBusy(Exception):
+class TurnRunning(Exception):
     """A second call tried to drive a thread whose turn is still running."""
 
 
@@ -374,7 +374,7 @@ class SessionPool:
         """Start a turn; ``interactive`` says whether this caller can be asked (per call: each
         MCP client says what it can do)."""
         if handle.busy:
-            raise ThreadBusy(f"thread {handle.session.thread.id} is running a turn; wait or cancel it first")
+            raise TurnRunning(f"thread {handle.session.thread.id} is running a turn; wait or cancel it first")
         run = TurnRun(handle, prompt, model, policy, interactive, self.defaults.ask_timeout)
         handle.run = run
         handle.last_used = time.monotonic()

@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from nbagent.notebook.options import UsageError, interpolate, parse_cell_line
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.notebook.text_render import TextTurn
+from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
     AgentMessage, AgentMessageDelta, ApprovalRequested, ApprovalResolved, Event, ImageBlock, Interrupt, Progress,
     TextBlock, TokenUsage, ToolCallBegin, ToolCallEnd, TurnAborted, TurnCompleted,
 )
+from tests.waiting import until
 
 
-def view(sent: list) -> TurnView:
-    return TurnView(sent.append, model_label="scripted replay: x.json", scripted=True, thread="t1", policy="on-request")
+def view(sent: list) -> WidgetTurn:
+    return WidgetTurn(sent.append, model_label="scripted replay: x.json", scripted=True, thread="t1", policy="on-request")
 
 
 async def test_deltas_are_coalesced_and_the_final_text_wins():
     v = view([])
+    started = time.monotonic()
     for i in range(2000):
         v.handle(Event(msg=AgentMessageDelta(item_id="m", delta=f"w{i} ")))
-        if i % 100 == 0:
-            await asyncio.sleep(0.01)
+        if i % 400 == 399:  # a pause in the stream: what came is shown once the interval is up
+            stream, shown = v.streams["m"], v.streams["m"].updates
+            await until(lambda: stream.updates > shown, f"the update showing delta {i}")
+    elapsed = time.monotonic() - started
     stream = v.streams["m"]
-    assert stream.updates <= 2 + 20 * 0.3  # ~0.2 s of streaming at <= 20 updates/s
+    assert stream.updates <= 1 + elapsed / DEFAULT_INTERVAL  # at most one update per interval (20/s)
+    assert stream.updates <= 2 + 2000 // 400  # one per pause, not one per delta
     v.handle(Event(msg=AgentMessage(item_id="m", text="**final**")))
     v.handle(Event(msg=TurnCompleted()))
     assert stream.widget.outputs[0]["data"]["text/markdown"] == "**final**"
@@ -62,7 +69,7 @@ def test_tool_card_lifecycle_progress_images_and_errors():
 def test_approval_in_the_view_and_stop_button():
     sent: list = []
     stopped: list = []
-    v = TurnView(sent.append, stop=lambda: stopped.append(1), model_label="m", scripted=False, thread="t", policy="untrusted")
+    v = WidgetTurn(sent.append, stop=lambda: stopped.append(1), model_label="m", scripted=False, thread="t", policy="untrusted")
     v.handle(Event(msg=ToolCallBegin(call_id="c1", tool="t", arguments={})))
     v.handle(Event(msg=ApprovalRequested(call_id="c1", tool="t", arguments={})))
     assert v.cards["c1"].status == "awaiting"

@@ -12,7 +12,7 @@ from nbagent.mcp.checks import argument_problems
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.elicitation import ElicitationForm
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
@@ -47,7 +47,7 @@ def test_a_raising_answer_or_stop_is_shown_too(monkeypatch):
     monkeypatch.setattr(form, "respond", lambda action: 1 / 0)
     form.buttons["accept"].click()
     assert "this answer failed: ZeroDivisionError" in form.problems.value
-    view = TurnView(lambda op: None, stop=lambda: {}["missing"], model_label="m", scripted=True, thread="t", policy="p")
+    view = WidgetTurn(lambda op: None, stop=lambda: {}["missing"], model_label="m", scripted=True, thread="t", policy="p")
     view.stop_button.click()
     assert "Stop failed: KeyError" in view.status.value
 

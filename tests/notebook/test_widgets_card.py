@@ -9,7 +9,7 @@ import ipywidgets as W
 import pytest
 
 from nbagent.notebook.buttons import DECISION_CLASS
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.protocol import (
     ApprovalDecision, ApprovalRequested, ApprovalResolved, ElicitationRequested, ElicitationResolved, Event,
     TextBlock, ToolAnnotations, ToolCallBegin, ToolCallEnd, TurnFailed,
@@ -18,11 +18,11 @@ from nbagent.protocol import (
 ARGS = {"name": "hello", "text": "# Hello"}
 
 
-def view(sent: list) -> TurnView:
-    return TurnView(sent.append, model_label="scripted replay: x.json", scripted=True, thread="t1", policy="on-request")
+def view(sent: list) -> WidgetTurn:
+    return WidgetTurn(sent.append, model_label="scripted replay: x.json", scripted=True, thread="t1", policy="on-request")
 
 
-def begin(v: TurnView) -> None:
+def begin(v: WidgetTurn) -> None:
     v.handle(Event(msg=ToolCallBegin(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",
                                      title="Write a note", arguments=ARGS)))
     v.handle(Event(msg=ApprovalRequested(call_id="c1", tool="mcp__demo__write_note", server="demo", raw_tool="write_note",

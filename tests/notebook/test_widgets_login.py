@@ -3,7 +3,7 @@ shown as a link the person opens (never opened for them), then "signed in"."""
 
 from __future__ import annotations
 
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.notebook.startup import StartupView
 from nbagent.notebook.text_render import TextTurn
 from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired
@@ -12,7 +12,7 @@ LINK = "https://auth.example/authorize?response_type=code&state=abc&code_challen
 
 
 def test_a_sign_in_during_a_turn_shows_the_link_in_that_turn_then_signed_in() -> None:
-    view = TurnView([].append, model_label="x", scripted=True, thread="t", policy="on-request")
+    view = WidgetTurn([].append, model_label="x", scripted=True, thread="t", policy="on-request")
     view.handle(Event(msg=McpLoginRequired(server="linear", url=LINK)))
     assert view.logins is not None and view.logins.widget in view.body.children
     shown = view.logins.lines["linear"].value

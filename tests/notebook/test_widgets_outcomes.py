@@ -1,5 +1,5 @@
 """What a person reads after each choice, with a real Session, the demo MCP server over stdio and
-the quickstart's own scripted model: events feed a real TurnView (in-process widgets).
+the quickstart's own scripted model: events feed a real WidgetTurn (in-process widgets).
 
 The scripted text must match what was clicked, a tool error shows the server's reason, and a
 declined question reads "you declined", not the SDK's resolver message.
@@ -16,7 +16,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import McpServerConfig
 from nbagent.mcp.results import from_call_result
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,11 +35,11 @@ def demo_server(tmp_path: Path) -> dict[str, McpServerConfig]:
 
 
 class Clicker:
-    """Answers every ask the way a person would click, and shows the turn in a TurnView."""
+    """Answers every ask the way a person would click, and shows the turn in a WidgetTurn."""
 
     def __init__(self, session: Session, approval: str, answer: str) -> None:
         self.session, self.approval, self.answer = session, approval, answer
-        self.view = TurnView(session.submit, model_label="scripted", scripted=True, thread="t", policy="on-request")
+        self.view = WidgetTurn(session.submit, model_label="scripted", scripted=True, thread="t", policy="on-request")
         session.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.protocol import ApprovalRequested, Event, ToolCallBegin
 
 HOSTILE = [
@@ -20,7 +20,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("name", "shown"), HOSTILE)
 def test_the_cards_names_show_hidden_characters(name: str, shown: str) -> None:
-    view = TurnView(lambda op: None, model_label="m", scripted=False, thread="t", policy="on-request")
+    view = WidgetTurn(lambda op: None, model_label="m", scripted=False, thread="t", policy="on-request")
     view.handle(Event(msg=ToolCallBegin(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name, arguments={})))
     view.handle(Event(msg=ApprovalRequested(call_id="c9", tool="mcp__evil__x", server="evil", raw_tool=name, title=name)))
     header = view.cards["c9"].header.value

@@ -150,12 +150,12 @@ def test_code_keeps_its_images_as_written_and_a_tool_image_stays_inline() -> Non
 
 async def test_the_models_reply_in_a_cell_fetches_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole path: the model's reply streams through a session into the turn's widgets."""
-    from nbagent.notebook.render import TurnView
+    from nbagent.notebook.render import WidgetTurn
 
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     reply = f"Done. ![]({ATTACKER})\n\n<img src={ATTACKER}> and `code`"
-    view = TurnView(lambda op: None, model_label="replay", scripted=True, thread="t", policy="never")
+    view = WidgetTurn(lambda op: None, model_label="replay", scripted=True, thread="t", policy="never")
     async with Session(model=replay(tmp_path / "script.json", {"text": reply})) as session:
         session.subscribe(view.handle)
         await asyncio.wait_for(session.run("go"), 30)

@@ -159,9 +159,9 @@ MARKDOWN = (
 
 
 async def test_the_models_markdown_is_shown_without_raw_html_or_script_links(home: Path, tmp_path: Path) -> None:
-    from nbagent.notebook.render import TurnView
+    from nbagent.notebook.render import WidgetTurn
 
-    view = TurnView(lambda op: None, model_label="replay", scripted=True, thread="t", policy="never")
+    view = WidgetTurn(lambda op: None, model_label="replay", scripted=True, thread="t", policy="never")
     model = replay(tmp_path / "script.json", {"text": MARKDOWN})
     async with Session(model=model) as session:
         session.subscribe(view.handle)
