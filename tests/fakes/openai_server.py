@@ -288,7 +288,7 @@ class FakeOpenAIServer:
                 if chat:
                     yield b"data: [DONE]\n\n"
                 return
-            await asyncio.sleep(0.05)  # let the deltas reach the client before the drop
+            # No wait needed: uvicorn closes the transport, which first sends every delta written.
             raise DropConnection("scripted mid-stream failure")
 
         return StreamingResponse(body(), media_type="text/event-stream")

@@ -62,6 +62,7 @@ class Kernel:
         self.kc.wait_for_ready(timeout=60)
         self.widgets: dict[str, Widget] = {}
         self.iopub: list[dict[str, Any]] = []
+        self.last_sent = ""
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -177,6 +178,20 @@ class Kernel:
     def comm_send(self, widget: Widget, data: dict[str, Any]) -> None:
         msg = self.kc.session.msg("comm_msg", {"comm_id": widget.comm_id, "data": data})
         self.kc.shell_channel.send(msg)
+        self.last_sent = msg["header"]["msg_id"]
+
+    def wait_handled(self, timeout: float = 30) -> None:
+        """Until the kernel reported idle for the last comm message sent: it handles them in
+        order, so every earlier update is applied too."""
+        deadline = time.monotonic() + timeout
+        while not any(
+            m["header"]["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
+            and m["parent_header"].get("msg_id") == self.last_sent
+            for m in self.iopub
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the kernel did not handle the last widget message within {timeout}s")
+            self.pump(0.05)
 
     def click(self, widget: Widget) -> None:
         self.comm_send(widget, {"method": "custom", "content": {"event": "click"}})

@@ -51,7 +51,7 @@ def test_elicitation_answered_through_form_widgets(make_kernel):
     cell = kernel.execute("%%agent --wait\nLog experiment e1", wait=False)
     accept = kernel.wait_for("ButtonModel", description="Accept")
     expected = fill_experiment(kernel)
-    time.sleep(0.3)
+    kernel.wait_handled()
     kernel.click(accept)
     assert kernel.reply(cell["msg_id"], 60)["content"]["status"] == "ok"
     (run,) = executions(record)
