@@ -8,12 +8,10 @@ so loading the extension does not pay for ipywidgets.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
-from nbagent.protocol import Event
-
-if TYPE_CHECKING:
-    from nbagent.notebook.agent import KernelAgent
+from nbagent.notebook.frontend_kind import Frontend
+from nbagent.protocol import Event, Op
 
 HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
 """Seconds an ask of a headless turn waits before it is settled as unanswered (by timeout)."""
@@ -48,7 +46,18 @@ class TurnDisplay(View, Protocol):
         """The turn waits behind the running one."""
 
 
-def show_turn(agent: KernelAgent, header: Header, *, turn_id: str | None, wait: bool = False, note: str | None = None) -> TurnDisplay:
+class TurnHost(Protocol):
+    """What a turn's display needs of the agent that shows it: which front end draws it, and
+    where its buttons send an answer or a stop (``KernelAgent``)."""
+
+    def frontend(self) -> Frontend: ...
+
+    def submit(self, op: Op) -> object: ...
+
+    def stop(self, turn_id: str | None = None) -> bool: ...
+
+
+def show_turn(agent: TurnHost, header: Header, *, turn_id: str | None, wait: bool = False, note: str | None = None) -> TurnDisplay:
     """Make and show the display of the turn ``turn_id`` in the running cell; ``turn_id=None`` is
     the serving cell's display of calls from outside agents (``%agent serve``), which has no turn
     of its own to stop and asks nothing at a prompt.
