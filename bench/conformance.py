@@ -241,7 +241,7 @@ async def run_auth(selected: list[str], env: dict[str, str], work: Path) -> list
 
 async def run_server(selected: list[str], env: dict[str, str], work: Path) -> list[Row]:
     """The server scenarios against ``nbagent mcp-server --http``, through the token-adding proxy."""
-    from nbagent.server.http import start_http
+    from nbagent.kit.http import start_http
 
     scenarios = [s for s in SERVER_SCENARIOS if not selected or s in selected]
     if not scenarios:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import pkgutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -13,12 +14,14 @@ from typing import Any, TextIO
 
 from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
-from nbagent.cli_errors import BadInput, Parser, cwd_option, fail, positive
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.config.trust import Unread
 from nbagent.core.context import describe as describe_compaction
-from nbagent.models.base import ModelError
+from nbagent.kit import servers
+from nbagent.kit import trust as folder_trust
+from nbagent.kit.args import BadInput, Parser, cwd_option, fail, positive
 from nbagent.kit.labels import plural
+from nbagent.models.base import ModelError
 from nbagent.protocol import Event
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
@@ -29,6 +32,9 @@ POLICY_HELP = (
     "full-auto runs every call"
 )
 TABLE_WIDTH = 100
+MCP_SERVER = "nbagent.server.cli:main_mcp_server"
+"""``nbagent mcp-server`` is the MCP-server front end's own command (``python -m nbagent.server``),
+handed over by name: the front ends never import each other."""
 PROBLEMS = ("error", "warning", "turn_failed")
 """Events a person reads on stderr: what went wrong, apart from what the turn did."""
 
@@ -196,9 +202,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 
 def _servers(config: Config, warnings: list[str]) -> Any:
-    """The configured MCP servers, started without a session (``nbagent.cli_mcp``)."""
+    """The configured MCP servers, started without a session (``nbagent.kit.servers``)."""
     warnings.extend(config.warnings)  # keys read but not honoured
-    return cli_mcp.server_manager(config, _home(config) / "logs", warnings)
+    return servers.server_manager(config, _home(config) / "logs", warnings)
 
 
 async def _offered(args: argparse.Namespace) -> int:
@@ -403,9 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         from nbagent.gcpause import gc_paused
 
         with gc_paused():  # its client waits for `initialize`: ~10 % of the import is the collector's
-            from nbagent.server.cli import main_mcp_server
+            main_mcp_server = pkgutil.resolve_name(MCP_SERVER)
 
-        return main_mcp_server(argv[1:])
+        return int(main_mcp_server(argv[1:]))
     if (mcp := cli_mcp.invoked(argv)) is not None:
         return _not_a_folder("nbagent mcp", mcp[0]) or cli_mcp.main(mcp[1], cwd=mcp[0])
     if (inspect := cli_mcp.invoked(argv, "inspect")) is not None:
@@ -435,10 +441,10 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
                 return signals.run(_offered(args))
         if args.command == "trust":
-            print(cli_trust.run(args, args.cwd))
+            print(folder_trust.run(args, args.cwd))
             return 0
         if args.command == "demo":
-            from nbagent.notebook.demo import run_demo
+            from nbagent.kit.demo import run_demo
 
             run_demo(Path(args.output))
             return 0

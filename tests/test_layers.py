@@ -1,7 +1,9 @@
 """The layer rule of docs/design.md §2, read from the source with ``ast``.
 
-Arrows point down: front ends (the package root, ``notebook/``, ``server/``, ``cli.py``) ->
-``core/`` -> {``mcp/``, ``models/``, ``store/``, ``schema/``, ``config``} -> ``protocol/``.
+Arrows point down: front ends (the package root, ``notebook/``, ``server/``, the ``cli*.py``
+modules) -> ``kit/`` -> ``core/`` -> {``mcp/``, ``models/``, ``store/``, ``schema/``, ``config``}
+-> ``protocol/``. Front ends never import each other (what several offer lives in ``kit/``), the
+core never imports the native tools, and nothing outside ``examples/`` imports ``examples/``.
 Every import counts, wherever it sits: at module level, inside a function (the lazy imports
 that keep ``import nbagent`` cheap), under ``TYPE_CHECKING``, relative (``from . import x``)
 or through ``importlib.import_module("...")`` with a literal name. A cycle that only shows
@@ -20,7 +22,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "nbagent"
 
 # The package root is a face too: it re-exports Session (core) and loads the notebook extension.
 # The walkthroughs sit on top like a person at a notebook: they drive the notebook front end.
+# The CLI modules (``nbagent.cli``, ``nbagent.cli_*``) are one front end together.
 FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli", "nbagent.examples.walkthroughs")
+# The front-end imports that are layering, not crossing: `%load_ext nbagent` finds its hooks on
+# the package root, which hands them to the notebook; the walkthroughs sit above the notebook
+# front end, using it as a person at a notebook does.
+FRONT_END_BRIDGES = {("nbagent", "nbagent.notebook.extension"), ("nbagent.examples.walkthroughs", "nbagent.notebook")}
 # calls/ holds what every tool call obeys, whatever its source: core/ and mcp/ both apply it.
 BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config", "nbagent.calls")
 
@@ -95,8 +102,11 @@ def _within(name: str, layer: str) -> bool:
 
 def _layer(name: str, layers: tuple[str, ...]) -> str | None:
     # The root "nbagent" contains everything; it is a layer only as the module itself.
+    # "<pkg>.cli" also names the CLI modules beside it, "<pkg>.cli_*".
     for layer in layers:
         if name == layer or ("." in layer and _within(name, layer)):
+            return layer
+        if layer.endswith(".cli") and name.startswith(layer + "_") and "." not in name[len(layer) :]:
             return layer
     return None
 
@@ -105,12 +115,23 @@ def layer_problems(root: Path) -> list[str]:
     """One line per import that breaks the layer rule: file, line, the import, the rule."""
     pkg = root.name
     protocol = f"{pkg}.protocol"
+    examples = f"{pkg}.examples"
     front_ends = tuple(f.replace("nbagent", pkg, 1) for f in FRONT_ENDS)
+    bridges = [tuple(n.replace("nbagent", pkg, 1) for n in pair) for pair in FRONT_END_BRIDGES]
     below_core = tuple(b.replace("nbagent", pkg, 1) for b in BELOW_CORE)
     problems: list[str] = []
     for imp in read_imports(root):
         source = _module_name(imp.path, root)
-        if _within(source, protocol) and not _within(imp.target, protocol):
+        face, target_face = _layer(source, front_ends), _layer(imp.target, front_ends)
+        if _within(imp.target, examples) and not _within(source, examples):
+            problems.append(f"{imp.where(root)}  (outside examples/, it imports {examples})")
+        elif face and target_face not in (None, face, pkg) and not any(
+            _layer(source, (above,)) and _within(imp.target, below) for above, below in bridges
+        ):
+            problems.append(f"{imp.where(root)}  (the front end {_face_name(face, pkg)} imports the front end {_face_name(target_face, pkg)})")
+        elif _within(source, f"{pkg}.core") and _within(imp.target, f"{pkg}.tools"):
+            problems.append(f"{imp.where(root)}  (core/ must not import tools/)")
+        elif _within(source, protocol) and not _within(imp.target, protocol):
             problems.append(f"{imp.where(root)}  (protocol/ imports nothing else of {pkg})")
         elif _within(source, f"{pkg}.calls") and not any(
             _within(imp.target, f"{pkg}.{leaf}") for leaf in ("calls", "protocol", "schema")
@@ -118,10 +139,13 @@ def layer_problems(root: Path) -> list[str]:
             problems.append(f"{imp.where(root)}  (calls/ imports only protocol/ and schema/ of {pkg})")
         elif _layer(source, below_core) and _within(imp.target, f"{pkg}.core"):
             problems.append(f"{imp.where(root)}  ({_layer(source, below_core)} must not import core/)")
-        elif _layer(source, front_ends) is None and (face := _layer(imp.target, front_ends)):
-            name = "the package root" if face == pkg else face
-            problems.append(f"{imp.where(root)}  (below the front ends, it imports the front end {name})")
+        elif face is None and target_face:
+            problems.append(f"{imp.where(root)}  (below the front ends, it imports the front end {_face_name(target_face, pkg)})")
     return problems
+
+
+def _face_name(face: str, pkg: str) -> str:
+    return {pkg: "the package root", f"{pkg}.cli": f"{pkg}.cli*"}.get(face, face)
 
 
 def test_every_import_in_nbagent_points_down_the_layers() -> None:
@@ -139,15 +163,23 @@ def test_every_import_in_nbagent_points_down_the_layers() -> None:
         ("core/x.py", "from .. import notebook\n", 1, "imports the front end nbagent.notebook"),
         ("mcp/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import nbagent.cli\n", 3, "nbagent.cli"),
         ("calls/x.py", "from nbagent.mcp import y\n", 1, "calls/ imports only protocol/ and schema/"),
+        ("mcp/x.py", "from nbagent import cli_mcp\n", 1, "imports the front end nbagent.cli*"),
+        ("notebook/x.py", "def f():\n    from nbagent.cli_mcp import x\n", 2, "front end nbagent.notebook imports the front end nbagent.cli*"),
+        ("cli_x.py", "from nbagent.notebook import y\n", 1, "front end nbagent.cli* imports the front end nbagent.notebook"),
+        ("core/x.py", "from nbagent.tools import notebook\n", 1, "core/ must not import tools/"),
+        ("notebook/x.py", "from nbagent.examples.quickstart import build\n", 1, "outside examples/, it imports nbagent.examples"),
     ],
 )
 def test_a_wrong_way_import_is_reported_with_its_file_line_and_text(
     tmp_path: Path, path: str, source: str, line: int, expected: str
 ) -> None:
     root = tmp_path / "nbagent"
-    for folder in ("", "protocol", "calls", "core", "mcp", "store", "models", "notebook"):
+    for folder in ("", "protocol", "calls", "core", "mcp", "store", "models", "notebook", "tools", "examples"):
         (root / folder).mkdir(exist_ok=True)
         (root / folder / "__init__.py").write_text("")
+    (root / "notebook" / "y.py").write_text("")
+    (root / "examples" / "quickstart.py").write_text("")
+    (root / "cli_mcp.py").write_text("")
     (root / "core" / "turn.py").write_text("")
     (root / "core" / "session.py").write_text("")
     (root / "cli.py").write_text("")
@@ -168,6 +200,15 @@ def test_downward_imports_are_not_reported(tmp_path: Path) -> None:
     (root / "mcp" / "x.py").write_text("from nbagent.protocol import items\nfrom . import y\n")
     (root / "mcp" / "y.py").write_text("")
     (root / "core" / "x.py").write_text("def f():\n    from nbagent.mcp import x\n")
-    (root / "notebook" / "x.py").write_text("import nbagent\nfrom nbagent.core import x\n")
+    (root / "notebook" / "x.py").write_text("import nbagent\nfrom nbagent.core import x\nfrom nbagent.kit import k\n")
+    (root / "kit").mkdir()
+    (root / "kit" / "__init__.py").write_text("")
+    (root / "kit" / "k.py").write_text("from nbagent.core import x\n")
+    (root / "__init__.py").write_text("def f():\n    from nbagent.notebook.extension import load\n")
+    (root / "notebook" / "extension.py").write_text("")
+    (root / "examples").mkdir()
+    (root / "examples" / "__init__.py").write_text("")
+    (root / "examples" / "q.py").write_text("from nbagent.examples import r\nfrom nbagent.core import x\n")
+    (root / "examples" / "r.py").write_text("")
 
     assert layer_problems(root) == []

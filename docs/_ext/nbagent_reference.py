@@ -167,11 +167,12 @@ class ConfigReference(SphinxDirective):
 def commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """``(command, parser)`` for ``nbagent`` and each subcommand, ``nbagent mcp`` and its verbs
     and ``nbagent mcp-server`` taken from the parsers that really parse them."""
-    from nbagent import cli, cli_mcp
+    from nbagent import cli
+    from nbagent.kit import servers
     from nbagent.server import cli as server_cli
 
     top, _ = cli._parser()
-    real = {"mcp": cli_mcp.parser(), "mcp-server": server_cli._parser()}
+    real = {"mcp": servers.parser(), "mcp-server": server_cli._parser()}
     yield "nbagent", top
     for name, parser in subparsers(top):
         parser = real.get(name, parser)
@@ -204,7 +205,7 @@ class CliReference(SphinxDirective):
     """``{nbagent-cli}``: every command's ``--help``, generated."""
 
     def run(self) -> list[nodes.Node]:
-        note_sources(self, "nbagent.cli", "nbagent.cli_mcp", "nbagent.server.cli")
+        note_sources(self, "nbagent.cli", "nbagent.kit.servers", "nbagent.server.cli")
         lines: list[str] = []
         for command, parser in commands():
             lines += [f"## `{command}`", "", "```text", *help_text(parser).rstrip().splitlines(), "```", ""]

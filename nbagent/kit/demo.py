@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pkgutil
 import shutil
 import tempfile
 from collections import Counter
@@ -51,6 +52,9 @@ WORK_DIR = "quickstart-work"
 """Where the quickstart's first cell puts its config, notes and threads (``home/``)."""
 OWNED_MARK = ".nbagent-demo"
 """In a work folder ``nbagent demo`` made: the next run may replace it (and only then)."""
+QUICKSTART = "nbagent.examples.quickstart:build"
+"""The quickstart notebook's builder, found by name: the examples sit on top of nbagent, so
+nothing else in the package imports them."""
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -167,11 +171,9 @@ def run_demo(output_dir: str | Path = ".", *, timeout: int = 120) -> Path:
     widgets' final state."""
     import nbformat
 
-    from nbagent.examples.quickstart import build
-
     out_dir = make_output_dir(output_dir)
     work = fresh_work_dir(out_dir)
-    nb = execute(build(), out_dir, timeout=timeout, env=EXECUTOR_ENV)
+    nb = execute(pkgutil.resolve_name(QUICKSTART)(), out_dir, timeout=timeout, env=EXECUTOR_ENV)
     target = out_dir / "00-quickstart.executed.ipynb"
     nbformat.write(nb, str(target))
     print("\n".join(["nbagent demo: the quickstart ran (scripted model, real MCP server)", *summary(work / "home"),

@@ -25,8 +25,8 @@ from mcp.server.lowlevel.server import Server
 
 from nbagent._version import __version__
 from nbagent.core.thread import redacted
+from nbagent.kit.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
-from nbagent.server.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.store import add_process_secret
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""``nbagent trust [FOLDER]``: say whether a folder's own config is read (``nbagent.config.trust``)."""
+"""Whether a folder's own config is read (``nbagent.config.trust``): what ``nbagent trust`` and
+``%agent trust`` both record and say."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from nbagent.cli_errors import BadInput
 from nbagent.config import MCP_JSON, PROJECT_FILE, ConfigError
 from nbagent.config.errors import problems
 from nbagent.config.files import present, read_toml
 from nbagent.config.trust import ENV, ProjectTrust, TrustLevel, listed, trust_of
+from nbagent.kit.args import BadInput
 
 _Projects = TypeAdapter(dict[str, ProjectTrust])
 
@@ -21,18 +22,8 @@ FLAGS = ("--untrusted", "--forget", "--list")
 
 
 def words(folder: str | None, flag: str | None) -> argparse.Namespace:
-    """What ``add_parser``'s parser gives, for ``%agent trust``'s words."""
+    """What ``nbagent trust``'s parser gives (``nbagent.cli_trust``), for ``%agent trust``'s words."""
     return argparse.Namespace(folder=folder, **{f.lstrip("-"): f == flag for f in FLAGS})
-
-
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    p = sub.add_parser("trust", help="read this folder's nbagent.toml and .mcp.json (or mark it untrusted)")
-    p.add_argument("folder", nargs="?", help="the folder (default: the working directory); covers its subfolders")
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("--untrusted", action="store_true", help="never read this folder's config")
-    how.add_argument("--forget", action="store_true", help="remove the folder's entry (not trusted, no longer listed)")
-    how.add_argument("--list", action="store_true", help="the folders listed, and whether each is trusted")
-    return p
 
 
 def run(args: argparse.Namespace, cwd: str | None) -> str:

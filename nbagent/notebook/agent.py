@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from nbagent.core.session import Session
-    from nbagent.server.notebook_server import NotebookServerHandle
+    from nbagent.kit.notebook_server import NotebookServerHandle
     from nbagent.core.thread import DeltaRedactor
     from nbagent.tools.notebook import NotebookTools
 

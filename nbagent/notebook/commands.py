@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from IPython.display import display
 
-from nbagent.cli_errors import BadInput
 from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
+from nbagent.kit.args import BadInput
+from nbagent.kit.labels import model_text, plural, policy_text
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.frontend_kind import KINDS
-from nbagent.kit.labels import model_text, plural, policy_text
 from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
@@ -170,7 +170,9 @@ def history(agent: KernelAgent) -> None:
 
 
 def mcp(agent: KernelAgent, args: list[str]) -> None:
-    from nbagent import cli_mcp  # the verbs' parsers and texts: loaded at the first ``%agent mcp``, not with the session
+    from nbagent.kit import (
+        servers,  # the verbs' parsers and texts: loaded at the first ``%agent mcp``, not with the session
+    )
 
     s = agent.session
     if not args:
@@ -193,33 +195,33 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
         _expect("mcp restart", rest, least=1, most=1)
         _known_server(agent, rest[0])
         _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
-    elif sub in cli_mcp.VERBS:
+    elif sub in servers.VERBS:
         try:
-            _verb(agent, cli_mcp.parse(args, prog="mcp"))
-        except cli_mcp.Finished:
+            _verb(agent, servers.parse(args, prog="mcp"))
+        except servers.Finished:
             pass  # --help was printed
     else:
-        raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [{' | '.join(cli_mcp.VERBS)} | restart NAME] ...")
+        raise UsageError(f"unknown mcp command {' '.join(args)!r}; mcp [{' | '.join(servers.VERBS)} | restart NAME] ...")
 
 
 def _verb(agent: KernelAgent, words: Any) -> None:
     """``%agent mcp VERB ...`` as ``nbagent mcp VERB ...`` does it, on the files of the session's
     folder; what changes in the files changes in the running session too."""
-    from nbagent import cli_mcp
     from nbagent.config import load_config
+    from nbagent.kit import servers
 
     s = agent.session
     cwd = Path(s.cwd if s is not None else os.getcwd())
     if words.verb == "list":
         statuses = s.servers.status() if s is not None else None  # the session's servers are connected already
         config = load_config(cwd)
-        _out(json.dumps(cli_mcp.list_json(config, statuses)) if words.json else cli_mcp.list_text(config, statuses))
+        _out(json.dumps(servers.list_json(config, statuses)) if words.json else servers.list_text(config, statuses))
     elif words.verb == "get":
         config = load_config(cwd)
-        _out(json.dumps(cli_mcp.server_view(config, words.name)) if words.json else cli_mcp.get_text(config, words.name))
+        _out(json.dumps(servers.server_view(config, words.name)) if words.json else servers.get_text(config, words.name))
     elif words.verb == "add":
-        name, entry = cli_mcp.add_entry(words)
-        added = cli_mcp.add(cwd, name, entry, user=words.user)
+        name, entry = servers.add_entry(words)
+        added = servers.add(cwd, name, entry, user=words.user)
         _out(added.text)
         if added.warning:
             _out(f"warning: {added.warning}")
@@ -228,18 +230,18 @@ def _verb(agent: KernelAgent, words: Any) -> None:
         name = words.name
         running = s is not None and name in s.servers.names()
         try:
-            _out(cli_mcp.remove(cwd, name))
-        except cli_mcp.UsageProblem:
+            _out(servers.remove(cwd, name))
+        except servers.UsageProblem:
             if not running:
                 raise
         if running:
             _later(agent, lambda sess: sess.servers.remove(name), f"mcp server {name} removed")
     elif words.verb == "import":
-        report = cli_mcp.import_servers(words.tool, cwd, dry_run=words.dry_run, files=words.files, user=words.user)
+        report = servers.import_servers(words.tool, cwd, dry_run=words.dry_run, files=words.files, user=words.user)
         _out(report.text)
         _start(agent, cwd, [] if words.dry_run else report.added)
     elif words.verb == "logout":
-        _out(cli_mcp.logout(load_config(cwd), words.name))
+        _out(servers.logout(load_config(cwd), words.name))
     else:
         _login(agent, cwd, words.name, words.scopes)
 
@@ -247,13 +249,13 @@ def _verb(agent: KernelAgent, words: Any) -> None:
 def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None:
     """Sign in in the background: the link is shown in this cell for the person to open (never
     opened by itself); once tokens are stored, a running server restarts to use them."""
-    from nbagent import cli_mcp
     from nbagent.config import load_config
+    from nbagent.kit import servers
     from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 
     cell = CellContext()
     config = load_config(cwd)
-    cli_mcp.server_named(config, name)  # an unknown name is a usage line now, not a failed task
+    servers.server_named(config, name)  # an unknown name is a usage line now, not a failed task
     links = LoginLinks() if agent.frontend() == "widgets" else None
     if links is not None:
         display(links.widget)
@@ -265,7 +267,7 @@ def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None
             cell.run(print, f"To log in to {name}, open this link in your browser:\n  {url}")
 
     async def job(session: Session) -> str:
-        done = await cli_mcp.login(config, name, scopes, show)
+        done = await servers.login(config, name, scopes, show)
         if links is not None:
             links.handle(McpLoginCompleted(server=name))
         if name in session.servers.names():
@@ -345,7 +347,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
     ui = agent.frontend() != "headless"  # known from this cell's request: later calls come from outside
 
     async def start(session: Session) -> str:
-        from nbagent.server.notebook_server import describe, start_notebook_server
+        from nbagent.kit.notebook_server import describe, start_notebook_server
 
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once
         # gets the whole catalogue, not just the native tools.
@@ -446,16 +448,16 @@ def _inspect(agent: KernelAgent, args: list[str]) -> None:
 def _trust(agent: KernelAgent, args: list[str]) -> None:
     """``%agent trust`` as ``nbagent trust`` does it, for the session's folder by default; the
     servers a newly trusted folder names start now, its other settings with the next session."""
-    from nbagent import cli_trust
     from nbagent.config import load_config
+    from nbagent.kit import trust
 
     flags, folders = [a for a in args if a.startswith("-")], [a for a in args if not a.startswith("-")]
-    if len(flags) > 1 or len(folders) > 1 or not set(flags) <= set(cli_trust.FLAGS):
-        raise UsageError(f"trust takes at most one FOLDER and one of {', '.join(cli_trust.FLAGS)}; usage:\n{_usage('trust')}")
+    if len(flags) > 1 or len(folders) > 1 or not set(flags) <= set(trust.FLAGS):
+        raise UsageError(f"trust takes at most one FOLDER and one of {', '.join(trust.FLAGS)}; usage:\n{_usage('trust')}")
     s = agent.session
     cwd = s.cwd if s is not None else os.getcwd()
     try:
-        _out(cli_trust.run(cli_trust.words(folders[0] if folders else None, flags[0] if flags else None), cwd))
+        _out(trust.run(trust.words(folders[0] if folders else None, flags[0] if flags else None), cwd))
     except BadInput as exc:
         raise UsageError(str(exc)) from None
     config = load_config(cwd)

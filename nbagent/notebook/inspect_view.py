@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from nbagent.cli_inspect import parser, request_text, tools_text, turn_text, wire_text
 from nbagent.core.inspect import RequestView, ToolView, TurnView, redacted, tool_views
+from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
 from nbagent.mcp.wire import WireMessage
 from nbagent.notebook.html import badge, esc, muted, pre
 from nbagent.notebook.options import UsageError

@@ -10,8 +10,8 @@ import sys
 from typing import Any
 
 from nbagent import signals
-from nbagent.cli_errors import BadInput, Parser, fail, positive
 from nbagent.config import ConfigError
+from nbagent.kit.args import BadInput, Parser, fail, positive
 from nbagent.protocol.ops import POLICIES
 from nbagent.server.threads import Defaults
 from nbagent.store import add_process_secret
@@ -102,8 +102,8 @@ def _drop_stdout() -> None:
 
 async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, printed_token: bool,
                      extra_hosts: list[str]) -> None:
+    from nbagent.kit.http import http_app, start_http
     from nbagent.server.app import build_server
-    from nbagent.server.http import http_app, start_http
 
     server, pool = build_server(defaults)
     app = http_app(server, token, bind_host=host, extra_hosts=extra_hosts)
@@ -141,7 +141,7 @@ def main_mcp_server(argv: list[str]) -> int:
         except signals.Stopped as stop:
             return stop.exit_code
         return 0
-    from nbagent.server.http import check_bind, check_token, new_token, split_host
+    from nbagent.kit.http import check_bind, check_token, new_token, split_host
 
     host, port = args.http
     given, source = (args.token, "--token") if args.token else (os.environ.get(TOKEN_ENV), f"${TOKEN_ENV}")

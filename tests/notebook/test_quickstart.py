@@ -12,7 +12,7 @@ import pytest
 
 from nbagent.examples.quickstart import build
 from nbagent import Session
-from nbagent.notebook.demo import OWNED_MARK, WIDGET_STATE, WORK_DIR, execute, run_demo
+from nbagent.kit.demo import OWNED_MARK, WIDGET_STATE, WORK_DIR, execute, run_demo
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "tests" / "fixtures" / "replay_hello.json"

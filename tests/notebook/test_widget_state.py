@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from nbagent.examples.walkthroughs.__main__ import EXECUTOR_ENV
-from nbagent.notebook.demo import execute
+from nbagent.kit.demo import execute
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(180)

@@ -157,7 +157,7 @@ async def test_notebook_server_calls_cannot_widen(tmp_path: Path, monkeypatch: p
 
     from nbagent import Session
     from nbagent.protocol import Event
-    from nbagent.server.notebook_server import start_notebook_server
+    from nbagent.kit.notebook_server import start_notebook_server
 
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("NBAGENT_MODEL", raising=False)

@@ -36,7 +36,7 @@ from nbagent.protocol import (
     TurnRecord,
     UserMessage,
 )
-from nbagent.server.notebook_server import start_notebook_server
+from nbagent.kit.notebook_server import start_notebook_server
 from nbagent.store import REDACTED, RolloutWriter, ThreadStore, read_rollout
 from tests.security.store_env import SERVERS, cli_env, disk_bytes
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from nbagent import Session
-from nbagent.server.http import Guard, allowed_hosts, check_bind
-from nbagent.server.notebook_server import start_notebook_server
+from nbagent.kit.http import Guard, allowed_hosts, check_bind
+from nbagent.kit.notebook_server import start_notebook_server
 from tests.server.conftest import HttpServer, ServerEnv, start_http_server
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

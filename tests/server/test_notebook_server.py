@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from nbagent import Session
 from nbagent.protocol import ApprovalDecision, Event
-from nbagent.server.notebook_server import connection_snippets, start_notebook_server
+from nbagent.kit.notebook_server import connection_snippets, start_notebook_server
 
 
 @pytest.fixture

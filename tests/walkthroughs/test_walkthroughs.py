@@ -13,7 +13,7 @@ from nbclient.exceptions import CellExecutionError
 
 from nbagent.examples.walkthroughs import PLACEHOLDER, SEED_FILES, Walkthrough, all_walkthroughs, kit
 from nbagent.examples.walkthroughs.__main__ import EXECUTOR_ENV
-from nbagent.notebook.demo import notebook_kernel
+from nbagent.kit.demo import notebook_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGHS = all_walkthroughs()

@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 
 from nbagent.examples.walkthroughs import all_walkthroughs, get, write
-from nbagent.notebook.demo import EXECUTOR_ENV, WIDGET_STATE, make_output_dir
-from nbagent.notebook.demo import execute as run_notebook
+from nbagent.kit.demo import EXECUTOR_ENV, WIDGET_STATE, make_output_dir
+from nbagent.kit.demo import execute as run_notebook
 
 __all__ = ["EXECUTOR_ENV", "QUICKSTART", "WIDGET_STATE", "execute", "main", "names", "run_all"]
 

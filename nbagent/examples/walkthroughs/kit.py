@@ -17,7 +17,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from nbagent.config.edit import record_trust
-from nbagent.notebook.demo import AUTOPILOT_ENV
+from nbagent.kit.demo import AUTOPILOT_ENV
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
