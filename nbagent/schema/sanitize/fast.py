@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent.schema.sanitize.rules import ARRAY_KEYS, CLEAN, LEAF_KEYS, OBJECT_KEYS, TEXT_KEYS, all_ascii_str
+from nbagent.schema.sanitize.rules import ARRAY_KEYS, CLEAN, LEAF_KEYS, OBJECT_KEYS, TEXT_KEYS
 
 _JUST_STR = {str}
 _ok_text = CLEAN["description"]
 _ok_count = CLEAN["minItems"]
-_LEAF_TESTS = {t: {k: CLEAN.get(k, bool) for k in keys} for t, keys in LEAF_KEYS.items()}
-"""Per scalar type: its leaf keywords, each with its ``CLEAN`` test (``type`` is checked apart)."""
+_LEAF_TESTS = {t: (keys, {k: CLEAN.get(k, bool) for k in keys}) for t, keys in LEAF_KEYS.items()}
+"""Per scalar type: its leaf keywords, and each one's ``CLEAN`` test (``type`` is checked apart)."""
 
 
 def clean_text(s: dict[str, Any]) -> bool:
@@ -27,9 +27,10 @@ def clean_leaf(s: dict[str, Any]) -> bool:
     """Whether ``s`` is a scalar leaf the full rules would return unchanged: its type's own
     keywords only, each with a value they keep as it is (so no warning is lost)."""
     t = s.get("type")
-    tests = _LEAF_TESTS.get(t) if t.__class__ is str else None
-    if tests is None or not s.keys() <= tests.keys():
+    found = _LEAF_TESTS.get(t) if t.__class__ is str else None
+    if found is None or not s.keys() <= found[0]:
         return False
+    tests = found[1]
     for k, v in s.items():
         if k != "type" and not tests[k](v):
             return False
@@ -46,15 +47,18 @@ def copy_leaf(s: dict[str, Any]) -> dict[str, Any]:
 def object_shape(s: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None, Any] | None:
     """``properties`` (``{}`` when absent), ``required`` and ``additionalProperties`` of an object
     schema (``type`` is ``"object"``) in the accepted form; ``None`` when any needs the full rules."""
-    if s["type"].__class__ is not str or not s.keys() <= OBJECT_KEYS or not clean_text(s):
+    if s["type"].__class__ is not str or not s.keys() <= OBJECT_KEYS:
         return None
+    for k in TEXT_KEYS:  # ``clean_text``, inline: this runs for every object of every schema
+        if k in s and not _ok_text(s[k]):
+            return None
     props = s.get("properties")
     req = s.get("required")
     ap = s.get("additionalProperties", True)
     if props is None:
         props = {}
-    elif props.__class__ is not dict or not all_ascii_str(props):
-        return None
+    elif props.__class__ is not dict or not set(map(type, props)) <= _JUST_STR or not "".join(props).isascii():
+        return None  # names all plain ASCII ``str`` (``all_ascii_str``, inline)
     if req is not None:
         if req.__class__ is not list or not req or not set(map(type, req)) <= _JUST_STR:
             return None
