@@ -148,6 +148,57 @@ def _face_name(face: str, pkg: str) -> str:
     return {pkg: "the package root", f"{pkg}.cli": f"{pkg}.cli*"}.get(face, face)
 
 
+def import_cycles(root: Path) -> list[list[str]]:
+    """The groups of modules that import each other, round and round (the strongly connected
+    components of the import graph, Tarjan's algorithm), each sorted; none is the goal."""
+    graph: dict[str, set[str]] = {}
+    for imp in read_imports(root):
+        source = _module_name(imp.path, root)
+        if imp.target != source:
+            graph.setdefault(source, set()).add(imp.target)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in graph.get(module, ()):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            group = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_modules_of_nbagent_import_each_other() -> None:
+    cycles = import_cycles(PACKAGE)
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_an_import_cycle_is_found_even_through_a_lazy_import(tmp_path: Path) -> None:
+    root = tmp_path / "nbagent"
+    (root / "core").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "core" / "__init__.py").write_text("")
+    (root / "core" / "a.py").write_text("from nbagent.core import b\n")
+    (root / "core" / "b.py").write_text("def f():\n    from nbagent.core.a import x\n")
+    (root / "core" / "c.py").write_text("from nbagent.core import a\n")
+
+    assert import_cycles(root) == [["nbagent.core.a", "nbagent.core.b"]]
+
+
 def test_every_import_in_nbagent_points_down_the_layers() -> None:
     problems = layer_problems(PACKAGE)
     assert not problems, "imports against the layer rule (docs/design.md §2):\n" + "\n".join(problems)
