@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser("trust", help="read this folder's nbagent.toml and .mcp.json (or mark it untrusted)")
     p.add_argument("folder", nargs="?", help="the folder (default: the working directory); covers its subfolders")
     how = p.add_mutually_exclusive_group()
