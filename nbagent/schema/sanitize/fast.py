@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent.schema.sanitize.rules import ARRAY_KEYS, CLEAN, LEAF_KEYS, OBJECT_KEYS, TEXT_KEYS
+from nbagent.schema.sanitize.rules import ARRAY_KEYS, CLEAN, JUST_STR, LEAF_KEYS, OBJECT_KEYS, TEXT_KEYS
 
-_JUST_STR = {str}
 _ok_text = CLEAN["description"]
 _ok_count = CLEAN["minItems"]
 _LEAF_TESTS = {t: (keys, {k: CLEAN.get(k, bool) for k in keys}) for t, keys in LEAF_KEYS.items()}
@@ -57,10 +56,10 @@ def object_shape(s: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None, A
     ap = s.get("additionalProperties", True)
     if props is None:
         props = {}
-    elif props.__class__ is not dict or not set(map(type, props)) <= _JUST_STR or not "".join(props).isascii():
-        return None  # names all plain ASCII ``str`` (``all_ascii_str``, inline)
+    elif props.__class__ is not dict or not set(map(type, props)) <= JUST_STR or not "".join(props).isascii():
+        return None  # names all plain ASCII ``str``: C-level passes, not a Python loop per name
     if req is not None:
-        if req.__class__ is not list or not req or not set(map(type, req)) <= _JUST_STR:
+        if req.__class__ is not list or not req or not set(map(type, req)) <= JUST_STR:
             return None
         names = set(req)
         if len(names) != len(req) or not props.keys() >= names:
@@ -110,18 +109,18 @@ def flat_root(schema: dict[str, Any]) -> dict[str, Any] | None:
     the accepted form (``object_shape``) whose properties are scalar leaves of a type and ASCII
     text, and no ``additionalProperties`` schema. ``None`` for any other root, which the walk
     then takes (giving it the walk's key order)."""
-    if schema.get("type") != "object":
+    props = schema.get("properties", {})
+    if schema.get("type") != "object" or props.__class__ is not dict:
         return None
-    out = {k: v for k, v in schema.items() if k != "$schema"}
-    shape = object_shape(out)
-    if shape is None or shape[2].__class__ is dict or not _ascii_text(out):
-        return None
-    props = shape[0]
-    for p in props.values():
+    for p in props.values():  # first: a nested root fails here, at its first child
         if p.__class__ is not dict or p.get("type") not in _FLAT_TYPES or not p.keys() <= _FLAT_LEAF:
             return None
         for k in TEXT_KEYS:  # ``_ascii_text``, inline: this loop is the everyday tool's whole cost
             if k in p and (p[k].__class__ is not str or not p[k].isascii()):
                 return None
+    out = {k: v for k, v in schema.items() if k != "$schema"}
+    shape = object_shape(out)
+    if shape is None or shape[2].__class__ is dict or not _ascii_text(out):
+        return None
     out["properties"] = {k: dict(v) for k, v in props.items()}
     return out

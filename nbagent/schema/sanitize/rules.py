@@ -59,12 +59,8 @@ def json_safe(v: Any, depth: int = 0) -> bool:
     return False
 
 
-_JUST_STR = {str}
-
-
-def all_ascii_str(values: Any) -> bool:
-    """Every item is a plain ``str`` of ASCII: C-level passes, not a Python loop per item."""
-    return set(map(type, values)) <= _JUST_STR and "".join(values).isascii()
+JUST_STR = {str}
+"""``set(map(type, values)) <= JUST_STR``: every value a plain ``str``, tested in C."""
 
 
 # -- value tests: the value is kept as it is -----------------------------------------------
@@ -109,7 +105,13 @@ def count_as_int(v: Any) -> Any:
 def clean_enum(v: Any) -> bool:
     """An enum the walk keeps as it is on a string: distinct ASCII strings, not too many. (The
     walk reads an enum against the types it allows, so it has no one-value ``ok``.)"""
-    return v.__class__ is list and 0 < len(v) <= MAX_ENUM and all_ascii_str(v) and len(set(v)) == len(v)
+    return (
+        v.__class__ is list
+        and 0 < len(v) <= MAX_ENUM
+        and set(map(type, v)) <= JUST_STR  # plain ``str`` all of ASCII: C-level passes, no loop
+        and "".join(v).isascii()
+        and len(set(v)) == len(v)
+    )
 
 
 # -- the table --------------------------------------------------------------------------------
