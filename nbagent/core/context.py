@@ -247,7 +247,7 @@ def _outputs_to_stub(context: ContextView, needed: int) -> tuple[list[str], int]
     there are), and the tokens saved."""
     chosen: list[str] = []
     saved = 0
-    for item, tokens in zip(context.view, context.tokens):
+    for item, tokens in zip(context.view, context.tokens, strict=True):
         if saved >= needed:
             break
         if isinstance(item, FunctionCallOutput) and item.call_id not in context.shortened \

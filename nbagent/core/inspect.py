@@ -13,9 +13,9 @@ are views, not facts: deleting them loses nothing of the thread.
 from __future__ import annotations
 
 import time
-from contextlib import suppress
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from contextlib import suppress
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field

@@ -13,7 +13,6 @@ from nbagent.mcp.manager import McpConnectionManager, check_server_name
 from nbagent.mcp.status import ServerStatus
 from nbagent.mcp.wire import WireMessage
 
-
 ConfigHook = Callable[[str, McpServerConfig | None], None]
 """Told of a server added (its config) or removed (``None``) before it starts or after it stops."""
 

@@ -44,10 +44,10 @@ from nbagent.store import (
     RolloutWriteError,
     RolloutWriter,
     ThreadStore,
+    ThreadSummary,
     repair_open_calls,
     without_orphan_outputs,
 )
-from nbagent.store import ThreadSummary
 from nbagent.store.rollout import StreamRedactor
 from nbagent.store.secrets import process_secrets
 

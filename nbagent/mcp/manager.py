@@ -15,21 +15,30 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp.shared.exceptions import MCPError
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from nbagent.config import SERVER_NAME, Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.catalog import CatalogBuilder, Completer, ServerTools
 from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.errors import McpStartupError, McpUnavailable, describe_error
-from nbagent.mcp.server_requests import ElicitFn, EventFn
-from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
+from nbagent.mcp.server_requests import ElicitFn, EventFn
 from nbagent.mcp.status import ServerStatus
-from nbagent.protocol import CallInfo, McpStartupComplete, McpStartupUpdate, McpToolsChanged, ToolResult, ToolSpec
-from nbagent.protocol import EventMsg, McpLoginCompleted, WarningEvent
+from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
+from nbagent.protocol import (
+    CallInfo,
+    EventMsg,
+    McpLoginCompleted,
+    McpStartupComplete,
+    McpStartupUpdate,
+    McpToolsChanged,
+    ToolResult,
+    ToolSpec,
+    WarningEvent,
+)
 from nbagent.protocol.tools import ProgressFn
 from nbagent.store.secrets import process_secrets_version
 

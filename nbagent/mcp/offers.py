@@ -9,6 +9,7 @@ by the server's ``tool_timeout_sec`` so a hung server cannot keep the command wa
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -33,7 +34,7 @@ async def resources(mcp: McpConnectionManager, args: list[str]) -> str:
     lines: list[str] = []
     for server in args or _ready(mcp):
         try:
-            found = await _bounded(mcp, server, lambda: mcp.list_resources(server))
+            found = await _bounded(mcp, server, functools.partial(mcp.list_resources, server))
         except Exception as exc:  # noqa: BLE001 - one server's failure is its line, not the command's
             lines.append(f"{server}: resources not listed: {exc}")
             continue
@@ -52,7 +53,7 @@ async def prompts(mcp: McpConnectionManager, args: list[str]) -> str:
     lines = []
     for server in args or _ready(mcp):
         try:
-            found = await _bounded(mcp, server, lambda: mcp.list_prompts(server))
+            found = await _bounded(mcp, server, functools.partial(mcp.list_prompts, server))
         except Exception as exc:  # noqa: BLE001
             lines.append(f"{server}: prompts not listed: {exc}")
             continue

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-from bisect import bisect_left
 import tempfile
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any

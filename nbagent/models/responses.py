@@ -7,7 +7,7 @@ rollout is the only state; nothing depends on the server remembering earlier res
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from nbagent.models._wire import INTEGER, OBJECT, STRING, arguments, get_field, not_a_stream, objects, typed

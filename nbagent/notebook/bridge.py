@@ -29,10 +29,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import ValidationError
 
 from nbagent.protocol.bridge import (
-    BridgeError,
     BRIDGE_PROTOCOL_VERSION,
     COMM_TARGET,
     RESPONSE_BY_METHOD,
+    BridgeError,
     BridgeMessage,
     BridgeReply,
     BridgeRequest,

@@ -12,12 +12,12 @@ from collections.abc import Callable
 import ipywidgets as W
 
 from nbagent.core.context import describe as describe_compaction
+from nbagent.kit.labels import model_text, policy_text
 from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
-from nbagent.kit.labels import model_text, policy_text
 from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.stream import MarkdownStream
 from nbagent.notebook.throttle import DEFAULT_INTERVAL

@@ -159,7 +159,7 @@ async def run_cell(agent: KernelAgent, line: str, body: str) -> None:
             on_interrupt()  # the cell's await itself was cancelled
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout=10)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 pass
     if interrupted:
         if not task.done():

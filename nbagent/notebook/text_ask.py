@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nbagent.mcp.checks import answer_problems
-from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.notebook.elicitation import field_problems
 from nbagent.protocol import ApprovalRequested, ElicitationRequested
+from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 
 Ask = Callable[[str], str]
 Say = Callable[[str], None]

@@ -104,7 +104,7 @@ def _enum_options(enum: Any, names: Any, where: str) -> list[tuple[Any, str]]:
     if names is not None:
         if not isinstance(names, list) or len(names) != len(enum) or not all(isinstance(n, str) for n in names):
             raise ElicitationSchemaError(f"{where}: enumNames must be a list of strings as long as enum")
-        return list(zip(enum, names))
+        return list(zip(enum, names, strict=True))
     return [(v, str(v)) for v in enum]
 
 

@@ -11,9 +11,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from nbagent.core.thread import redacted
+from nbagent.core.thread import DeltaRedactor, redacted
 from nbagent.protocol import Event
-from nbagent.core.thread import DeltaRedactor
 from nbagent.store.rollout import Redactor
 from nbagent.textsafe import one_line
 

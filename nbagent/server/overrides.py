@@ -43,6 +43,10 @@ class Overrides:
     config: dict[str, Any] | None = None
 
 
+NO_OVERRIDES = Overrides()
+"""A call that asks to change nothing."""
+
+
 class OverrideRefused(ValueError):
     """A caller's override that could widen what runs; the message names the key."""
 

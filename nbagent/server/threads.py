@@ -35,7 +35,7 @@ from nbagent.protocol import (
 )
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
-from nbagent.server.overrides import Overrides, at_least_as_strict, check_overrides
+from nbagent.server.overrides import NO_OVERRIDES, Overrides, at_least_as_strict, check_overrides
 from nbagent.store import ThreadStore
 
 
@@ -73,7 +73,7 @@ class Defaults:
     def server_cwd(self) -> Path:
         return Path(self.cwd or ".").resolve()
 
-    def load_config(self, cwd: Path | str, asked: Overrides = Overrides()) -> Config:
+    def load_config(self, cwd: Path | str, asked: Overrides = NO_OVERRIDES) -> Config:
         """A thread's config in ``cwd``: the files there, the server's ``-c`` overrides, then the
         caller's (already checked); raises ``ConfigError`` naming the key."""
         merged = {**self.config, **(asked.config or {})}
@@ -240,7 +240,7 @@ class SessionPool:
             return await self._open(asked, thread_name=thread_name)
 
     async def _open(
-        self, asked: Overrides = Overrides(), *, thread_name: str | None = None, thread: str | None = None
+        self, asked: Overrides = NO_OVERRIDES, *, thread_name: str | None = None, thread: str | None = None
     ) -> ThreadHandle:
         """Start a session (a new thread, or ``thread`` resumed) in its own owner task."""
         where = str(Path(asked.cwd or self.defaults.cwd or ".").resolve())

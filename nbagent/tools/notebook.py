@@ -30,7 +30,6 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nbagent.core.function_tools import argument_errors, own_tool_spec
-from nbagent.schema import sanitize_schema
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
@@ -49,6 +48,7 @@ from nbagent.protocol.bridge import (
     notebook_threads,
 )
 from nbagent.protocol.tools import ProgressFn
+from nbagent.schema import sanitize_schema
 
 
 class BridgeClient(Protocol):
@@ -369,7 +369,7 @@ class NotebookTools:
                 {"status": "set_next_input", "combined": count},
             )
         language = "markdown" if cell_type == "markdown" else "python"
-        verb = "Replace cell `%s` with" % replacing if replacing else "Paste into a new cell"
+        verb = f"Replace cell `{replacing}` with" if replacing else "Paste into a new cell"
         markdown = (f"**nbagent could not write to the notebook** (the nbagent JupyterLab extension is not active "
                     f"in this front end). {verb}:\n\n{_fence(source, language)}")
         plain = f"nbagent could not write to the notebook (extension not active). {verb}:\n{source}"

@@ -15,8 +15,8 @@ import hashlib
 import os
 import stat
 import time
-from contextlib import suppress
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
