@@ -152,7 +152,7 @@ class McpServerConfig(_Strict):
     def _codex_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> McpServerConfig:
         """Read a table as Codex would; remember what was ignored, to warn about it."""
         if not isinstance(data, dict):
-            return handler(data)  # type: ignore[no-any-return]
+            return handler(data)
         data, notes = codex.translate(data, frozenset(OAuthSettings.model_fields))
         server: McpServerConfig = handler(data)
         stdio = server.transport == "stdio" if server.transport else bool(server.command)

@@ -22,9 +22,9 @@ from nbagent.protocol import (
     TERMINAL_TYPES,
     ElicitationRequested,
     Event,
-    McpStartupComplete,
     McpLoginCompleted,
     McpLoginRequired,
+    McpStartupComplete,
     McpStartupUpdate,
     Op,
     SessionConfigured,
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from nbagent.core.session import Session
-    from nbagent.kit.notebook_server import NotebookServerHandle
     from nbagent.core.thread import DeltaRedactor
+    from nbagent.kit.notebook_server import NotebookServerHandle
     from nbagent.tools.notebook import NotebookTools
 
 T = TypeVar("T")
@@ -225,8 +225,8 @@ class KernelAgent:
         # A session's own warning (a config file not read, a key not honoured) comes before any
         # turn: the startup display shows it, else nobody would.
         session_warning = isinstance(msg, WarningEvent) and turn_id is None
-        if session_warning:
-            self.session_warnings.append(msg.message)  # type: ignore[union-attr]
+        if isinstance(msg, WarningEvent) and session_warning:
+            self.session_warnings.append(msg.message)
         if session_warning or isinstance(msg, (McpStartupUpdate, McpStartupComplete, McpLoginRequired, McpLoginCompleted)):
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow

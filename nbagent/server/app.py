@@ -189,7 +189,7 @@ class AgentServer:
         async def log(lvl: str, data: Any) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await ctx.session.send_log_message(lvl, data, logger="nbagent",  # type: ignore[arg-type]
+                await ctx.session.send_log_message(lvl, data, logger="nbagent",  # type: ignore[arg-type]  # a level of LEVELS
                                                    related_request_id=ctx.request_id)
 
         return Forwarder(progress, log, run.session.thread.redactor(), min_level=level if level in LEVELS else "info")
@@ -223,7 +223,7 @@ class AgentServer:
         with anyio.move_on_after(self.pool.defaults.ask_timeout):  # withdrawn when the session stops waiting
             try:
                 if isinstance(params, types.ElicitRequestURLParams):
-                    result = await ctx.session.elicit_url(params.message, params.url, params.elicitation_id,
+                    result = await ctx.session.elicit_url(params.message, params.url, params.elicitation_id or ask.key,
                                                           related_request_id=ctx.request_id)
                 else:
                     result = await ctx.session.elicit_form(params.message, params.requested_schema,

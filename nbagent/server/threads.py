@@ -114,7 +114,7 @@ class TurnRun:
         """The ask as the outer client may see it: redacted as the rollout holds it (a tool's
         description or a server's question may carry that server's secret)."""
         shown = redacted(Event.wrap(msg), self.session.thread.redactor()).msg
-        return Ask(kind, key, shown)  # type: ignore[arg-type]
+        return Ask(kind, key, shown)  # type: ignore[arg-type]  # redacting keeps the event's type
 
     def _ask_for(self, event: Event) -> Ask | None:
         msg = event.msg
@@ -170,7 +170,8 @@ class TurnRun:
             else:
                 getter = asyncio.ensure_future(self.queue.get())
                 try:
-                    await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+                    either: set[asyncio.Future[Any]] = {getter, self.task}
+                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     if not getter.done():
                         getter.cancel()
