@@ -213,7 +213,7 @@ class NotebookBridge:
         comm = self._comm
         if comm is None:  # closed between the hello and now
             raise BridgeError(method, f"notebook bridge: the comm closed before {method} was sent", "closed")
-        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"))  # type: ignore[arg-type]
+        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"))  # type: ignore[arg-type]  # a method of RESPONSE_BY_METHOD
         future = self._expect(request)
         try:
             comm.send(request.model_dump(mode="json"))

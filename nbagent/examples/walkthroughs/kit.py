@@ -84,7 +84,7 @@ def model_requests(session: Session) -> list[ModelRequest]:
         requests.append(request)
         return play(request)
 
-    model.stream = recording  # type: ignore[method-assign]
+    model.stream = recording  # type: ignore[method-assign]  # records what the walkthrough's model is asked
     return requests
 
 
