@@ -94,16 +94,6 @@ _FLAT_LEAF = frozenset({"type", *TEXT_KEYS})
 _FLAT_TYPES = ("string", "integer", "number", "boolean")  # a tuple: a type may be an unhashable list
 
 
-def _ascii_text(s: dict[str, Any]) -> bool:
-    """Its text, if any, is plain ASCII ``str`` (which ``CLEAN`` keeps as it is)."""
-    for k in TEXT_KEYS:
-        if k in s:
-            v = s[k]
-            if v.__class__ is not str or not v.isascii():
-                return False
-    return True
-
-
 def flat_root(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The everyday root, copied in the server's key order (``$schema`` left out): an object in
     the accepted form (``object_shape``) whose properties are scalar leaves of a type and ASCII
@@ -113,14 +103,18 @@ def flat_root(schema: dict[str, Any]) -> dict[str, Any] | None:
     if schema.get("type") != "object" or props.__class__ is not dict:
         return None
     for p in props.values():  # first: a nested root fails here, at its first child
-        if p.__class__ is not dict or p.get("type") not in _FLAT_TYPES or not p.keys() <= _FLAT_LEAF:
+        if not isinstance(p, dict) or p.get("type") not in _FLAT_TYPES or not p.keys() <= _FLAT_LEAF:
             return None
-        for k in TEXT_KEYS:  # ``_ascii_text``, inline: this loop is the everyday tool's whole cost
-            if k in p and (p[k].__class__ is not str or not p[k].isascii()):
+        for k in TEXT_KEYS:  # ASCII text (``CLEAN`` keeps it); inline: this loop is the everyday tool's cost
+            if k in p and not (isinstance(p[k], str) and p[k].isascii()):
                 return None
-    out = {k: v for k, v in schema.items() if k != "$schema"}
+    out = dict(schema)
+    out.pop("$schema", None)
     shape = object_shape(out)
-    if shape is None or shape[2].__class__ is dict or not _ascii_text(out):
+    if shape is None or shape[2].__class__ is dict:
         return None
+    for k in TEXT_KEYS:  # ``object_shape`` found any text a ``str``
+        if k in out and not out[k].isascii():
+            return None
     out["properties"] = {k: dict(v) for k, v in props.items()}
     return out
