@@ -63,7 +63,13 @@ class ElicitationDesk(PendingAsks[ElicitationRequested, ElicitOutcome]):
     noun = "elicitation with request id"
 
     async def ask(
-        self, request: ElicitationRequested, *, turn_id: str | None, policy: Policy, interactive: bool, timeout: float
+        self,
+        request: ElicitationRequested,
+        *,
+        turn_id: str | None,
+        policy: Policy,
+        interactive: bool,
+        timeout: float | None,
     ) -> ElicitOutcome:
         if request.mode == "url" and not is_link_url(request.url):
             # Never shown as a link (a javascript: or data: URL runs in the page): declined, and
