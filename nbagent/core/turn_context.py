@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from nbagent.calls.trace import trace_id_for_turn
 from nbagent.config import Config
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.bus import EventBus
@@ -19,7 +20,6 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import RequestTools
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState
-from nbagent.mcp.meta import trace_id_for_turn
 from nbagent.models.base import ModelClient
 from nbagent.protocol import Entry, Event, EventMsg, Item, Policy, TokenUsage, ToolSpec
 
