@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import pkgutil
 import sys
 from datetime import datetime
@@ -101,8 +102,11 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             return
         # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
         # Streamed text is redacted by its stream, since a secret may come in several fragments.
-        for shown in streams(event):
-            print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
+        try:
+            for shown in streams(event):
+                print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
+        except BrokenPipeError:
+            _reader_gone()
 
     def print_one(event: Event) -> None:
         if as_json:
@@ -401,6 +405,14 @@ def _not_a_folder(prog: str, cwd: str | None) -> int:
     if cwd is None or Path(cwd).is_dir():
         return 0
     return fail(prog, f"-C {cwd}: not a folder")
+
+
+def _reader_gone() -> None:
+    """Whoever read stdout left (``| head -1``): what is still printed goes nowhere, so the turn
+    ends and is recorded as it would have been, with no error for every event after."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
