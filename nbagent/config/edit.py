@@ -14,7 +14,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -337,7 +337,7 @@ def record_trust(folder: str | Path, level: TrustLevel | None) -> tuple[Path, st
         if "projects" not in doc:
             doc["projects"] = tomlkit.table(is_super_table=True)
         projects = doc["projects"]
-        if not isinstance(projects, Mapping):
+        if not isinstance(projects, MutableMapping):
             raise ConfigError(f"{path}: key 'projects' is not a table")
         if level is None:
             projects.pop(key, None)

@@ -91,7 +91,7 @@ def _parse(path: Path, kind: str, loads: Callable[[str], Any], invalid: type[Val
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    return _parse(path, "toml", tomllib.loads, tomllib.TOMLDecodeError)  # type: ignore[no-any-return]
+    return _parse(path, "toml", tomllib.loads, tomllib.TOMLDecodeError)
 
 
 def read_json(path: Path) -> Any:

@@ -20,6 +20,7 @@ from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.core.tool_output import to_model_output
 from nbagent.protocol import (
     CallInfo,
+    ContentBlock,
     FunctionCall,
     FunctionCallOutput,
     Progress,
@@ -93,10 +94,11 @@ def _available(catalogue: Mapping[str, object]) -> str:
     return f"the available tools include: {listed} (and {len(catalogue) - NAMES_LISTED:,} more)"
 
 
-def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list:
+def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list[ContentBlock]:
     if len(result.content) == 1 and type(only := result.content[0]) is TextBlock and len(only.text) <= max_bytes:
         return result.content  # one text block that fits (most results): kept as it is
-    kept, used = [], 0
+    kept: list[ContentBlock] = []
+    used = 0
     for block in result.content:
         size = len(getattr(block, "text", None) or getattr(block, "data", None) or "")
         if used + size > max_bytes:
@@ -239,12 +241,12 @@ def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: S
         status=status,
         content=_cap_for_rollout(result, turn.settings.rollout_output_max_bytes),
         structured=result.structured,
-        duration_ms=(time.perf_counter() - started) * 1000,
+        duration_ms=(duration_ms := (time.perf_counter() - started) * 1000),
     )
     turn.emit(
         ToolCallEnd(  # the output's own fields, not a dump of them validated again
             call_id=output.call_id, tool=call.name, output=output.output, is_error=output.is_error,
-            status=output.status, duration_ms=output.duration_ms, content=output.content,
+            status=output.status, duration_ms=duration_ms, content=output.content,
             structured=output.structured,
         )
     )

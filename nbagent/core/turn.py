@@ -107,7 +107,7 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
     the limit, and once more (then retried) when the server still says it is too long."""
     catalogue = turn.router.catalogue()
     if turn.request_tools is None:
-        turn.state.catalogue, carried = catalogue, catalogue.values()
+        turn.state.catalogue, carried = catalogue, list(catalogue.values())
     else:
         turn.state.catalogue, carried = turn.request_tools.select(catalogue, turn.thread.items)
         if (left_out := turn.request_tools.left_out()) is not None:

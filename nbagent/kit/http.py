@@ -104,7 +104,7 @@ class Guard:
         origin = values[0].strip()
         parts = urlsplit(origin)
         try:
-            parts.port
+            _ = parts.port  # reading it checks it: a port that is not a number raises
         except ValueError:
             return False
         return (len(values) == 1 and parts.scheme in ("http", "https") and "@" not in parts.netloc

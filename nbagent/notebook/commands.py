@@ -121,8 +121,8 @@ def status(agent: KernelAgent) -> None:
         asked = _shown(s, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
         shown = one_line(call_id)  # the model's words: one line, whatever it put in them
         lines.append(f"pending approval {shown}: {asked}  (%agent approve|deny {shown})")
-    for rid, req in s.pending_elicitations().items():
-        lines.append(f"pending question {rid} from {req.server}: {_shown(s, req.message)}")
+    for rid, question in s.pending_elicitations().items():
+        lines.append(f"pending question {rid} from {question.server}: {_shown(s, question.message)}")
     _out("\n".join(lines))
 
 
@@ -318,7 +318,7 @@ def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     if call_id not in pending:
         raise UsageError(f"no pending approval {call_id!r} (pending: {', '.join(map(one_line, pending)) or 'none'})")
     message = " ".join(args[1:]) or None if decision == "deny" else None
-    s.submit(ApprovalDecision(call_id=call_id, decision=decision, message=message))  # type: ignore[arg-type]
+    s.submit(ApprovalDecision(call_id=call_id, decision=decision, message=message))  # type: ignore[arg-type]  # approve or deny: the verb given
     _out(f"{one_line(call_id)}: {decision}{' — ' + message if message else ''}")
 
 
@@ -471,7 +471,7 @@ def _frontend(agent: KernelAgent, args: list[str]) -> None:
     if args:
         if args[0] not in KINDS:
             raise UsageError(f"frontend must be one of {', '.join(KINDS)}")
-        agent.frontend_override = args[0]  # type: ignore[assignment]
+        agent.frontend_override = args[0]
     _out(f"frontend: {agent.frontend()}")
 
 
