@@ -23,7 +23,27 @@ from nbagent.kit import trust as folder_trust
 from nbagent.kit.args import BadInput, Parser, cwd_option, fail, positive
 from nbagent.kit.labels import plural
 from nbagent.models.base import ModelError
-from nbagent.protocol import Event
+from nbagent.protocol import (
+    AgentMessage,
+    AgentMessageDelta,
+    ApprovalRequested,
+    ApprovalResolved,
+    ContextCompacted,
+    ElicitationRequested,
+    ElicitationResolved,
+    ErrorEvent,
+    Event,
+    McpLoginCompleted,
+    McpLoginRequired,
+    McpStartupUpdate,
+    SessionConfigured,
+    TokenUsage,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnAborted,
+    TurnFailed,
+    WarningEvent,
+)
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
 
@@ -40,46 +60,45 @@ PROBLEMS = ("error", "warning", "turn_failed")
 """Events a person reads on stderr: what went wrong, apart from what the turn did."""
 
 
-def _print_event(envelope: Event, out: TextIO) -> None:
+def _print_event(envelope: Event, out: TextIO | VisibleWriter) -> None:
     """One human-readable line (or fragment, for streamed text) per event worth showing."""
-    event = envelope.msg
-    kind = event.type
-    if kind == "agent_message_delta":
-        out.write(event.delta)  # type: ignore[union-attr]
-    elif kind == "agent_message":
-        out.write("\n")
-    elif kind == "session_configured":
-        out.write(f"[model: {event.model_label} | policy: {event.policy} | thread: {envelope.thread_id}]\n")  # type: ignore[union-attr]
-    elif kind == "tool_call_begin":
-        where = f" ({event.server}/{event.raw_tool})" if event.server else ""  # type: ignore[union-attr]
-        out.write(f"-> {event.tool}{where} {json.dumps(event.arguments)}\n")  # type: ignore[union-attr]
-    elif kind == "tool_call_end":
-        mark = "x" if event.is_error else "<-"  # type: ignore[union-attr]
-        first = event.output.splitlines()[0][:200] if event.output else ""  # type: ignore[union-attr]
-        out.write(f"{mark} {event.tool} [{event.status}, {event.duration_ms:.0f} ms] {first}\n")  # type: ignore[union-attr]
-    elif kind == "approval_requested":
-        out.write(f"? approval needed for {event.tool}: {event.reason}\n")  # type: ignore[union-attr]
-    elif kind == "approval_resolved":
-        out.write(f"  {event.decision} by {event.by}" + (f": {event.message}" if event.message else "") + "\n")  # type: ignore[union-attr]
-    elif kind == "elicitation_requested":
-        out.write(f"? {event.server} asks: {event.message}\n")  # type: ignore[union-attr]
-    elif kind == "elicitation_resolved":
-        out.write(f"  answered {event.action} by {event.by}\n")  # type: ignore[union-attr]
-    elif kind == "mcp_startup_update" and event.status in ("ready", "failed"):  # type: ignore[union-attr]
-        detail = f"{event.tools} tools" if event.status == "ready" else event.error  # type: ignore[union-attr]
-        out.write(f"[mcp {event.server}: {event.status}: {detail}]\n")  # type: ignore[union-attr]
-    elif kind == "mcp_login_required":
-        out.write(f"[mcp {event.server}: sign in by opening this link in your browser:\n  {event.url}\n]\n")  # type: ignore[union-attr]
-    elif kind == "mcp_login_completed":
-        out.write(f"[mcp {event.server}: signed in]\n")  # type: ignore[union-attr]
-    elif kind in PROBLEMS:
-        out.write(f"{'warning' if kind == 'warning' else 'error'}: {event.message}\n")  # type: ignore[union-attr]
-    elif kind == "turn_aborted":
-        out.write(f"[turn aborted: {event.reason}]\n")  # type: ignore[union-attr]
-    elif kind == "token_usage":
-        out.write(f"[tokens: {event.input_tokens} in, {event.output_tokens} out]\n")  # type: ignore[union-attr]
-    elif kind == "context_compacted":
-        out.write(f"[{describe_compaction(event)}]\n")  # type: ignore[arg-type]
+    match envelope.msg:
+        case AgentMessageDelta() as event:
+            out.write(event.delta)
+        case AgentMessage():
+            out.write("\n")
+        case SessionConfigured() as event:
+            out.write(f"[model: {event.model_label} | policy: {event.policy} | thread: {envelope.thread_id}]\n")
+        case ToolCallBegin() as event:
+            where = f" ({event.server}/{event.raw_tool})" if event.server else ""
+            out.write(f"-> {event.tool}{where} {json.dumps(event.arguments)}\n")
+        case ToolCallEnd() as event:
+            mark = "x" if event.is_error else "<-"
+            first = event.output.splitlines()[0][:200] if event.output else ""
+            out.write(f"{mark} {event.tool} [{event.status}, {event.duration_ms:.0f} ms] {first}\n")
+        case ApprovalRequested() as event:
+            out.write(f"? approval needed for {event.tool}: {event.reason}\n")
+        case ApprovalResolved() as event:
+            out.write(f"  {event.decision} by {event.by}" + (f": {event.message}" if event.message else "") + "\n")
+        case ElicitationRequested() as event:
+            out.write(f"? {event.server} asks: {event.message}\n")
+        case ElicitationResolved() as event:
+            out.write(f"  answered {event.action} by {event.by}\n")
+        case McpStartupUpdate(status="ready" | "failed") as event:
+            detail = f"{event.tools} tools" if event.status == "ready" else event.error
+            out.write(f"[mcp {event.server}: {event.status}: {detail}]\n")
+        case McpLoginRequired() as event:
+            out.write(f"[mcp {event.server}: sign in by opening this link in your browser:\n  {event.url}\n]\n")
+        case McpLoginCompleted() as event:
+            out.write(f"[mcp {event.server}: signed in]\n")
+        case WarningEvent() | ErrorEvent() | TurnFailed() as event:
+            out.write(f"{'warning' if event.type == 'warning' else 'error'}: {event.message}\n")
+        case TurnAborted() as event:
+            out.write(f"[turn aborted: {event.reason}]\n")
+        case TokenUsage() as event:
+            out.write(f"[tokens: {event.input_tokens} in, {event.output_tokens} out]\n")
+        case ContextCompacted() as event:
+            out.write(f"[{describe_compaction(event)}]\n")
     out.flush()
 
 
@@ -92,12 +111,13 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
 
     as_json: bool = args.json
     out = sys.stdout
-    held: list[Event] | None = []
+    held: list[Event] = []
+    holding = True
 
     shown_errors: set[str] = set()
 
     def show(event: Event) -> None:
-        if held is not None:
+        if holding:
             held.append(event)
             return
         # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
@@ -134,8 +154,8 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
                 if event.msg.type == "warning":
                     _print_event(redacted(event, session.thread.redactor()), VisibleWriter(sys.stderr))
             raise
-        started, held = held, None
-        for event in started:
+        holding = False
+        for event in held:
             show(event)
         result = await session.run(args.goal)
     return 0 if result.ok else 1

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from nbagent.kit.args import Parser
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+
+def add_parser(sub: argparse._SubParsersAction[Parser]) -> Parser:
     p = sub.add_parser("trust", help="read this folder's nbagent.toml and .mcp.json (or mark it untrusted)")
     p.add_argument("folder", nargs="?", help="the folder (default: the working directory); covers its subfolders")
     how = p.add_mutually_exclusive_group()

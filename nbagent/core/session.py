@@ -33,12 +33,12 @@ from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.function_tools import FunctionTools
 from nbagent.core.inspect import Inspector
 from nbagent.core.provider import ToolProvider
+from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
 from nbagent.core.thread import ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.tool_call import AbortTurn, execute_call
-from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.turn import TurnOutcome, run_turn
 from nbagent.core.turn_context import TurnContext, TurnSettings, TurnState, sooner
 from nbagent.mcp.manager import McpConnectionManager
@@ -62,8 +62,8 @@ from nbagent.protocol import (
     Policy,
     SessionConfigured,
     Shutdown,
-    ThreadMeta,
     ShutdownComplete,
+    ThreadMeta,
     ToolSpec,
     TurnAborted,
     TurnFailed,
@@ -396,10 +396,11 @@ class Session:
         if self.running:
             raise RuntimeError("a turn is running: compact after it ends (or interrupt it)")
         name = model or self.config.require_model()
-        turn = self._turn(new_id("turn"), self.model_client(name), name, self.policy, "python", False)
+        client = self.model_client(name)
+        turn = self._turn(new_id("turn"), client, name, self.policy, "python", False)
         _, carried = self._request_tools.select(self._router.catalogue(), self.thread.items)
         extra = text_tokens(turn.instructions()) + tools_tokens(self._router.for_model(carried))
-        done = await compact(self.thread.items, self.thread.context, turn.state.budget, model=turn.model, model_name=name,
+        done = await compact(self.thread.items, self.thread.context, turn.state.budget, model=client, model_name=name,
                              extra=extra, turn_id=None, reason="asked")
         if done is None:
             return None

@@ -18,7 +18,7 @@ from nbagent.protocol.elicitation import ElicitOutcome
 
 log = logging.getLogger(__name__)
 
-EventFn = Callable[[EventMsg], None]
+EventFn = Callable[[EventMsg], object]
 ElicitFn = Callable[[ElicitationRequested], Awaitable[ElicitOutcome]]
 
 
