@@ -183,9 +183,10 @@ def list_text(config: Config, statuses: Mapping[str, ServerStatus] | None = None
 
 def list_json(config: Config, statuses: Mapping[str, ServerStatus] | None = None) -> list[dict[str, Any]]:
     rows = [server_view(config, name) for name in sorted(config.mcp_servers)]
-    for row in rows if statuses is not None else []:
-        status = statuses.get(row["name"])  # type: ignore[union-attr]
-        row["status"] = status.model_dump(mode="json") if status is not None else None
+    if statuses is not None:
+        for row in rows:
+            status = statuses.get(row["name"])
+            row["status"] = status.model_dump(mode="json") if status is not None else None
     return rows
 
 
@@ -318,9 +319,9 @@ def import_servers(tool: str, cwd: Path, *, dry_run: bool, files: list[Path] | N
 
     target = user_file() if user else project_file(cwd)
     untrusted = functools.partial(refusal, projects=trusted_projects(), user_file=user_file())
-    found = importers.plan(tool, cwd, files, untrusted=untrusted)  # type: ignore[arg-type]
+    found = importers.plan(tool, cwd, files, untrusted=untrusted)  # type: ignore[arg-type]  # a parser's choice
     if not found.read and not found.unread:
-        where = ", ".join(map(str, importers.source_files(tool, cwd)))  # type: ignore[arg-type]
+        where = ", ".join(map(str, importers.source_files(tool, cwd)))  # type: ignore[arg-type]  # a parser's choice
         return ImportReport(f"no {tool} config found (looked in {where})", 1, [])
     if dry_run:
         return _import(found, cwd, target, parse_toml(edited_file(target)), dry_run=True)

@@ -226,7 +226,7 @@ class McpConnection:
                 )
                 await stack.enter_async_context(client)
                 # The SDK's own check imports jsonschema and every format checker (seconds).
-                client.session.validate_tool_result = self._tools.check_output  # type: ignore[method-assign]
+                client.session.validate_tool_result = self._tools.check_output  # type: ignore[method-assign]  # ours, not the SDK's
                 if self.cfg.protocol not in ("auto", "legacy") and client.protocol_version != self.cfg.protocol:
                     raise McpStartupError(
                         f"MCP server {self.name!r} speaks protocol {client.protocol_version}, "
@@ -338,7 +338,9 @@ class McpConnection:
         token = current_call.set((self, control))
         try:
             with control.scope:
-                result = await client.call_tool(tool, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
+                result = await client.call_tool(
+                    tool, arguments, progress_callback=progress, meta=meta  # type: ignore[arg-type]  # SDK's protocol, TypedDict
+                )
                 return result, control
         finally:
             current_call.reset(token)
