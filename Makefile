@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-deps npm-deps bench bench-peers labextension docs docs-screenshot
+.PHONY: setup demo lint test test-deps npm-deps bench bench-peers labextension docs docs-screenshot
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,7 +49,13 @@ test-deps: setup npm-deps $(EXT_BUILT) $(BIN)/sphinx-build
 	  [ -x "$(CHROMIUM)" ] || { echo "make test: the browser tests need Chromium at $(CHROMIUM): install it (sudo apt-get install chromium) or pass CHROMIUM=/path/to/chromium"; exit 1; }; \
 	fi
 
-test: test-deps
+# Static checks of the package, before the suite: ruff, then mypy (configured in pyproject.toml;
+# its cache in .mypy_cache makes a rerun take seconds).
+lint: setup
+	$(BIN)/ruff check nbagent
+	$(BIN)/mypy nbagent
+
+test: lint test-deps
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
 
 bench: setup
