@@ -107,7 +107,6 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     held: a turn that cannot start (no model, no key, no script) prints only why, on stderr, and a
     new thread it would have run on is never written."""
     from nbagent.core.session import Session
-    from nbagent.core.thread import DELTA_TYPES, DeltaRedactor, redacted
 
     as_json: bool = args.json
     out = sys.stdout
@@ -120,11 +119,8 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
         if holding:
             held.append(event)
             return
-        # As the rollout holds it: a terminal's output is kept too (a log, a CI job's page).
-        # Streamed text is redacted by its stream, since a secret may come in several fragments.
-        try:
-            for shown in streams(event):
-                print_one(shown if shown.msg.type in DELTA_TYPES else redacted(shown, session.thread.redactor()))
+        try:  # redacted as the rollout is (``Session.subscribe``): a terminal's output is kept too
+            print_one(event)
         except BrokenPipeError:
             _reader_gone()
 
@@ -144,7 +140,6 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     config = load_config(args.cwd)
     _home(config)
     session = Session(model=args.model, policy=args.policy, cwd=args.cwd, config=config, thread=thread, entry="cli")
-    streams = DeltaRedactor(session.thread.redactor)
     session.subscribe(show)
     async with session:
         try:
@@ -152,7 +147,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
         except (ConfigError, ModelError):
             for event in held:  # a warning may say why (a config file not read): then the error
                 if event.msg.type == "warning":
-                    _print_event(redacted(event, session.thread.redactor()), VisibleWriter(sys.stderr))
+                    _print_event(event, VisibleWriter(sys.stderr))
             raise
         holding = False
         for event in held:

@@ -1,12 +1,13 @@
 """The event bus: wraps each payload in its envelope (``seq``/``thread_id``/``turn_id``/``at``)
 and fans the envelope out, in order, to synchronous subscribers and to any number of async
-iterators. The bus never changes a payload: a subscriber sees exactly what its producer made."""
+iterators. Subscribers and iterators see each event as ``shown`` makes it (the session's: as the
+rollout would hold it), made once for all of them; ``watch`` sees exactly what its producer made."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from nbagent.protocol import Event, EventMsg
@@ -21,6 +22,9 @@ _CLOSED: Any = object()
 class EventBus:
     def __init__(self) -> None:
         self._seq = 0
+        self.shown: Callable[[Event], Iterable[Event]] = lambda event: (event,)
+        """What subscribers get for one emitted event: none, it, or more (a held tail first)."""
+        self._watchers: tuple[Subscriber, ...] = ()
         self._subscribers: tuple[Subscriber, ...] = ()
         """Replaced, never changed, on (un)subscribe: an emit walks it without a copy, and a
         subscriber added during an emit sees the next event."""
@@ -35,14 +39,24 @@ class EventBus:
         """Wrap ``msg`` and deliver it. A failing subscriber is logged, never propagated."""
         self._seq += 1
         event = Event.wrap(msg, seq=self._seq, thread_id=self.thread_id, turn_id=turn_id)
-        for subscriber in self._subscribers:
-            try:
-                subscriber(event)
-            except Exception:  # boundary: a broken renderer must not break the turn
-                logger.exception("event subscriber %r failed on %s", subscriber, msg.type)
-        for queue in self._queues:
-            queue.put_nowait(event)
+        for watcher in self._watchers:
+            _deliver(watcher, event)
+        try:
+            shown_events = list(self.shown(event))
+        except Exception:  # boundary: shown as nothing rather than as it was made
+            logger.exception("event %s could not be made to show", msg.type)
+            shown_events = []
+        for shown in shown_events:
+            for subscriber in self._subscribers:
+                _deliver(subscriber, shown)
+            for queue in self._queues:
+                queue.put_nowait(shown)
         return event
+
+    def watch(self, callback: Subscriber) -> None:
+        """``callback`` gets every event as made, before any subscriber: for the core's own
+        records, which redact what they show themselves."""
+        self._watchers = (*self._watchers, callback)
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         self._subscribers = (*self._subscribers, callback)
@@ -71,3 +85,10 @@ class EventBus:
     def close(self) -> None:
         for queue in self._queues:
             queue.put_nowait(_CLOSED)
+
+
+def _deliver(subscriber: Subscriber, event: Event) -> None:
+    try:
+        subscriber(event)
+    except Exception:  # boundary: a broken renderer must not break the turn
+        logger.exception("event subscriber %r failed on %s", subscriber, event.msg.type)

@@ -36,7 +36,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
-from nbagent.core.thread import ThreadState
+from nbagent.core.thread import EventRedactor, ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.turn import TurnOutcome, run_turn
@@ -141,6 +141,7 @@ class Session:
             self._store, self.config, self._bus, cwd=self.cwd, notebook_path=notebook_path,
             busy=lambda: self.running, announce=self._configured,
         )
+        self._bus.shown = EventRedactor(self.thread.redactor)
         self.approvals = ApprovalDesk(self._bus, self.thread.record, self._write_always, self._recorded_always)
         self.elicitations = ElicitationDesk(self._bus, self.thread.record)
         self._mcp = McpConnectionManager(
@@ -154,7 +155,7 @@ class Session:
         self.inspector = Inspector(self.thread.redactor, lambda: InspectFiles(self._store.threads_dir, self.thread.id) if self.thread.stored else None)
         """The last request and the last turns' events, for ``inspect`` (DESIGN §12.3)."""
         self.inspector.follow(lambda: self.thread.items, lambda: self.current_turn_id)
-        self._bus.subscribe(self.inspector.on_event)
+        self._bus.watch(self.inspector.on_event)
         self._router.add(self._mcp)
         self._request_tools = RequestTools(self.config.max_model_tools, lambda text: self.thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
@@ -248,12 +249,14 @@ class Session:
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``callback`` with every event from now on, in order, inside the emit (a renderer
-        has shown an event before the next is made); returns the unsubscriber. Front ends use this."""
+        has shown an event before the next is made); returns the unsubscriber. Front ends use this.
+        Events come redacted as the thread's rollout is (streamed text by its stream), so no front
+        end shows a secret a server handed back or the model repeated."""
         return self._bus.subscribe(callback)
 
     def events(self) -> AsyncIterator[Event]:
-        """The same events as an async iterator for scripts (``async for``): from this call on
-        (not from the first ``__anext__``) until shutdown."""
+        """The same events (redacted alike) as an async iterator for scripts (``async for``): from
+        this call on (not from the first ``__anext__``) until shutdown."""
         return self._bus.events()
 
     def warn(self, message: str) -> None:

@@ -35,6 +35,8 @@ from nbagent.protocol import (
     RolloutLine,
     ThreadMeta,
     ToolSpec,
+    TurnAborted,
+    TurnCompleted,
     TurnRecord,
     WarningEvent,
     new_id,
@@ -146,6 +148,40 @@ class DeltaRedactor:
             if tail := text.end(self._redactor()):
                 tails.append(_with_delta(event, first, tail))
         return [*tails, event]
+
+
+class EventRedactor:
+    """Every event as the rollout would hold it, for the session's subscribers: text deltas by
+    their stream (``DeltaRedactor``), every other event whole (``redacted``). One per session,
+    so each event is redacted once, whoever shows it."""
+
+    def __init__(self, redactor: Callable[[], Redactor]) -> None:
+        self._redactor = redactor
+        self._streams = DeltaRedactor(redactor)
+
+    def __call__(self, event: Event) -> list[Event]:
+        try:
+            shown = self._streams(event)
+            if event.msg.type in DELTA_TYPES:
+                return shown
+            redactor = self._redactor()
+            return [e if e.msg.type in DELTA_TYPES else redacted(e, redactor) for e in shown]
+        except Exception:
+            if event.msg.type not in TERMINAL_TYPES:
+                raise
+            return [_unchecked_end(event)]
+
+
+def _unchecked_end(event: Event) -> Event:
+    """A turn's end whose text cannot be checked for secrets (the redactor itself fails): it
+    still comes, since a front end waits for it, with only the text the session made itself
+    (a failure's message, which says what is not shown)."""
+    msg = event.msg
+    if isinstance(msg, TurnCompleted):
+        msg = msg.model_copy(update={"last_message": ""})
+    elif isinstance(msg, TurnAborted):
+        msg = msg.model_copy(update={"reason": "its reason is not shown: it could not be checked for secrets"})
+    return event.model_copy(update={"msg": msg})
 
 
 def _with_delta(envelope: Event, msg: AgentMessageDelta | ReasoningDelta, delta: str) -> Event:

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from nbagent.core.session import Session
-    from nbagent.core.thread import DeltaRedactor
     from nbagent.kit.notebook_server import NotebookServerHandle
     from nbagent.tools.notebook import NotebookTools
 
@@ -76,8 +75,6 @@ class KernelAgent:
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
         self.context_on = False
         """The model sees the notebook's cells and the kernel's names (``%agent context on``)."""
-        self._streams: DeltaRedactor | None = None
-        """The session's streamed text, redacted per item as it is shown."""
 
     # -- the session -----------------------------------------------------------------------
 
@@ -133,12 +130,9 @@ class KernelAgent:
         return self._opening
 
     async def _open(self) -> Session:
-        from nbagent.core.thread import DeltaRedactor
-
         self.error = None
         try:
             session = self._factory()
-            self._streams = DeltaRedactor(session.thread.redactor)
             self._unsubscribe = session.subscribe(self._on_event)
             await session.__aenter__()
         except Exception as exc:
@@ -201,22 +195,12 @@ class KernelAgent:
         self.endings[turn_id] = future
         return future
 
-    def _shown(self, event: Event) -> list[Event]:
-        """``event`` as the rollout would hold it: a cell's output is saved with the notebook, and
-        what it shows while text streams is seen. So a delta's text is redacted by its stream (a
-        secret may come in several fragments): what may begin a secret waits for the next one."""
-        from nbagent.core.thread import DELTA_TYPES, redacted  # loaded with the session by now
-
-        if self.session is None or self._streams is None:
-            return [event]
-        redactor = self.session.thread.redactor
-        return [e if e.msg.type in DELTA_TYPES else redacted(e, redactor()) for e in self._streams(event)]
-
     def _on_event(self, event: Event) -> None:
+        """``event`` comes as the rollout holds it (``Session.subscribe``): a cell's output is
+        saved with the notebook, and what it shows while text streams is seen."""
         if isinstance(event.msg, SessionConfigured):
             self.configured = event.msg
-        for shown in self._shown(event):
-            self._deliver(shown)
+        self._deliver(event)
 
     def _deliver(self, event: Event) -> None:
         """To the view of the event's turn (and to startup displays); its turn's end closes it."""

@@ -192,7 +192,7 @@ class AgentServer:
                 await ctx.session.send_log_message(lvl, data, logger="nbagent",  # type: ignore[arg-type]  # a level of LEVELS
                                                    related_request_id=ctx.request_id)
 
-        return Forwarder(progress, log, run.session.thread.redactor(), min_level=level if level in LEVELS else "info")
+        return Forwarder(progress, log, min_level=level if level in LEVELS else "info")
 
     # -- 2025-11-25: push elicitation while the turn runs -----------------------------------
 

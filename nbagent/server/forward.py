@@ -11,9 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from nbagent.core.thread import DeltaRedactor, redacted
 from nbagent.protocol import Event
-from nbagent.store.rollout import Redactor
 from nbagent.textsafe import one_line
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -72,16 +70,14 @@ def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | Non
 
 
 class Forwarder:
-    """Turns the events of one round into notifications on that round's request, each redacted
-    as the thread's rollout is: an inner server may hand back the secrets it was given, and the
-    outer client is no more trusted with them than the disk. Text is redacted by its stream, not
-    by its burst: a secret may be streamed in pieces that fall into two bursts."""
+    """Turns the events of one round into notifications on that round's request. The events
+    come redacted as the thread's rollout is, text by its stream (``Session.subscribe``): an inner
+    server may hand back the secrets it was given, and the outer client is no more trusted with
+    them than the disk."""
 
-    def __init__(self, progress: Progress, log: Log, redactor: Redactor, *, min_level: str = "info") -> None:
+    def __init__(self, progress: Progress, log: Log, *, min_level: str = "info") -> None:
         self._progress = progress
         self._log = log
-        self._redactor = redactor
-        self._streams = DeltaRedactor(lambda: redactor)
         self._min = LEVELS.index(min_level) if min_level in LEVELS else 1
         self._step = 0
         self._pending = ""
@@ -99,13 +95,9 @@ class Forwarder:
     async def flush(self) -> None:
         if self._pending:
             text, self._pending = self._pending, ""
-            await self._send(_clip(text.strip() or text))  # redacted by its stream
+            await self._send(_clip(text.strip() or text))
 
     async def __call__(self, event: Event) -> None:
-        for shown in self._streams(event):
-            await self._forward(shown)
-
-    async def _forward(self, event: Event) -> None:
         msg = event.msg
         if msg.type == "agent_message_delta":
             if not self._pending:
@@ -117,7 +109,7 @@ class Forwarder:
         if msg.type == "reasoning_delta":
             return
         await self.flush()
-        message, level, data = describe(redacted(event, self._redactor))
+        message, level, data = describe(event)
         if message:
             await self._send(message)
         if level and data is not None and LEVELS.index(level) >= self._min:

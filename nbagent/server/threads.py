@@ -108,28 +108,29 @@ class TurnRun:
     def done(self) -> bool:
         return self.task.done() and self.queue.empty()
 
-    def _ask(
+    def _pending(
         self, kind: Literal["approval", "elicitation"], key: str, msg: ApprovalRequested | ElicitationRequested
     ) -> Ask:
-        """The ask as the outer client may see it: redacted as the rollout holds it (a tool's
-        description or a server's question may carry that server's secret)."""
+        """A pending ask read from the session's state (not from an event, which comes redacted)
+        as the outer client may see it: redacted as the rollout holds it (a tool's description or
+        a server's question may carry that server's secret)."""
         shown = redacted(Event.wrap(msg), self.session.thread.redactor()).msg
         return Ask(kind, key, shown)  # type: ignore[arg-type]  # redacting keeps the event's type
 
     def _ask_for(self, event: Event) -> Ask | None:
         msg = event.msg
         if isinstance(msg, ApprovalRequested) and msg.call_id in self.session.pending_approvals():
-            ask = self._ask("approval", msg.call_id, msg)
+            ask = Ask("approval", msg.call_id, msg)
         elif isinstance(msg, ElicitationRequested) and msg.request_id in self.session.pending_elicitations():
-            ask = self._ask("elicitation", msg.request_id, msg)
+            ask = Ask("elicitation", msg.request_id, msg)
         else:
             return None
         return None if ask.wire_key in self.answered else ask
 
     def open_asks(self) -> list[Ask]:
         """Asks still waiting in the session that no answer has been submitted for."""
-        asks = [self._ask("approval", k, v) for k, v in self.session.pending_approvals().items()]
-        asks += [self._ask("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
+        asks = [self._pending("approval", k, v) for k, v in self.session.pending_approvals().items()]
+        asks += [self._pending("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
         return [a for a in asks if a.wire_key not in self.answered]
 
     def _desk(self, ask: Ask) -> ApprovalDesk | ElicitationDesk:

@@ -83,7 +83,7 @@ async def test_an_mcp_clients_progress_names_a_call_id_on_one_line(home: Path) -
 
     servers = {"feat": server_cfg("features.py", home / "record.jsonl")}
     async with Session(model=_model(home, "mcp__feat__work", steps=2), policy="full-auto", mcp_servers=servers) as session:
-        forward = Forwarder(progress, log, session.thread.redactor())
+        forward = Forwarder(progress, log)
         session.subscribe(lambda e: asyncio.get_running_loop().create_task(forward(e)))
         await asyncio.wait_for(session.run("work"), 60)
         await until(lambda: any(m.startswith(SHOWN) for m in sent), "the call's progress to be sent", timeout=10)
