@@ -227,7 +227,7 @@ def _catalogue_per_call(n_tools: int, calls: int) -> tuple[float, float]:
 
     specs, _ = build_catalog(_as_sdk(realistic_servers(n_tools)))
 
-    class Fixed:
+    class Fixed(ToolProvider):
         generation = 0
 
         def list_tools(self) -> list[Any]:

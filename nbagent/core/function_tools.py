@@ -10,6 +10,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from nbagent.core.provider import ToolProvider
 from nbagent.mcp.identity import validate_native_name
 from nbagent.protocol import ApprovalMode, CallInfo, ToolAnnotations, ToolResult, ToolSource, ToolSpec
 from nbagent.protocol.tools import ProgressFn
@@ -71,12 +72,12 @@ def to_tool_result(value: Any) -> ToolResult:
     return ToolResult(content=[], structured=data) if data is not None else ToolResult.text("null")
 
 
-class FunctionTools:
+class FunctionTools(ToolProvider):
     """A ``ToolProvider`` of registered Python callables (sync or async)."""
 
     def __init__(self) -> None:
         self._tools: dict[str, tuple[ToolSpec, type[BaseModel], Callable[..., Any]]] = {}
-        self.generation = 0
+        self.generation: int = 0
         """Bumped by every registration (the router re-reads the list only then)."""
 
     def register(

@@ -2,23 +2,27 @@
 the MCP connection manager all plug into the one router through it.
 
 Matched structurally (``typing.Protocol``), so lower layers such as ``nbagent.mcp`` implement
-it without importing the core.
+it without importing the core; a source in the core or in ``nbagent.tools`` subclasses it and
+inherits the defaults of what only some sources need (a changing catalogue, deferred schemas,
+arguments a remote source must not be sent). The router refuses a source that lacks a member,
+naming it, rather than failing at its first call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
 
 from nbagent.protocol import CallInfo, ToolResult, ToolSpec
 from nbagent.protocol.tools import ProgressFn
 
 
-@runtime_checkable
 class ToolProvider(Protocol):
-    """A tool source. One that also has a ``generation`` attribute (any hashable value that
-    changes whenever ``list_tools`` would return something else) is listed again only when it
-    changes; one without is listed before every model request."""
+    """A tool source."""
+
+    generation: Hashable | None = None
+    """Any value that changes whenever ``list_tools`` would return something else, so the
+    catalogue is merged again only then; ``None``: listed again before every model request."""
 
     def list_tools(self) -> Sequence[ToolSpec]:
         """The current catalogue; re-read whenever it may have changed, so changes show at once."""
@@ -30,22 +34,24 @@ class ToolProvider(Protocol):
         """Run one call. Failures come back as ``ToolResult(is_error=True)``, not exceptions."""
         ...
 
-
-@runtime_checkable
-class ChangingToolProvider(ToolProvider, Protocol):
-    """A source whose tools can change while a session runs (MCP servers), so an approval must
-    be checked against the definition a call will actually run, not the one the model saw."""
-
     async def current_definition(self, spec: ToolSpec, *, relist: bool = False) -> ToolSpec | str:
-        """``spec`` as a call made now would run it, once any announced change has been listed
-        (bounded); ``relist`` asks the source again first. A string says why it cannot run."""
-        ...
-
-
-@runtime_checkable
-class DeferringToolProvider(ToolProvider, Protocol):
-    """A source whose specs may be ``deferred`` (their model-visible schema not made yet)."""
+        """``spec`` as a call made now would run it: a source whose tools change while a session
+        runs (MCP servers) lists an announced change first (bounded), and ``relist`` asks it again,
+        so an approval is checked against what will run. A string says why it cannot run."""
+        return spec
 
     def complete(self, spec: ToolSpec) -> ToolSpec:
-        """``spec`` with the schema the model sees; one that is not deferred as it is."""
-        ...
+        """``spec`` with the schema the model sees, for a source whose specs may be ``deferred``
+        (their model-visible schema not made yet)."""
+        return spec
+
+    def withheld(self, spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
+        """Why ``arguments`` must not reach this source (never the secret's value); ``None`` when
+        they may. A source outside this process (MCP servers) must not be sent a secret it was not
+        given; Python function and notebook tools run in the process that holds the secrets
+        already. Called for every call, so it must cost one scan, not a lookup of secrets."""
+        return None
+
+
+MEMBERS = ("generation", "list_tools", "call_tool", "current_definition", "complete", "withheld")
+"""What the router checks a source has when it is added."""

@@ -198,7 +198,7 @@ class RecentTools:
             self.names.popitem(last=False)
 
 
-class RequestTools:
+class RequestTools(ToolProvider):
     """The tools of each request of one session, and the ``search_tools`` provider itself."""
 
     def __init__(self, cap: int, redact: Callable[[str], str] = str) -> None:

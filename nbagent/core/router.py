@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import cast
 
-from nbagent.core.provider import DeferringToolProvider, ToolProvider
+from nbagent.core.provider import MEMBERS, ToolProvider
 from nbagent.protocol import ToolSpec
 
 Catalogue = Mapping[str, tuple[ToolSpec, ToolProvider]]
-_UNVERSIONED = object()
-"""The generation of a provider that has none: such a provider is merged again on every read."""
 
 
 class ToolRouter:
@@ -20,14 +17,20 @@ class ToolRouter:
     shadow them).
 
     The merge is kept until a provider's ``generation`` changes (read before every model
-    request, it must not cost more as the catalogue grows); a provider without one is merged
-    again on every read."""
+    request, it must not cost more as the catalogue grows); a provider whose ``generation`` is
+    ``None`` is merged again on every read."""
 
     def __init__(self) -> None:
         self._providers: list[ToolProvider] = []
         self._memo: tuple[tuple[Hashable, ...], Catalogue, Sequence[ToolSpec]] | None = None
 
     def add(self, provider: ToolProvider, *, first: bool = False) -> None:
+        missing = [name for name in MEMBERS if not hasattr(provider, name)]
+        if missing:
+            raise TypeError(
+                f"{type(provider).__qualname__} is not a tool source: it has no {', '.join(missing)} "
+                "(subclass nbagent.core.provider.ToolProvider for the defaults)"
+            )
         if provider in self._providers:
             return
         if first:
@@ -53,12 +56,12 @@ class ToolRouter:
     def for_model(entries: Iterable[tuple[ToolSpec, ToolProvider]]) -> list[ToolSpec]:
         """The specs as a model request carries them: a deferred one is completed by its source
         (its schema sanitised now, once)."""
-        return [cast(DeferringToolProvider, p).complete(spec) if spec.deferred else spec for spec, p in entries]
+        return [p.complete(spec) if spec.deferred else spec for spec, p in entries]
 
     def _current(self) -> tuple[tuple[Hashable, ...], Catalogue, Sequence[ToolSpec]]:
-        key = tuple(getattr(provider, "generation", _UNVERSIONED) for provider in self._providers)
+        key = tuple(provider.generation for provider in self._providers)
         memo = self._memo
-        if memo is not None and memo[0] == key and _UNVERSIONED not in key:
+        if memo is not None and memo[0] == key and None not in key:
             return memo
         merged: dict[str, tuple[ToolSpec, ToolProvider]] = {}
         for provider in self._providers:

@@ -6,16 +6,15 @@ arguments, unknown tools, denials and crashing tools all become outputs the mode
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.calls.trace import new_traceparent
-from nbagent.core.provider import ChangingToolProvider, ToolProvider
+from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.core.tool_output import to_model_output
 from nbagent.protocol import (
@@ -109,33 +108,11 @@ def _cap_for_rollout(result: ToolResult, max_bytes: int) -> list[ContentBlock]:
     return kept
 
 
-@runtime_checkable
-class GuardedToolProvider(ToolProvider, Protocol):
-    """A source outside this process (MCP servers, local or over HTTP): a call's arguments must
-    not carry a secret it was not given. Python function and notebook tools run in the process
-    that holds the secrets already, so they have no such check."""
-
-    def withheld(self, spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
-        """Why ``arguments`` must not reach this source (never the secret's value); ``None``
-        when they may. Called for every call, so it must cost one scan, not a lookup of secrets."""
-        ...
-
-
-@functools.cache
-def _implements(kind: type, protocol: type) -> bool:
-    """Whether a provider class implements ``protocol``. Known per class, once: a runtime check
-    against a ``Protocol`` walks its members on every call."""
-    return issubclass(kind, protocol)
-
-
 async def definition_to_run(asks: ApprovalDesk, spec: ToolSpec, provider: ToolProvider) -> ToolSpec | str:
     """The definition the call will run, which the approval is checked against: a source with a
     change announced waits for its re-list, and an "always" from the config lists again first
     (a server may change a tool between sessions without saying so)."""
-    if not _implements(type(provider), ChangingToolProvider):
-        return spec
-    relist = asks.recorded_always(spec) is not None
-    return await cast(ChangingToolProvider, provider).current_definition(spec, relist=relist)
+    return await provider.current_definition(spec, relist=asks.recorded_always(spec) is not None)
 
 
 Status = Literal["completed", "failed", "denied"]
@@ -184,10 +161,7 @@ def _withheld(resolved: _Resolved, arguments: dict[str, Any]) -> ToolResult | No
     """The refusal of a call whose arguments hold a secret its source must not be sent; checked
     before any approval (a panel never offers it, ``full-auto`` never runs it) and again on
     arguments a person edited."""
-    provider = resolved.provider
-    if not _implements(type(provider), GuardedToolProvider):
-        return None
-    reason = cast(GuardedToolProvider, provider).withheld(resolved.spec, arguments)
+    reason = resolved.provider.withheld(resolved.spec, arguments)
     return ToolResult.error(reason) if reason is not None else None
 
 

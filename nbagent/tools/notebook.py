@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nbagent.core.function_tools import argument_errors, own_tool_spec
+from nbagent.core.provider import ToolProvider
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
@@ -196,7 +197,7 @@ def _fence(source: str, language: str) -> str:
     return f"{fence}{language}\n{source}\n{fence}"
 
 
-class NotebookTools:
+class NotebookTools(ToolProvider):
     """A ``ToolProvider`` of the notebook tools.
 
     Args:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from nbagent.core.function_tools import own_tool_spec
+from nbagent.core.provider import ToolProvider
 from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.tools import ProgressFn
 
@@ -238,7 +239,7 @@ _PARAMETERS: dict[str, Any] = {
 }
 
 
-class PythonTools:
+class PythonTools(ToolProvider):
     """A ``ToolProvider`` with one tool, ``run_python``.
 
     Args:

@@ -11,6 +11,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.core.approval import ApprovalMemory, ask_reason
+from nbagent.core.provider import ToolProvider
 from nbagent.protocol import ApprovalDecision, ApprovalRecord, CallInfo, Event, ToolAnnotations, ToolResult, ToolSpec
 
 POLICIES = ["untrusted", "on-request", "never", "full-auto"]
@@ -72,7 +73,7 @@ def test_a_changed_definition_drops_the_memory_and_says_so() -> None:
     assert memory.check(spec) == (False, None)
 
 
-class RecordingProvider:
+class RecordingProvider(ToolProvider):
     """A tool source that records every execution it receives (the server-side evidence)."""
 
     def __init__(self, specs: list[ToolSpec]) -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from nbagent import Session
 from nbagent.core.function_tools import FunctionTools
+from nbagent.core.router import ToolRouter
 from tests.core.test_session import outputs_by_call
 from tests.mcp.conftest import records, server_cfg
 
@@ -85,3 +88,21 @@ async def test_an_unknown_name_is_an_output_naming_every_tool_and_the_turn_goes_
         assert all(tool in output.output for tool in listed)  # the model learns what it may call
     assert not found.is_error
     assert [r["key"] for r in records(record)] == ["after"]  # nothing unknown reached the server
+
+
+def test_a_source_missing_a_member_is_refused_when_added_naming_what_it_lacks() -> None:
+    """A duck-typed source with only ``list_tools`` and ``call_tool`` would fail at its first
+    call (no ``current_definition``), inside a turn; the router says so when it is added."""
+
+    class Partial:
+        def list_tools(self) -> list:
+            return []
+
+        async def call_tool(self, *args: object) -> None:
+            return None
+
+    with pytest.raises(TypeError, match=r"Partial is not a tool source: it has no generation, current_definition, complete, withheld"):
+        ToolRouter().add(Partial())  # type: ignore[arg-type]  # the point: it is not one
+    router = ToolRouter()
+    router.add(FunctionTools())
+    assert router.catalogue() == {}
