@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 
+from nbagent.kit.turn import Login
 from nbagent.notebook.html import COLORS, esc, link
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 
@@ -17,14 +18,18 @@ class LoginLinks:
         self.lines: dict[str, W.HTML] = {}
 
     def handle(self, msg: McpLoginRequired | McpLoginCompleted) -> None:
-        line = self.lines.get(msg.server)
+        url = msg.url if isinstance(msg, McpLoginRequired) else None
+        self.show(Login(msg.server, url, done=isinstance(msg, McpLoginCompleted)))
+
+    def show(self, login: Login) -> None:
+        line = self.lines.get(login.server)
         if line is None:
-            line = self.lines[msg.server] = W.HTML()
+            line = self.lines[login.server] = W.HTML()
             self.widget.children = (*self.widget.children, line)
-        if isinstance(msg, McpLoginRequired):
+        if not login.done:
             line.value = (
-                f"<div style='color:{COLORS['info']};overflow-wrap:anywhere'>🔑 MCP server <b>{esc(msg.server)}</b> "
-                f"asks you to sign in; open this link yourself: {link(msg.url)}</div>"
+                f"<div style='color:{COLORS['info']};overflow-wrap:anywhere'>🔑 MCP server <b>{esc(login.server)}</b> "
+                f"asks you to sign in; open this link yourself: {link(login.url or '')}</div>"
             )
         else:
-            line.value = f"<div style='color:{COLORS['ok']}'>✓ signed in to MCP server <b>{esc(msg.server)}</b></div>"
+            line.value = f"<div style='color:{COLORS['ok']}'>✓ signed in to MCP server <b>{esc(login.server)}</b></div>"

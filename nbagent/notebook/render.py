@@ -8,11 +8,31 @@ right cell whatever the kernel's current parent message is (DESIGN §9).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Unpack
 
 import ipywidgets as W
 
 from nbagent.core.context import describe as describe_compaction
-from nbagent.kit.labels import model_text, policy_text
+from nbagent.kit.turn import (
+    Card,
+    CardChanged,
+    Compacted,
+    Ended,
+    Header,
+    Login,
+    LoginChanged,
+    MessageChanged,
+    Question,
+    QuestionChanged,
+    ReasoningChanged,
+    ServerChanged,
+    Started,
+    Text,
+    TurnModel,
+    UsageChanged,
+    Warned,
+    header_text,
+)
 from nbagent.notebook.approval import ApprovalPanel
 from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
@@ -22,32 +42,7 @@ from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.stream import MarkdownStream
 from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.toolcard import ToolCard
-from nbagent.protocol import (
-    DECISIONS_THAT_RUN,
-    AgentMessage,
-    AgentMessageDelta,
-    ApprovalRequested,
-    ApprovalResolved,
-    ContextCompacted,
-    ElicitationRequested,
-    ElicitationResolved,
-    Event,
-    Interrupt,
-    McpLoginCompleted,
-    McpLoginRequired,
-    McpStartupUpdate,
-    Progress,
-    Reasoning,
-    ReasoningDelta,
-    TokenUsage,
-    ToolCallBegin,
-    ToolCallEnd,
-    TurnAborted,
-    TurnCompleted,
-    TurnFailed,
-    TurnStarted,
-    WarningEvent,
-)
+from nbagent.protocol import ContextCompacted, Event, Interrupt, TokenUsage
 from nbagent.protocol.ops import Submit
 
 
@@ -59,20 +54,17 @@ class WidgetTurn:
         submit: Submit,
         *,
         stop: Callable[[], object] | None = None,
-        model_label: str,
-        scripted: bool,
-        thread: str,
-        policy: str,
-        context: bool = False,
         note: str | None = None,
         interval: float = DEFAULT_INTERVAL,
         render_text: bool = True,
+        **header: Unpack[Header],
     ) -> None:
         self._submit = submit
         self._stop = stop or (lambda: submit(Interrupt(reason="stopped from the turn's Stop button")))
         self._interval = interval
         self._render_text = render_text
         self.done = False
+        self.model = TurnModel()
         self.streams: dict[str, MarkdownStream] = {}
         self.reasoning: dict[str, MarkdownStream] = {}
         self.cards: dict[str, ToolCard] = {}
@@ -85,7 +77,7 @@ class WidgetTurn:
         inserted below it."""
         self._anchored: set[str] = set()
         self.header = W.HTML()
-        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy, context=context)
+        self.set_header(**header)
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
         self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
@@ -95,12 +87,12 @@ class WidgetTurn:
         top = W.HBox([self.header, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
         self.widget = W.VBox([top, self.body, self.footer])
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
+    def set_header(self, **header: Unpack[Header]) -> None:
         """Model (a scripted model is labelled so), thread and policy; full-auto is loud."""
+        text = header_text(header)
         self.header.value = (
-            f"{badge(model_text(model_label, scripted), 'info')}{badge('thread ' + thread, 'muted')}"
-            f"{badge('policy ' + policy_text(policy), 'error' if policy == 'full-auto' else 'muted')}"
-            + (badge("notebook context on", "muted") if context else "")
+            f"{badge(text.model, 'info')}{badge(text.thread, 'muted')}{badge(text.policy, 'error' if text.loud else 'muted')}"
+            + (badge(text.context, "muted") if text.context else "")
             + (f"<div>{muted(self._note)}</div>" if self._note else "")
         )
 
@@ -123,133 +115,118 @@ class WidgetTurn:
         if event.turn_id and self.cell_id and event.turn_id not in self._anchored:
             self._anchored.add(event.turn_id)  # every turn shown here (one per outside call under serve)
             get_bridge().anchor_turn(event.turn_id, self.cell_id)
-        method = getattr(self, f"_on_{event.msg.type}", None)
-        if method is not None:
-            method(event.msg)
+        match self.model.apply(event):
+            case Started():
+                self.status.value = f"<span style='color:{COLORS['info']}'>running…</span>"
+            case MessageChanged(message=message, delta=delta) if self._render_text:
+                self._show(self.streams, message, delta, self._stream)
+            case ReasoningChanged(reasoning=reasoning, delta=delta):
+                self._show(self.reasoning, reasoning, delta, self._reasoning_box)
+            case CardChanged(card=card, part=part):
+                self._on_card(card, part)
+            case QuestionChanged(question=question):
+                self._on_question(question)
+            case ServerChanged(server=server) if server.status == "failed":
+                self._add(W.HTML(f"<div style='color:{COLORS['error']}'>MCP server {esc(server.name)} failed: {esc(server.error or '')}</div>"))
+            case LoginChanged(login=login):
+                self._on_login(login)
+            case UsageChanged(usage=usage):
+                self._on_usage(usage)
+            case Compacted(compaction=compaction):
+                self._on_compacted(compaction)
+            case Warned(message=message):
+                self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(message)}</div>"))
+            case Ended(ending=ending):
+                if ending.status == "failed":  # the message is shown once, here; the status line only says that it failed
+                    self._add(W.HTML(f"<div style='color:{COLORS['error']}'><b>error ({esc(ending.code or '')})</b>{pre(ending.reason)}</div>"))
+                self.finish(ending.status, ending.reason if ending.status == "aborted" else None)
 
-    def _on_turn_started(self, event: TurnStarted) -> None:
-        self.status.value = f"<span style='color:{COLORS['info']}'>running…</span>"
-
-    def _stream(self, item_id: str) -> MarkdownStream:
-        stream = self.streams.get(item_id)
+    def _show(self, streams: dict[str, MarkdownStream], text: Text, delta: str, make: Callable[[], MarkdownStream]) -> None:
+        stream = streams.get(text.item_id)
         if stream is None:
-            stream = self.streams[item_id] = MarkdownStream(self._interval)
-            self._add(stream.widget)
-        return stream
-
-    def _on_agent_message_delta(self, event: AgentMessageDelta) -> None:
-        if self._render_text:
-            self._stream(event.item_id).append(event.delta)
-
-    def _on_agent_message(self, event: AgentMessage) -> None:
-        if self._render_text:
-            self._stream(event.item_id).set(event.text)
-
-    def _reasoning(self, item_id: str) -> MarkdownStream:
-        stream = self.reasoning.get(item_id)
-        if stream is None:
-            stream = self.reasoning[item_id] = MarkdownStream(self._interval)
-            box = W.Accordion(children=[stream.widget], titles=("reasoning",), selected_index=None)
-            self._add(box)
-        return stream
-
-    def _on_reasoning_delta(self, event: ReasoningDelta) -> None:
-        self._reasoning(event.item_id).append(event.delta)
-
-    def _on_reasoning(self, event: Reasoning) -> None:
-        self._reasoning(event.item_id).set(event.text)
-
-    def _on_tool_call_begin(self, event: ToolCallBegin) -> None:
-        for stream in self.streams.values():
-            stream.flush()
-        card = self.cards[event.call_id] = ToolCard(event)
-        self._add(card.widget)
-
-    def _on_progress(self, event: Progress) -> None:
-        card = self.cards.get(event.call_id)
-        if card is not None:
-            card.on_progress(event)
-
-    def _on_tool_call_end(self, event: ToolCallEnd) -> None:
-        card = self.cards.get(event.call_id)
-        if card is not None:
-            card.on_end(event)
-
-    def _on_approval_requested(self, event: ApprovalRequested) -> None:
-        """One card per call: the panel goes inside the call's card (a call begins before it
-        asks), standing on its own only for a call this view never saw begin."""
-        panel = self.approvals[event.call_id] = ApprovalPanel(event, self._submit)
-        card = self.cards.get(event.call_id)
-        if card is None:
-            self._add(panel.widget)
-            return
-        card.attach(panel.embed(), replaces_arguments=True)
-        card.set_status("awaiting")
-
-    def _on_approval_resolved(self, event: ApprovalResolved) -> None:
-        panel = self.approvals.get(event.call_id)
-        if panel is not None:
-            panel.on_resolved(event)
-        card = self.cards.get(event.call_id)
-        if card is not None and card.status == "awaiting":
-            card.decided(event.decision in DECISIONS_THAT_RUN, event.arguments)
-
-    def _on_elicitation_requested(self, event: ElicitationRequested) -> None:
-        form = self.forms[event.request_id] = ElicitationForm(event, self._submit)
-        card = self.cards.get(event.call_id or "")
-        if card is None:
-            self._add(form.widget)
+            stream = streams[text.item_id] = make()
+        if text.done:
+            stream.set(text.text)
         else:
-            card.attach(form.widget)
+            stream.append(delta)
 
-    def _on_elicitation_resolved(self, event: ElicitationResolved) -> None:
-        form = self.forms.get(event.request_id)
-        if form is None and event.message:  # a question no one could be asked: say so, as for a call
-            self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⊘ {esc(event.message)}</div>"))
-        if form is not None:
-            form.on_resolved(event)
-            card = self.cards.get(form.event.call_id or "")
-            if card is not None:
-                card.answered(event.action, event.by)
+    def _stream(self) -> MarkdownStream:
+        stream = MarkdownStream(self._interval)
+        self._add(stream.widget)
+        return stream
 
-    def _on_mcp_startup_update(self, event: McpStartupUpdate) -> None:
-        if event.status == "failed":
-            self._add(W.HTML(f"<div style='color:{COLORS['error']}'>MCP server {esc(event.server)} failed: {esc(event.error or '')}</div>"))
+    def _reasoning_box(self) -> MarkdownStream:
+        stream = MarkdownStream(self._interval)
+        self._add(W.Accordion(children=[stream.widget], titles=("reasoning",), selected_index=None))
+        return stream
 
-    def _on_mcp_login_required(self, event: McpLoginRequired) -> None:
+    def _on_card(self, card: Card, part: str) -> None:
+        shown = self.cards.get(card.call_id)
+        if part == "begun":
+            for stream in self.streams.values():
+                stream.flush()
+            self.cards[card.call_id] = shown = ToolCard(card)
+            self._add(shown.widget)
+        elif part == "progress" and shown is not None and card.progress is not None:
+            shown.on_progress(card.progress)
+        elif part == "ended" and shown is not None and card.end is not None:
+            shown.on_end(card.end)
+        elif part == "asked" and card.approval is not None and card.approval.ask is not None:
+            # One card per call: the panel goes inside the call's card (a call begins before it
+            # asks), standing on its own only for a call this view never saw begin.
+            panel = self.approvals[card.call_id] = ApprovalPanel(card.approval.ask, self._submit)
+            if shown is None:
+                self._add(panel.widget)
+                return
+            shown.attach(panel.embed(), replaces_arguments=True)
+            shown.set_status("awaiting")
+        elif part == "decided" and card.approval is not None and card.approval.answer is not None:
+            answer = card.approval.answer
+            asked = self.approvals.get(card.call_id)
+            if asked is not None:
+                asked.on_resolved(answer)
+            if shown is not None and shown.status == "awaiting":
+                shown.decided(card.approval.runs, answer.arguments)
+
+    def _on_question(self, question: Question) -> None:
+        if question.answer is None:
+            if question.ask is None:
+                return
+            form = self.forms[question.request_id] = ElicitationForm(question.ask, self._submit)
+            shown = self.cards.get(question.call_id or "")
+            if shown is None:
+                self._add(form.widget)
+            else:
+                shown.attach(form.widget)
+            return
+        answer = question.answer
+        asked = self.forms.get(question.request_id)
+        if asked is None and answer.message:  # a question no one could be asked: say so, as for a call
+            self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⊘ {esc(answer.message)}</div>"))
+        if asked is not None:
+            asked.on_resolved(answer)
+            shown = self.cards.get(asked.event.call_id or "")
+            if shown is not None:
+                shown.answered(answer.action, answer.by)
+
+    def _on_login(self, login: Login) -> None:
         """A 401 mid-turn: the link to sign in again, in the turn that is waiting for it."""
         if self.logins is None:
+            if login.done:
+                return
             self.logins = LoginLinks()
             self._add(self.logins.widget)
-        self.logins.handle(event)
+        self.logins.show(login)
 
-    def _on_mcp_login_completed(self, event: McpLoginCompleted) -> None:
-        if self.logins is not None:
-            self.logins.handle(event)
-
-    def _on_token_usage(self, event: TokenUsage) -> None:
-        cached = f", {event.cached_input_tokens} cached" if event.cached_input_tokens else ""
-        reasoning = f", {event.reasoning_tokens} reasoning" if event.reasoning_tokens else ""
+    def _on_usage(self, usage: TokenUsage) -> None:
+        cached = f", {usage.cached_input_tokens} cached" if usage.cached_input_tokens else ""
+        reasoning = f", {usage.reasoning_tokens} reasoning" if usage.reasoning_tokens else ""
         self.footer.value = muted(
-            f"tokens: {event.input_tokens} in{cached}, {event.output_tokens} out{reasoning} ({event.total_tokens} total)"
+            f"tokens: {usage.input_tokens} in{cached}, {usage.output_tokens} out{reasoning} ({usage.total_tokens} total)"
         )
 
-    def _on_context_compacted(self, event: ContextCompacted) -> None:
-        self._add(W.HTML(muted(describe_compaction(event))))
-
-    def _on_warning(self, event: WarningEvent) -> None:
-        self._add(W.HTML(f"<div style='color:{COLORS['warn']}'>⚠ {esc(event.message)}</div>"))
-
-    def _on_turn_failed(self, event: TurnFailed) -> None:
-        # The message is shown once, here; the status line only says that the turn failed.
-        self._add(W.HTML(f"<div style='color:{COLORS['error']}'><b>error ({esc(event.code)})</b>{pre(event.message)}</div>"))
-        self.finish("failed")
-
-    def _on_turn_completed(self, event: TurnCompleted) -> None:
-        self.finish("completed")
-
-    def _on_turn_aborted(self, event: TurnAborted) -> None:
-        self.finish("aborted", event.reason)
+    def _on_compacted(self, compaction: ContextCompacted) -> None:
+        self._add(W.HTML(muted(describe_compaction(compaction))))
 
     def finish(self, status: str, reason: str | None = None) -> None:
         """Final flush of every stream; the Stop button goes away."""

@@ -12,36 +12,36 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from typing import Unpack
 
 from nbagent.core.context import describe as describe_compaction
-from nbagent.kit.labels import model_text, policy_text
+from nbagent.kit.turn import (
+    Card,
+    CardChanged,
+    Compacted,
+    Ended,
+    Header,
+    LoginChanged,
+    MessageChanged,
+    Question,
+    QuestionChanged,
+    ReasoningChanged,
+    ServerChanged,
+    TurnModel,
+    UsageChanged,
+    Warned,
+    header_text,
+)
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
-from nbagent.notebook.toolcard import tool_label
 from nbagent.protocol import (
-    AgentMessage,
-    AgentMessageDelta,
     ApprovalDecision,
     ApprovalRequested,
-    ApprovalResolved,
-    ContextCompacted,
     ElicitationRequested,
     ElicitationResolved,
     ElicitationResponse,
     Event,
-    McpLoginCompleted,
-    McpLoginRequired,
-    McpStartupUpdate,
     Op,
-    Progress,
-    Reasoning,
-    TokenUsage,
-    ToolCallBegin,
-    ToolCallEnd,
-    TurnAborted,
-    TurnCompleted,
-    TurnFailed,
-    WarningEvent,
 )
 from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display, link_notes, one_line
@@ -54,15 +54,11 @@ class TextTurn:
         self,
         submit: Submit,
         *,
-        model_label: str,
-        scripted: bool,
-        thread: str,
-        policy: str,
-        context: bool = False,
         note: str | None = None,
         prompt: Ask | None = None,
         out: Callable[[str], None] | None = None,
         stream_deltas: bool = True,
+        **header: Unpack[Header],
     ) -> None:
         self._submit = submit
         self._prompt = prompt
@@ -71,20 +67,18 @@ class TextTurn:
         self._stream_deltas = stream_deltas
         """Headless runs print each message whole: nobody watches it grow."""
         self._open_text = False
-        self._reasoning = False
         self.done = False
-        self._resolved: set[str] = set()
+        self.model = TurnModel()
         self.lines: list[str] = []
         self._note = note
         self._header: str | None = None
-        self.set_header(model_label=model_label, scripted=scripted, thread=thread, policy=policy, context=context)
+        self.set_header(**header)
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
+    def set_header(self, **header: Unpack[Header]) -> None:
         """What the turn runs with. Printed with the first thing the turn shows, so the line
         names the session's real model and thread once it is open (not a placeholder)."""
         if not self.lines:
-            seen = " · notebook context on" if context else ""
-            self._header = f"[nbagent] {model_text(model_label, scripted)} · thread {one_line(thread)} · policy {policy_text(policy)}{seen}\n"
+            self._header = f"[nbagent] {' · '.join(header_text(header).parts())}\n"
 
     def handle_queued(self) -> None:
         """Nothing to print yet: the header prints with the turn's first event, once it runs."""
@@ -113,69 +107,78 @@ class TextTurn:
 
     def handle(self, envelope: Event) -> None:
         self._print_header()
-        event = envelope.msg
-        match event:
-            case AgentMessageDelta():
-                if self._stream_deltas:
-                    self._write(event.delta, flush=False)
-                    self._open_text = True
-            case AgentMessage():
-                if not self._open_text and event.text:
-                    self._write(event.text)
-                if self._open_text or event.text:
+        match self.model.apply(envelope):
+            case MessageChanged(message=message, delta=delta):
+                if not message.done:
+                    if self._stream_deltas:
+                        self._write(delta, flush=False)
+                        self._open_text = True
+                    return
+                if not self._open_text and message.text:
+                    self._write(message.text)
+                if self._open_text or message.text:
                     self._write("\n")
                 self._open_text = False
-            case Reasoning():
-                self._line(f"(reasoning: {len(event.text)} characters, hidden)")
-            case ToolCallBegin() as e:
-                args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else e.raw_arguments
-                self._line(f"→ {tool_label(e.tool, e.server, e.raw_tool, e.title)} {args}  [{one_line(e.call_id)}]")
-            case Progress():
-                total = f"/{event.total:g}" if event.total else ""
-                self._line(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())
-            case ToolCallEnd() as e:
-                mark = "✖" if e.is_error or e.status != "completed" else "✔"
-                output = e.output if len(e.output) <= 500 else e.output[:500] + "…"
-                self._line(f"{mark} {e.tool} {e.status} in {e.duration_ms / 1000:.2f} s: {output}")
-            case ApprovalRequested():
-                self._on_approval(event)
-            case ApprovalResolved() as e:
-                self._resolved.add(e.call_id)
-                self._line(f"  approval {one_line(e.call_id)}: {e.decision} ({e.by}){' — ' + e.message if e.message else ''}")
-            case ElicitationRequested():
-                self._on_elicitation(event)
-            case ElicitationResolved():
-                self._resolved.add(event.request_id)
-                said = f" — {event.message}" if event.message else ""
-                self._line(f"  question {event.request_id}: {event.action} ({event.by}){said}")
-            case TokenUsage():
-                self._line(f"tokens: {event.input_tokens} in, {event.output_tokens} out")
-            case WarningEvent():
-                self._line(f"⚠ {event.message}")
-            case ContextCompacted():
-                self._line(describe_compaction(event))
-            case McpLoginRequired():
-                self._line(f"🔑 MCP server {event.server} asks you to sign in; open this link yourself: {event.url}")
-            case McpLoginCompleted():
-                self._line(f"✓ signed in to MCP server {event.server}")
-            case McpStartupUpdate(status="failed"):
-                self._line(f"⚠ MCP server {event.server} failed: {event.error}")
-            case TurnFailed():
-                self._line(f"error ({event.code}): {event.message}")
+            case ReasoningChanged(reasoning=reasoning) if reasoning.done:
+                self._line(f"(reasoning: {len(reasoning.text)} characters, hidden)")
+            case CardChanged(card=card, part=part):
+                self._on_card(card, part)
+            case QuestionChanged(question=q) if q.ask is not None and not q.answered:
+                self._on_elicitation(q.ask)
+            case QuestionChanged(question=Question(answer=ElicitationResolved() as a) as q):
+                said = f" — {a.message}" if a.message else ""
+                self._line(f"  question {q.request_id}: {a.action} ({a.by}){said}")
+            case UsageChanged(usage=usage):
+                self._line(f"tokens: {usage.input_tokens} in, {usage.output_tokens} out")
+            case Warned(message=message):
+                self._line(f"⚠ {message}")
+            case Compacted(compaction=compaction):
+                self._line(describe_compaction(compaction))
+            case LoginChanged(login=login) if login.done:
+                self._line(f"✓ signed in to MCP server {login.server}")
+            case LoginChanged(login=login):
+                self._line(f"🔑 MCP server {login.server} asks you to sign in; open this link yourself: {login.url}")
+            case ServerChanged(server=server) if server.status == "failed":
+                self._line(f"⚠ MCP server {server.name} failed: {server.error}")
+            case Ended(ending=ending):
+                if ending.status == "failed":
+                    self._line(f"error ({ending.code}): {ending.reason}")
+                elif ending.status == "completed":
+                    self._line("[turn completed]")
+                else:
+                    self._line(f"[turn aborted: {ending.reason}]")
                 self.done = True
-            case TurnCompleted():
-                self._line("[turn completed]")
-                self.done = True
-            case TurnAborted():
-                self._line(f"[turn aborted: {event.reason}]")
-                self.done = True
+
+    def _on_card(self, card: Card, part: str) -> None:
+        if part == "begun":
+            args = json.dumps(card.arguments, ensure_ascii=False) if card.arguments is not None else card.raw_arguments
+            self._line(f"→ {card.label} {args}  [{one_line(card.call_id)}]")
+        elif part == "progress" and card.progress is not None:
+            step = card.progress
+            total = f"/{step.total:g}" if step.total else ""
+            self._line(f"  … {step.progress:g}{total} {step.message or ''}".rstrip())
+        elif part == "ended" and card.end is not None:
+            e = card.end
+            mark = "✖" if e.is_error or e.status != "completed" else "✔"
+            output = e.output if len(e.output) <= 500 else e.output[:500] + "…"
+            self._line(f"{mark} {e.tool} {e.status} in {e.duration_ms / 1000:.2f} s: {output}")
+        elif part == "asked" and card.approval is not None and card.approval.ask is not None:
+            self._on_approval(card.approval.ask)
+        elif part == "decided" and card.approval is not None and card.approval.answer is not None:
+            a = card.approval.answer
+            self._line(f"  approval {one_line(card.call_id)}: {a.decision} ({a.by}){' — ' + a.message if a.message else ''}")
+
+    def _settled(self, key: str | None) -> bool:
+        """An ask already answered (here, at a prompt, or elsewhere): nothing more to submit."""
+        card, question = self.model.cards.get(key or ""), self.model.questions.get(key or "")
+        return bool(card and card.approval and card.approval.decided) or bool(question and question.answered)
 
     def _on_approval(self, e: ApprovalRequested) -> None:
         flags = []
         if e.annotations is not None:
             flags = [n for n, v in (("read-only", e.annotations.read_only_hint), ("destructive", e.annotations.destructive_hint), ("open-world", e.annotations.open_world_hint)) if v]
         self._line(
-            f"? approval needed for {tool_label(e.tool, e.server, e.raw_tool, e.title)} (model name {e.tool})"
+            f"? approval needed for {self.model.card(e.call_id).label} (model name {e.tool})"
             f"{' [' + ', '.join(flags) + ']' if flags else ''}: {e.reason}\n"
             f"  arguments: {json.dumps(e.arguments, ensure_ascii=False)}\n"
             f"  answer: %agent approve {one_line(e.call_id)}   |   %agent deny {one_line(e.call_id)} [reason]"
@@ -185,14 +188,14 @@ class TextTurn:
 
     def _ask_approval(self, e: ApprovalRequested) -> None:
         assert self._prompt is not None
-        if self.done or e.call_id in self._resolved:
+        if self.done or self._settled(e.call_id):
             return
         decision, message = ask_approval(self._prompt, e)
         self._submit_quietly(ApprovalDecision(call_id=e.call_id, decision=decision, message=message))  # type: ignore[arg-type]  # the answer's words map to a Decision
 
     def _ask_elicitation(self, e: ElicitationRequested) -> None:
         assert self._prompt is not None
-        if self.done or e.request_id in self._resolved:
+        if self.done or self._settled(e.request_id):
             return
         action, content = ask_elicitation(self._prompt, self._line, e)
         self._submit_quietly(ElicitationResponse(request_id=e.request_id, action=action, content=content))  # type: ignore[arg-type]  # the answer's words map to an action
@@ -213,7 +216,7 @@ class TextTurn:
 
     def _submit_quietly(self, op: Op) -> None:
         key = getattr(op, "call_id", None) or getattr(op, "request_id", None)
-        if self.done or key in self._resolved:
+        if self.done or self._settled(key):
             return
         try:
             self._submit(op)

@@ -12,9 +12,10 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbagent.kit.turn import Card, Step
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.notebook.throttle import Coalescer
-from nbagent.protocol import ImageBlock, Progress, ResourceBlock, TextBlock, ToolCallBegin, ToolCallEnd
+from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolCallEnd
 from nbagent.textsafe import describe_for_display
 
 STATUS_STYLE = {
@@ -30,21 +31,17 @@ RESULT_PREVIEW_CHARS = 20_000
 _BORDER = "1px solid #d0d7de"
 
 
-def tool_label(tool: str, server: str | None, raw_tool: str | None, title: str | None) -> str:
-    """``Title — server · raw_name`` in plain text (the text renderer uses it as well)."""
-    raw = f"{server} · {raw_tool or tool}" if server else (raw_tool or tool)
-    return f"{title} — {raw}" if title and title != (raw_tool or tool) else raw
-
-
 class ToolCard:
-    def __init__(self, begin: ToolCallBegin) -> None:
-        self.call_id = begin.call_id
-        self.begin = begin
+    """The drawing of one call's ``Card`` (``nbagent.kit.turn``)."""
+
+    def __init__(self, call: Card) -> None:
+        self.call_id = call.call_id
+        self.call = call
         self.status = "running"
         self.duration_ms: float | None = None
         self.header = W.HTML()
-        args = begin.arguments if begin.arguments is not None else begin.raw_arguments
-        note = "" if begin.arguments is not None else " (malformed JSON, as the model sent it)"
+        args = call.arguments if call.arguments is not None else call.raw_arguments
+        note = "" if call.arguments is not None else " (malformed JSON, as the model sent it)"
         self.arguments = W.HTML(
             f"<details><summary>{muted('arguments' + note)}</summary>"
             f"{pre(args if isinstance(args, str) else pretty_json(args))}</details>"
@@ -56,7 +53,7 @@ class ToolCard:
         """Why the call ended as it did, when the user's answer decided it."""
         self.asks = W.VBox([])
         """The call's approval panel and the server's questions, inside the card."""
-        self._last_progress: Progress | None = None
+        self._last_progress: Step | None = None
         self._progress_coalescer = Coalescer(self._push_progress)
         self.widget = W.VBox(
             [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.result],
@@ -81,7 +78,7 @@ class ToolCard:
 
     def decided(self, approved: bool, arguments: dict[str, Any] | None) -> None:
         """After the approval: the arguments that run (the user's edit, if any) are shown again."""
-        if arguments is not None and arguments != self.begin.arguments:
+        if arguments is not None and arguments != self.call.arguments:
             self.arguments.value = (
                 f"<details><summary>{muted('arguments (edited by you before approval)')}</summary>"
                 f"{pre(pretty_json(arguments))}</details>"
@@ -95,8 +92,8 @@ class ToolCard:
         self.widget.layout.border = f"2px solid {COLORS['warn']}" if status == "awaiting" else _BORDER
         self._render_header()
 
-    def on_progress(self, event: Progress) -> None:
-        self._last_progress = event
+    def on_progress(self, step: Step) -> None:
+        self._last_progress = step
         self._progress_coalescer.touch()
 
     def _push_progress(self) -> None:
@@ -123,7 +120,7 @@ class ToolCard:
 
     def _render_header(self) -> None:
         icon, color, label = STATUS_STYLE.get(self.status, ("·", "muted", self.status))
-        b = self.begin
+        b = self.call
         shown = describe_for_display  # names come from a server: nothing in them may hide
         title = esc(shown(b.title or b.raw_tool or b.tool))
         raw = f"{esc(shown(b.server))} · <code>{esc(shown(b.raw_tool or b.tool))}</code>" if b.server else f"<code>{esc(b.tool)}</code>"

@@ -8,8 +8,9 @@ so loading the extension does not pay for ipywidgets.
 from __future__ import annotations
 
 import os
-from typing import NotRequired, Protocol, TypedDict
+from typing import Protocol, Unpack
 
+from nbagent.kit.turn import Header
 from nbagent.notebook.frontend_kind import Frontend
 from nbagent.protocol import Event, Op
 
@@ -23,23 +24,12 @@ class View(Protocol):
     def handle(self, event: Event) -> None: ...
 
 
-class Header(TypedDict):
-    """What a turn runs with, as its display names it (a scripted model is labelled so)."""
-
-    model_label: str
-    scripted: bool
-    thread: str
-    policy: str
-    context: NotRequired[bool]
-    """The model sees a summary of the notebook and its names (``%agent context on``)."""
-
-
 class TurnDisplay(View, Protocol):
     """One turn's display in its cell."""
 
     done: bool
 
-    def set_header(self, *, model_label: str, scripted: bool, thread: str, policy: str, context: bool = False) -> None:
+    def set_header(self, **header: Unpack[Header]) -> None:
         """The session's real model, thread and policy, once it is open."""
 
     def handle_queued(self) -> None:

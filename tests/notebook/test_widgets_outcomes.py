@@ -62,7 +62,7 @@ async def walkthrough(tmp_path: Path, approval: str, answer: str) -> tuple[list[
 
 
 def card_text(clicker: Clicker, raw_tool: str) -> str:
-    [card] = [c for c in clicker.view.cards.values() if c.begin.raw_tool == raw_tool]
+    [card] = [c for c in clicker.view.cards.values() if c.call.raw_tool == raw_tool]
     return card.result.value
 
 
@@ -92,7 +92,7 @@ async def test_the_quickstart_says_what_happened(tmp_path: Path, approval: str, 
 async def test_the_model_is_told_the_reason_too(tmp_path: Path) -> None:
     _, clicker = await walkthrough(tmp_path, "approve", "decline")
     told = {i.call_id: i.output for i in clicker.session.thread.items if i.type == "function_call_output"}
-    log_call = next(c for c in clicker.view.cards.values() if c.begin.raw_tool == "log_experiment").call_id
+    log_call = next(c for c in clicker.view.cards.values() if c.call.raw_tool == "log_experiment").call_id
     assert told[log_call].startswith("The user declined the server's question, so log_experiment did not run.")
     assert "Resolver for parameter" in told[log_call]  # the server's own words are kept after it
 
