@@ -8,6 +8,7 @@ descriptions try to inject, are huge, or carry control and bidi characters.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -30,6 +31,7 @@ HOSTILE = [
 ]
 
 
+@functools.cache  # built once: every page of a big listing reads the same list
 def _tools() -> list[types.Tool]:
     count = int(os.environ.get("MANY_TOOLS", "300"))
     tools = [
