@@ -35,6 +35,7 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
     from nbagent.config import ApprovedDefinition, Config, McpServerConfig, ModelProviderConfig, ToolConfig
     from nbagent.config.oauth import OAuthSettings
     from nbagent.config.trust import ProjectTrust
+    from nbagent.sandbox import SandboxSettings, SandboxWorkspaceWrite
 
     return [
         ("Top level", Config, "Keys at the top of `nbagent.toml` or `~/.nbagent/config.toml`."),
@@ -44,6 +45,9 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
          "Written by an *Always* approval; not meant to be edited by hand."),
         ("[mcp_servers.NAME.oauth]", OAuthSettings, "How nbagent presents itself to the server's authorization server."),
         ("[model_providers.NAME]", ModelProviderConfig, "An OpenAI-compatible endpoint, chosen with `model_provider = \"NAME\"`."),
+        ("[sandbox_workspace_write]", SandboxWorkspaceWrite,
+         "What `sandbox_mode = \"workspace-write\"` adds; also under `[mcp_servers.NAME]`, key by key over this one."),
+        ("[sandbox]", SandboxSettings, "nbagent's own sandbox keys (docs/security.md, \"Sandbox\")."),
         ('[projects."FOLDER"]', ProjectTrust,
          "A folder (absolute path) whose own config is read or never read; only in `~/.nbagent/config.toml`."),
     ]
@@ -100,6 +104,8 @@ def default_text(field: FieldInfo) -> str:
         return "unset"
     if value == {}:
         return "empty"
+    if isinstance(value, BaseModel):
+        return "its keys' defaults"
     return f"`{json.dumps(value)}`"
 
 

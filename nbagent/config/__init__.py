@@ -32,6 +32,7 @@ from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp
 from nbagent.config.oauth import OAuthSettings
 from nbagent.config.trust import ProjectTrust, Unread, check_key, listed, not_read, trust_of, why_not_read
 from nbagent.protocol import ApprovalMode, Policy
+from nbagent.sandbox.policy import DEFAULT_MODE, SandboxMode, SandboxSettings, SandboxWorkspaceWrite
 
 __all__ = [
     "MCP_JSON",
@@ -141,6 +142,10 @@ class McpServerConfig(_Strict):
     """Let this server's annotations (e.g. ``readOnlyHint``) relax approval defaults."""
     sampling: bool = False
     """Allow ``sampling/createMessage`` requests from this server (declined by default)."""
+    sandbox_mode: SandboxMode | None = None
+    """This stdio server's sandbox, over the top-level ``sandbox_mode`` (docs/security.md, "Sandbox")."""
+    sandbox_workspace_write: SandboxWorkspaceWrite | None = None
+    """Its ``[sandbox_workspace_write]`` keys, each over the top-level table's."""
 
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _written: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -299,12 +304,21 @@ class Config(_Strict):
     """Fixed 127.0.0.1 port for the OAuth login callback; ``None`` takes an ephemeral one."""
     home: str | None = None
     """Where threads live; ``$NBAGENT_HOME`` or ``~/.nbagent`` when unset."""
+    sandbox_mode: SandboxMode = DEFAULT_MODE
+    """Codex's sandbox for every stdio MCP server: ``read-only``, ``workspace-write`` (writes only
+    in the workspace, no network) or ``danger-full-access`` (no sandbox)."""
+    sandbox_workspace_write: SandboxWorkspaceWrite = Field(default_factory=SandboxWorkspaceWrite)
+    """What ``workspace-write`` adds: ``writable_roots``, ``network_access``."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """``[sandbox] deny_read``: more paths no sandboxed process may read."""
     projects: dict[str, ProjectTrust] = Field(default_factory=dict)
     """Folders (absolute paths) whose ``nbagent.toml`` and ``.mcp.json`` are read (``trusted``)
     or never read (``untrusted``); only the user file says (``nbagent.config.trust``)."""
 
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     """Internal: which file each MCP server (``mcp_servers.NAME``) came from."""
+    workspace: str | None = Field(default=None, exclude=True)
+    """Internal: the folder the config was loaded for (the session's), the sandbox's workspace."""
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     """From the environment only; never written anywhere."""
     _notes: list[str] = PrivateAttr(default_factory=list)
@@ -513,6 +527,7 @@ def load_config(
     if project_files and (verdict is None or verdict.level != "trusted"):
         config._unread = Unread(project_files, why_not_read(cwd_path.resolve(), verdict, user))
     config.sources = sources
+    config.workspace = str(cwd_path.resolve())
     config._notes = notes
     for name, seen in written.items():
         if name in config.mcp_servers:

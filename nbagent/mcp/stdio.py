@@ -5,7 +5,8 @@ at once, (b) prove at shutdown that nothing it started is still alive, not even 
 or double-forked descendant (:mod:`nbagent.mcp.proctree`), and (c) pass a cleared environment
 verbatim (the SDK merges its own defaults in). So the connection owns the process here and
 speaks newline-delimited JSON-RPC over its pipes. By default the server runs under
-:mod:`nbagent.mcp.launcher`, so its parent process holds no secret either.
+:mod:`nbagent.mcp.launcher`, so its parent process holds no secret either, and in the OS
+sandbox its policy describes (:mod:`nbagent.sandbox`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -27,6 +27,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from nbagent import sandbox
 from nbagent.mcp import proctree
 
 STDIN_GRACE_SEC = 1.0
@@ -36,8 +37,6 @@ TERM_GRACE_SEC = 1.0
 
 REAP_SEC = 0.5
 """Bounded wait for killed processes to disappear (an init that never reaps makes it run out)."""
-
-LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
 
 _POLL = 0.01
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -113,19 +112,24 @@ async def stop_process(child: ChildProcess, stdin_grace: float = STDIN_GRACE_SEC
     child.sweep()
 
 
-def _argv(command: str, args: list[str], env: dict[str, str], cwd: str | None, launcher: bool) -> list[str]:
-    """The server's command line, under the launcher when asked (POSIX only).
+def _argv(
+    command: str, args: list[str], env: dict[str, str], cwd: str | None, launcher: bool, policy: sandbox.SandboxPolicy | None
+) -> tuple[list[str], dict[str, str]]:
+    """The server's command line and environment: under the launcher when asked (POSIX only),
+    and always under it when ``policy`` is a sandbox.
 
     Under the launcher a missing command would only show as exit code 127, so it is looked up
     here first and reported as nbagent always did: ``FileNotFoundError``.
     """
-    if not launcher or os.name != "posix":
-        return [command, *args]
+    confined = policy is not None and policy.sandboxed
+    if not (launcher or confined) or os.name != "posix":
+        return [command, *args], env
     where = os.path.join(cwd or os.getcwd(), command) if os.sep in command else None
     found = shutil.which(where or command, path=env.get("PATH", os.defpath))
     if found is None:
         raise FileNotFoundError(2, "command not found", command)
-    return [sys.executable, "-I", "-S", LAUNCHER, str(os.getpid()), command, *args]
+    full = policy or sandbox.SandboxPolicy(sandbox_mode="danger-full-access", workspace=cwd or os.getcwd())
+    return sandbox.command(full, [command, *args], env)
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
@@ -232,17 +236,18 @@ async def stdio_transport(
     errlog: IO[str],
     child: list[ChildProcess],
     launcher: bool = True,
+    policy: sandbox.SandboxPolicy | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
-    """Spawn the server in its own session (process group) and yield the message streams.
+    """Spawn the server in its own session (process group), in ``policy``'s sandbox, and yield
+    the message streams.
 
     ``child`` receives the :class:`ChildProcess` as soon as the spawn succeeds, so the owner can
     kill what it started even if everything after the spawn fails.
     """
     tag = proctree.new_tag()
     env = {**env, proctree.MARKER_VAR: tag}
-    process = await anyio.open_process(
-        _argv(command, args, env, cwd, launcher), env=env, cwd=cwd, stderr=errlog, start_new_session=True
-    )
+    argv, env = _argv(command, args, env, cwd, launcher, policy)
+    process = await anyio.open_process(argv, env=env, cwd=cwd, stderr=errlog, start_new_session=True)
     info = ChildProcess(pid=process.pid, tag=tag, process=process)
     child.append(info)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -9,9 +9,11 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, Asyn
 from pathlib import Path
 from typing import Any
 
+from nbagent import sandbox
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.env import missing_env_vars, server_env
 from nbagent.mcp.errors import McpStartupError
+from nbagent.mcp.sandboxed import server_policy
 from nbagent.mcp.stderr_log import StderrLog
 from nbagent.mcp.stdio import ChildProcess, stdio_transport
 from nbagent.protocol import EventMsg, McpLoginCompleted, McpLoginRequired, WarningEvent
@@ -37,10 +39,15 @@ def open_transport(
         if missing:
             emit(WarningEvent(message=f"MCP server {name!r}: env_vars not set: {', '.join(missing)}"))
         cwd = str(Path(cfg.cwd).expanduser()) if cfg.cwd else None
+        policy = server_policy(name, cfg, oauth_config)
+        try:
+            sandbox.require(policy, f"MCP server {name!r}")
+        except sandbox.SandboxUnavailable as exc:
+            raise McpStartupError(str(exc)) from None
         errlog = stderr.open()
         return stdio_transport(
             cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=errlog, child=child,
-            launcher=cfg.env_clear_parent,
+            launcher=cfg.env_clear_parent, policy=policy,
         )  # fmt: skip
     headers = http_headers(name, cfg, emit)
     assert cfg.url is not None

@@ -1,0 +1,57 @@
+"""The sandbox one stdio server runs in: its settings over the session's, made concrete.
+
+Package runners (``npx``, ``uvx``) fetch the package on their first start, which needs the
+network and a writable cache. Each such server gets its own cache under nbagent's home
+(``sandbox-cache/NAME``), writable in every mode: the first start fills it with the network
+on; once it holds something, later starts run offline from it (``npm_config_offline``,
+``UV_OFFLINE``) with the network as the policy says. Removing the folder resolves anew.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nbagent.config import Config, McpServerConfig, default_home
+from nbagent.sandbox import SandboxPolicy, SandboxWorkspaceWrite, resolve
+
+RUNNERS: dict[str, tuple[str, str, str]] = {
+    "npx": ("npm", "npm_config_cache", "npm_config_offline"),
+    "npm": ("npm", "npm_config_cache", "npm_config_offline"),
+    "uvx": ("uv", "UV_CACHE_DIR", "UV_OFFLINE"),
+    "uv": ("uv", "UV_CACHE_DIR", "UV_OFFLINE"),
+}
+"""Program -> (cache folder, the variable naming its cache, the variable that keeps it offline)."""
+CACHE_DIR = "sandbox-cache"
+
+
+def server_policy(name: str, cfg: McpServerConfig, config: Config | None) -> SandboxPolicy:
+    """The policy ``name`` runs under: per-server keys over the top-level ones."""
+    top = config or Config()
+    mode = cfg.sandbox_mode or top.sandbox_mode
+    table = top.sandbox_workspace_write
+    if cfg.sandbox_workspace_write is not None:
+        own = cfg.sandbox_workspace_write
+        table = SandboxWorkspaceWrite.model_validate(
+            {**table.model_dump(), **own.model_dump(include=own.model_fields_set)}
+        )
+    home = top.home_path if config is not None else default_home()
+    caches: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    network: bool | None = None
+    runner = RUNNERS.get(os.path.basename(cfg.command or ""))
+    if runner is not None and mode != "danger-full-access":
+        folder, cache_var, offline_var = runner
+        cache = home / CACHE_DIR / name / folder
+        cache.mkdir(parents=True, exist_ok=True)
+        caches = (str(cache),)
+        env[cache_var] = str(cache)
+        if any(cache.iterdir()):
+            env[offline_var] = "true" if folder == "npm" else "1"
+        else:
+            network = True  # the first start resolves the package
+    workspace = config.workspace if config is not None and config.workspace else os.getcwd()
+    return resolve(
+        mode, table, workspace=Path(workspace), home=home, deny_read=top.sandbox.deny_read,
+        caches=caches, env=env, network=network,
+    )  # fmt: skip
