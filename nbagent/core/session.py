@@ -42,6 +42,7 @@ from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.turn import TurnOutcome, run_turn
 from nbagent.core.turn_context import TurnContext, TurnSettings, TurnState, sooner
 from nbagent.mcp.manager import McpConnectionManager
+from nbagent.mcp.sandboxed import permissions
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
 from nbagent.protocol import (
@@ -432,6 +433,7 @@ class Session:
             parts.append(self.config.instructions)
         if docs.docs:
             parts.append(docs.text())
+        parts.append(permissions(self.config))
         if self._request_tools.capped(self._router.catalogue()):
             parts.append(SEARCH_HINT)
         cap = self.config.server_instructions_max_bytes

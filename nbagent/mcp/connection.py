@@ -63,6 +63,8 @@ class ConnectionInfo:
     protocol_version: str | None = None
     server_name: str | None = None
     server_version: str | None = None
+    experimental: dict[str, Any] = field(default_factory=dict)
+    """The server's experimental capabilities (``codex/sandbox-state-meta``: it reads the sandbox)."""
 
 
 class McpConnection:
@@ -239,6 +241,7 @@ class McpConnection:
                     protocol_version=client.protocol_version,
                     server_name=client.server_info.name if client.server_info else None,
                     server_version=client.server_info.version if client.server_info else None,
+                    experimental=dict(getattr(client.server_capabilities, "experimental", None) or {}),
                 )
                 if self._ready is not None and not self._ready.done():
                     self._ready.set_result(None)

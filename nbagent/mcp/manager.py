@@ -25,6 +25,7 @@ from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.errors import McpStartupError, McpUnavailable, describe_error
 from nbagent.mcp.meta import call_meta
 from nbagent.mcp.results import from_call_result
+from nbagent.mcp.sandboxed import sandbox_meta
 from nbagent.mcp.server_requests import ElicitFn, EventFn
 from nbagent.mcp.status import ServerStatus
 from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
@@ -382,7 +383,8 @@ class McpConnectionManager:
                     f"{where}: the server changed this tool since it was approved; not called (the next request "
                     "sees the new definition)"
                 )
-        meta = call_meta(call, progress_token=call.call_id)
+        sandbox = sandbox_meta(conn.name, conn.cfg, self._config, conn.info.experimental)
+        meta = call_meta(call, progress_token=call.call_id, extra=sandbox)
         try:
             result, _control = await conn.call_tool(
                 tool, arguments, meta=meta, call_id=call.call_id, on_progress=on_progress

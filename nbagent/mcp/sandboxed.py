@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from nbagent.config import Config, McpServerConfig, default_home
 from nbagent.sandbox import SandboxPolicy, SandboxWorkspaceWrite, resolve
@@ -23,6 +24,8 @@ RUNNERS: dict[str, tuple[str, str, str]] = {
 }
 """Program -> (cache folder, the variable naming its cache, the variable that keeps it offline)."""
 CACHE_DIR = "sandbox-cache"
+SANDBOX_STATE_META = "codex/sandbox-state-meta"
+"""Codex's experimental capability: a server declaring it gets the sandbox in each call's ``_meta``."""
 
 
 def server_policy(name: str, cfg: McpServerConfig, config: Config | None) -> SandboxPolicy:
@@ -55,3 +58,40 @@ def server_policy(name: str, cfg: McpServerConfig, config: Config | None) -> San
         mode, table, workspace=Path(workspace), home=home, deny_read=top.sandbox.deny_read,
         caches=caches, env=env, network=network,
     )  # fmt: skip
+
+
+def sandbox_meta(name: str, cfg: McpServerConfig, config: Config | None, experimental: dict[str, Any]) -> dict[str, Any]:
+    """``_meta`` for a ``tools/call``: Codex's ``codex/sandbox-state-meta`` object, for a server
+    that declared the capability, so a server written for Codex works unchanged; else nothing."""
+    if SANDBOX_STATE_META not in experimental or cfg.transport != "stdio":
+        return {}
+    policy = server_policy(name, cfg, config)
+    state = {"sandboxPolicy": policy.codex_policy(), "sandboxCwd": policy.workspace,
+             "codexLinuxSandboxExe": None, "useLegacyLandlock": False}  # fmt: skip
+    return {SANDBOX_STATE_META: state}
+
+
+def permissions(config: Config) -> str:
+    """The paragraph of the model's instructions that says what the sandbox allows (Codex tells
+    its model in a "permissions" message): the mode, the writable roots, the network, the
+    servers with a mode of their own, and that ``run_python`` is outside it."""
+    servers = {name: cfg for name, cfg in config.mcp_servers.items() if cfg.enabled and cfg.transport == "stdio"}
+    top = server_policy("", McpServerConfig(command="-"), config)
+    if top.sandboxed:
+        lines = [f"Permissions: the MCP servers nbagent starts run in the sandbox mode {top.sandbox_mode}."]
+    else:
+        lines = ["Permissions: the MCP servers nbagent starts run without a sandbox (danger-full-access)."]
+    if top.sandbox_mode == "workspace-write":
+        lines.append(
+            f"They may write only in {', '.join(top.writable_roots)} and their own temporary folder "
+            f"(.git stays read-only); network access is {'on' if top.network_access else 'off'}."
+        )
+    elif top.sandbox_mode == "read-only":
+        lines.append("They may read files but write nothing outside their own temporary folder; network access is off.")
+    if top.sandboxed:
+        lines.append("Secrets (such as ~/.ssh, cloud credentials and Jupyter's kernel files) are hidden from them.")
+    own = [f"{name}: {server_policy(name, cfg, config).describe()}" for name, cfg in servers.items() if cfg.sandbox_mode]
+    if own:
+        lines.append(f"Servers with their own sandbox: {'; '.join(own)}.")
+    lines.append("Notebook tools such as run_python run in the live kernel, outside any sandbox.")
+    return " ".join(lines)

@@ -23,6 +23,7 @@ import pytest
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.manager import McpConnectionManager
+from nbagent.mcp.sandboxed import permissions
 from nbagent.protocol import ToolSpec
 from nbagent.sandbox import available
 from tests.mcp.conftest import SERVERS, Answers, call_info
@@ -83,7 +84,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 async def probe(world: World, request: pytest.FixtureRequest) -> AsyncIterator[McpConnectionManager]:
     mode = request.param
     config = Config(sandbox_mode=mode, home=str(world.nbagent_home), workspace=str(world.workspace))
-    servers = {"probe": McpServerConfig(command=sys.executable, args=[str(SERVERS / "probe.py")])}
+    # The legacy handshake: the SDK answers server/discover without the experimental capabilities.
+    servers = {"probe": McpServerConfig(command=sys.executable, args=[str(SERVERS / "probe.py")], protocol="legacy")}
     manager = McpConnectionManager(servers, lambda event: None, Answers(), world.nbagent_home / "logs", config)
     await manager.start()
     yield manager
@@ -155,6 +157,7 @@ def test_without_user_namespaces_the_server_does_not_start_and_says_why(tmp_path
     marker = tmp_path / "ran"
     code = f"open({str(marker)!r}, 'w')"
     (work / "nbagent.toml").write_text(
+        'sandbox_mode = "workspace-write"\n'
         f"[mcp_servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = ['-c', {json.dumps(code)}]\n"
     )
     env = clean_environ() | {"NBAGENT_HOME": str(tmp_path / "home")}
@@ -167,3 +170,21 @@ def test_without_user_namespaces_the_server_does_not_start_and_says_why(tmp_path
     assert "was not started" in out and "user namespaces" in out, out
     assert 'sandbox_mode = \\"danger-full-access\\"' in out or 'sandbox_mode = "danger-full-access"' in out, out
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("probe", ["workspace-write"], indirect=True)
+async def test_a_server_that_asks_is_told_its_sandbox_in_codex_shape(probe: McpConnectionManager, world: World) -> None:
+    state = json.loads(await _call(probe, "sandbox_state"))
+    assert state["sandboxCwd"] == str(world.workspace.resolve())
+    assert state["sandboxPolicy"] == {
+        "type": "workspace-write", "writable_roots": [], "network_access": False,
+        "exclude_tmpdir_env_var": False, "exclude_slash_tmp": True,
+    }  # fmt: skip
+
+
+def test_the_model_is_told_the_sandbox(tmp_path: Path) -> None:
+    config = Config(sandbox_mode="workspace-write", home=str(tmp_path / "home"), workspace=str(tmp_path))
+    text = permissions(config)
+    assert "workspace-write" in text and str(tmp_path.resolve()) in text and "network access is off" in text
+    assert "run_python" in text and "outside any sandbox" in text
+    assert "without a sandbox" in permissions(config.model_copy(update={"sandbox_mode": "danger-full-access"}))

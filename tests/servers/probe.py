@@ -11,7 +11,9 @@ import signal
 import socket
 from collections.abc import Callable
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.stdio import stdio_server
 
 mcp = MCPServer("probe")
 
@@ -79,5 +81,21 @@ def tmpdir() -> str:
     return _try(lambda: _write(os.path.join(os.environ.get("TMPDIR", "/tmp"), "probe.txt")))
 
 
+@mcp.tool()
+def sandbox_state(ctx: Context) -> str:
+    """What Codex's ``codex/sandbox-state-meta`` told this call (JSON), ``null`` when nothing."""
+    import json
+
+    return json.dumps((ctx.request_context.meta or {}).get("codex/sandbox-state-meta"))
+
+
+async def _serve() -> None:
+    """Serve stdio, declaring Codex's ``codex/sandbox-state-meta`` capability."""
+    server = mcp._lowlevel_server
+    options = server.create_initialization_options(experimental_capabilities={"codex/sandbox-state-meta": {}})
+    async with stdio_server() as (read, write):
+        await server.run(read, write, options)
+
+
 if __name__ == "__main__":
-    mcp.run()
+    anyio.run(_serve)
