@@ -11,7 +11,7 @@ import pkgutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from nbagent import cli_inspect, cli_mcp, cli_trust, signals
 from nbagent._version import __version__
@@ -20,29 +20,35 @@ from nbagent.config.trust import Unread
 from nbagent.core.context import describe as describe_compaction
 from nbagent.kit import servers
 from nbagent.kit import trust as folder_trust
-from nbagent.kit.args import BadInput, Parser, cwd_option, fail, positive
+from nbagent.kit.args import BadInput, Parser, cwd_option, fail, positive, run_command
 from nbagent.kit.labels import plural
+from nbagent.kit.turn import (
+    Approval,
+    Card,
+    CardChanged,
+    Change,
+    Compacted,
+    Configured,
+    Ended,
+    Ending,
+    Failed,
+    LoginChanged,
+    MessageChanged,
+    Question,
+    QuestionChanged,
+    ServerChanged,
+    TurnModel,
+    UsageChanged,
+    Warned,
+)
 from nbagent.models.base import ModelError
 from nbagent.protocol import (
-    AgentMessage,
-    AgentMessageDelta,
     ApprovalRequested,
     ApprovalResolved,
-    ContextCompacted,
     ElicitationRequested,
     ElicitationResolved,
-    ErrorEvent,
     Event,
-    McpLoginCompleted,
-    McpLoginRequired,
-    McpStartupUpdate,
-    SessionConfigured,
-    TokenUsage,
-    ToolCallBegin,
     ToolCallEnd,
-    TurnAborted,
-    TurnFailed,
-    WarningEvent,
 )
 from nbagent.protocol.ops import POLICIES
 from nbagent.textsafe import VisibleWriter
@@ -56,50 +62,79 @@ TABLE_WIDTH = 100
 MCP_SERVER = "nbagent.server.cli:main_mcp_server"
 """``nbagent mcp-server`` is the MCP-server front end's own command (``python -m nbagent.server``),
 handed over by name: the front ends never import each other."""
-PROBLEMS = ("error", "warning", "turn_failed")
-"""Events a person reads on stderr: what went wrong, apart from what the turn did."""
 
 
-def _print_event(envelope: Event, out: TextIO | VisibleWriter) -> None:
-    """One human-readable line (or fragment, for streamed text) per event worth showing."""
-    match envelope.msg:
-        case AgentMessageDelta() as event:
-            out.write(event.delta)
-        case AgentMessage():
-            out.write("\n")
-        case SessionConfigured() as event:
-            out.write(f"[model: {event.model_label} | policy: {event.policy} | thread: {envelope.thread_id}]\n")
-        case ToolCallBegin() as event:
-            where = f" ({event.server}/{event.raw_tool})" if event.server else ""
-            out.write(f"-> {event.tool}{where} {json.dumps(event.arguments)}\n")
-        case ToolCallEnd() as event:
-            mark = "x" if event.is_error else "<-"
-            first = event.output.splitlines()[0][:200] if event.output else ""
-            out.write(f"{mark} {event.tool} [{event.status}, {event.duration_ms:.0f} ms] {first}\n")
-        case ApprovalRequested() as event:
-            out.write(f"? approval needed for {event.tool}: {event.reason}\n")
-        case ApprovalResolved() as event:
-            out.write(f"  {event.decision} by {event.by}" + (f": {event.message}" if event.message else "") + "\n")
-        case ElicitationRequested() as event:
-            out.write(f"? {event.server} asks: {event.message}\n")
-        case ElicitationResolved() as event:
-            out.write(f"  answered {event.action} by {event.by}\n")
-        case McpStartupUpdate(status="ready" | "failed") as event:
-            detail = f"{event.tools} tools" if event.status == "ready" else event.error
-            out.write(f"[mcp {event.server}: {event.status}: {detail}]\n")
-        case McpLoginRequired() as event:
-            out.write(f"[mcp {event.server}: sign in by opening this link in your browser:\n  {event.url}\n]\n")
-        case McpLoginCompleted() as event:
-            out.write(f"[mcp {event.server}: signed in]\n")
-        case WarningEvent() | ErrorEvent() | TurnFailed() as event:
-            out.write(f"{'warning' if event.type == 'warning' else 'error'}: {event.message}\n")
-        case TurnAborted() as event:
-            out.write(f"[turn aborted: {event.reason}]\n")
-        case TokenUsage() as event:
-            out.write(f"[tokens: {event.input_tokens} in, {event.output_tokens} out]\n")
-        case ContextCompacted() as event:
-            out.write(f"[{describe_compaction(event)}]\n")
-    out.flush()
+def _text(change: Change | None) -> str:
+    """One human-readable line (or fragment, for streamed text) per change worth showing."""
+    match change:
+        case MessageChanged(message=message, delta=delta):
+            return "\n" if message.done else delta
+        case Configured(header=header):
+            return f"[model: {header['model_label']} | policy: {header['policy']} | thread: {header['thread']}]\n"
+        case CardChanged(card=card, part="begun"):
+            where = f" ({card.server}/{card.raw_tool})" if card.server else ""
+            return f"-> {card.tool}{where} {json.dumps(card.arguments)}\n"
+        case CardChanged(card=Card(end=ToolCallEnd() as end), part="ended"):
+            mark = "x" if end.is_error else "<-"
+            first = end.output.splitlines()[0][:200] if end.output else ""
+            return f"{mark} {end.tool} [{end.status}, {end.duration_ms:.0f} ms] {first}\n"
+        case CardChanged(card=Card(approval=Approval(ask=ApprovalRequested() as ask)), part="asked"):
+            return f"? approval needed for {ask.tool}: {ask.reason}\n"
+        case CardChanged(card=Card(approval=Approval(answer=ApprovalResolved() as answer)), part="decided"):
+            return f"  {answer.decision} by {answer.by}" + (f": {answer.message}" if answer.message else "") + "\n"
+        case QuestionChanged(question=Question(answer=ElicitationResolved() as answer)):
+            return f"  answered {answer.action} by {answer.by}\n"
+        case QuestionChanged(question=Question(ask=ElicitationRequested() as ask)):
+            return f"? {ask.server} asks: {ask.message}\n"
+        case ServerChanged(server=server) if server.status in ("ready", "failed"):
+            detail = f"{server.tools} tools" if server.status == "ready" else server.error
+            return f"[mcp {server.name}: {server.status}: {detail}]\n"
+        case LoginChanged(login=login) if login.done:
+            return f"[mcp {login.server}: signed in]\n"
+        case LoginChanged(login=login):
+            return f"[mcp {login.server}: sign in by opening this link in your browser:\n  {login.url}\n]\n"
+        case Warned(message=message):
+            return f"warning: {message}\n"
+        case Failed(message=message) | Ended(ending=Ending(status="failed", reason=message)):
+            return f"error: {message}\n"
+        case Ended(ending=Ending(status="aborted", reason=reason)):
+            return f"[turn aborted: {reason}]\n"
+        case UsageChanged(usage=usage):
+            return f"[tokens: {usage.input_tokens} in, {usage.output_tokens} out]\n"
+        case Compacted(compaction=compaction):
+            return f"[{describe_compaction(compaction)}]\n"
+    return ""
+
+
+def _problem(change: Change | None) -> str | None:
+    """What went wrong, for a change a person reads on stderr apart from what the turn did
+    (``""`` for a warning, which may repeat); ``None`` for everything else."""
+    match change:
+        case Warned():
+            return ""
+        case Failed(message=message) | Ended(ending=Ending(status="failed", reason=message)):
+            return message
+    return None
+
+
+class _Printer:
+    """``nbagent run``'s lines, drawn from the turn model: problems on stderr, the same error
+    (found at start and again by the turn) once. Server and model text: controls shown, not obeyed."""
+
+    def __init__(self) -> None:
+        self.model = TurnModel()
+        self._shown_errors: set[str] = set()
+
+    def show(self, event: Event) -> None:
+        change = self.model.apply(event)
+        problem = _problem(change)
+        if problem:
+            if problem in self._shown_errors:
+                return
+            self._shown_errors.add(problem)
+        out = VisibleWriter(sys.stderr if problem is not None else sys.stdout)
+        out.write(_text(change))
+        out.flush()
 
 
 async def _turn(args: argparse.Namespace, thread: str | None) -> int:
@@ -112,8 +147,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
     out = sys.stdout
     held: list[Event] = []
     holding = True
-
-    shown_errors: set[str] = set()
+    printer = _Printer()
 
     def show(event: Event) -> None:
         if holding:
@@ -129,13 +163,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             out.write(event.model_dump_json() + "\n")
             out.flush()
             return
-        msg = event.msg
-        if msg.type in ("error", "turn_failed"):  # the same problem found at start and again by the turn
-            if msg.message in shown_errors:
-                return
-            shown_errors.add(msg.message)
-        # server and model text: controls shown, not obeyed
-        _print_event(event, VisibleWriter(sys.stderr if msg.type in PROBLEMS else out))
+        printer.show(event)
 
     config = load_config(args.cwd)
     _home(config)
@@ -147,7 +175,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
         except (ConfigError, ModelError):
             for event in held:  # a warning may say why (a config file not read): then the error
                 if event.msg.type == "warning":
-                    _print_event(event, VisibleWriter(sys.stderr))
+                    printer.show(event)
             raise
         holding = False
         for event in held:
@@ -445,44 +473,38 @@ def main(argv: list[str] | None = None) -> int:
         return _not_a_folder("nbagent inspect", inspect[0]) or cli_inspect.main(inspect[1], cwd=inspect[0])
     args = _parse(argv)
     prog = f"nbagent {args.command}"
-    if refused := _not_a_folder(prog, args.cwd):
-        return refused
-    try:
-        if args.command == "run":
-            return signals.run(_turn(args, None))
-        if args.command == "resume":
-            return signals.run(_turn(args, args.thread))
-        if args.command == "compact":
-            return signals.run(_compact(args))
-        if args.command == "threads":
-            with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
-                return _threads(args)  # thread names and prompts: anyone's text, controls shown
-        if args.command == "index":
-            return _rebuild(args)
-        if args.command == "export":
-            return _export(args)
-        if args.command == "tools":
-            with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
-                return signals.run(_tools(args))
-        if args.command in ("resources", "prompts"):
-            with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
-                return signals.run(_offered(args))
-        if args.command == "trust":
-            print(folder_trust.run(args, args.cwd))
-            return 0
-        if args.command == "demo":
-            from nbagent.kit.demo import run_demo
+    return _not_a_folder(prog, args.cwd) or run_command(prog, lambda: _command(args), bad=(ModelError, KeyError))
 
-            run_demo(Path(args.output))
-            return 0
-    except (BadInput, ConfigError, ModelError, KeyError) as exc:
-        return fail(prog, exc)
-    except OSError as exc:  # a home that cannot be used, a full disk, another process writing the thread
-        return fail(prog, exc, 1)
-    except KeyboardInterrupt:
-        return 130
-    except signals.Stopped as stop:
-        return stop.exit_code
+
+def _command(args: argparse.Namespace) -> int:
+    """The command's exit code; its failures are said by ``run_command``."""
+    if args.command == "run":
+        return signals.run(_turn(args, None))
+    if args.command == "resume":
+        return signals.run(_turn(args, args.thread))
+    if args.command == "compact":
+        return signals.run(_compact(args))
+    if args.command == "threads":
+        with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
+            return _threads(args)  # thread names and prompts: anyone's text, controls shown
+    if args.command == "index":
+        return _rebuild(args)
+    if args.command == "export":
+        return _export(args)
+    if args.command == "tools":
+        with contextlib.redirect_stdout(sys.stdout if args.json else VisibleWriter(sys.stdout)):
+            return signals.run(_tools(args))
+    if args.command in ("resources", "prompts"):
+        with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
+            return signals.run(_offered(args))
+    if args.command == "trust":
+        print(folder_trust.run(args, args.cwd))
+        return 0
+    if args.command == "demo":
+        from nbagent.kit.demo import run_demo
+
+        run_demo(Path(args.output))
+        return 0
     return 2
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from nbagent.config import ConfigError, load_config
-from nbagent.kit.args import BAD_INPUT, fail
+from nbagent.kit.args import BAD_INPUT, fail, run_command
 from nbagent.kit.servers import (
     Finished,
     UsageProblem,
@@ -103,11 +103,4 @@ def main(argv: list[str], cwd: str | None = None) -> int:
     out = sys.stdout if getattr(args, "json", False) else VisibleWriter(sys.stdout)
     # Names, values and errors come from other tools' files and from servers: controls are shown, not obeyed.
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(VisibleWriter(sys.stderr)):
-        try:
-            return _run(args, Path(getattr(args, "cwd", None) or cwd or ".").resolve())
-        except (UsageProblem, ConfigError) as exc:
-            return fail(prog, exc)
-        except OSError as exc:
-            return fail(prog, exc, 1)
-        except KeyboardInterrupt:
-            return 130
+        return run_command(prog, lambda: _run(args, Path(getattr(args, "cwd", None) or cwd or ".").resolve()), bad=(UsageProblem,))

@@ -51,6 +51,27 @@ def fail(prog: str, exc: BaseException | str, code: int = BAD_INPUT) -> int:
     return code
 
 
+def run_command(prog: str, body: Callable[[], int], *, bad: tuple[type[Exception], ...] = ()) -> int:
+    """``body()``'s exit code, or the one its failure means, said in one line: bad input
+    (``BadInput``, ``ConfigError`` and ``bad``) 2, a file or process that refused (``OSError``) 1,
+    Ctrl-C 130, a stop signal 128 + its number. Every ``nbagent`` command ends through here, so
+    they all fail alike."""
+    from nbagent import signals
+    from nbagent.config import ConfigError
+
+    refused: tuple[type[Exception], ...] = (BadInput, ConfigError, *bad)
+    try:
+        return body()
+    except refused as exc:
+        return fail(prog, exc)
+    except OSError as exc:
+        return fail(prog, exc, 1)
+    except KeyboardInterrupt:
+        return 130
+    except signals.Stopped as stop:
+        return stop.exit_code
+
+
 def positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
     """An argparse type: a positive number of ``kind`` (argparse names the option when it refuses one)."""
 
