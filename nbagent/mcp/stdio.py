@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.abc import ByteSendStream, ObjectSendStream, Process
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -137,9 +138,36 @@ def _parse(line: bytes) -> SessionMessage | Exception:
     so the call fails at once with the cause instead of waiting out its timeout; any other line
     that does not parse is an exception, which the session logs and drops."""
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return SessionMessage(_result_reply(line) or types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
         return _unreadable_reply(line, exc) or exc
+
+
+_REPLY_KEYS = frozenset(("jsonrpc", "id", "result"))
+
+
+def _result_reply(line: bytes) -> types.JSONRPCResponse | None:
+    """The line as a result reply when it is plainly one (nearly every line a server sends):
+    parsed once and checked as a reply alone, where the message union parses it and tries the
+    request and notification shapes first (a page of a big ``tools/list`` took four times as
+    long). ``None`` for anything else, and for a line this does not take, so that the union
+    reads it and says what is wrong exactly as before."""
+    try:
+        value = pydantic_core.from_json(line)  # the parser the union's own ``validate_json`` uses
+    except ValueError:
+        return None
+    if (
+        type(value) is not dict
+        or value.keys() != _REPLY_KEYS
+        or value["jsonrpc"] != "2.0"
+        or type(value["id"]) not in (int, str)
+        or type(value["result"]) is not dict
+    ):
+        return None
+    try:
+        return types.JSONRPCResponse(jsonrpc="2.0", id=value["id"], result=value["result"])
+    except ValueError:
+        return None
 
 
 def _unreadable_reply(line: bytes, exc: ValueError) -> SessionMessage | None:
