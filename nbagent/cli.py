@@ -51,6 +51,7 @@ from nbagent.protocol import (
     ToolCallEnd,
 )
 from nbagent.protocol.ops import POLICIES
+from nbagent.sandbox import SANDBOX_MODES
 from nbagent.textsafe import VisibleWriter
 
 POLICY_HELP = (
@@ -165,7 +166,7 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
             return
         printer.show(event)
 
-    config = load_config(args.cwd)
+    config = load_config(args.cwd, overrides={"sandbox_mode": args.sandbox})
     _home(config)
     session = Session(model=args.model, policy=args.policy, cwd=args.cwd, config=config, thread=thread, entry="cli")
     session.subscribe(show)
@@ -377,6 +378,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
     def turn_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-m", "--model", help="model name, or replay:FILE for a scripted model")
         p.add_argument("--policy", choices=POLICIES, help=POLICY_HELP)
+        p.add_argument("--sandbox", choices=SANDBOX_MODES, help="the MCP servers' sandbox (default: sandbox_mode)")
         p.add_argument("--json", action="store_true", help="one JSON event per line")
         cwd_option(p)
 

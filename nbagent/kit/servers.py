@@ -147,7 +147,16 @@ def server_view(config: Config, name: str) -> dict[str, Any]:
         if key in data:
             data[key] = _hidden(data[key])
     head = {"name": name, "source": config.sources.get(name), "enabled": cfg.enabled, "transport": cfg.transport}
-    return {**head, "auth": auth(name, cfg, config), **data}
+    return {**head, "auth": auth(name, cfg, config), "sandbox": sandbox_text(name, cfg, config), **data}
+
+
+def sandbox_text(name: str, cfg: McpServerConfig, config: Config) -> str:
+    """The sandbox a stdio server runs in (``-`` for an HTTP server: it runs elsewhere)."""
+    if cfg.transport != "stdio":
+        return "-"
+    from nbagent.mcp.sandboxed import server_policy
+
+    return server_policy(name, cfg, config).describe()
 
 
 def _launch(cfg: McpServerConfig) -> str:
@@ -167,16 +176,17 @@ def _cut(text: str, width: int) -> str:
 
 
 def list_text(config: Config, statuses: Mapping[str, ServerStatus] | None = None) -> str:
-    """A table of servers: name, transport, enabled, auth, command or URL, file (and state)."""
+    """A table of servers: name, transport, enabled, auth, sandbox, command or URL, file (and state)."""
     if not config.mcp_servers:
         return "no MCP servers configured (add one: nbagent mcp add NAME -- CMD ARGS, or NAME --url URL)"
-    header = ["NAME", "TRANSPORT", "ENABLED", "AUTH", "COMMAND / URL", "SOURCE", *(["STATUS"] if statuses is not None else [])]
+    header = ["NAME", "TRANSPORT", "ENABLED", "AUTH", "SANDBOX", "COMMAND / URL", "SOURCE",
+              *(["STATUS"] if statuses is not None else [])]  # fmt: skip
     rows = [header]
     for name in sorted(config.mcp_servers):
         cfg = config.mcp_servers[name]
         state = [_status_text(statuses.get(name))] if statuses is not None else []
         rows.append([name, cfg.transport or "", "yes" if cfg.enabled else "no", auth(name, cfg, config),
-                     _cut(_launch(cfg), 48), config.sources.get(name, "-"), *state])  # fmt: skip
+                     sandbox_text(name, cfg, config), _cut(_launch(cfg), 48), config.sources.get(name, "-"), *state])  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 

@@ -46,10 +46,9 @@ def server_policy(name: str, cfg: McpServerConfig, config: Config | None) -> San
     if runner is not None and mode != "danger-full-access":
         folder, cache_var, offline_var = runner
         cache = home / CACHE_DIR / name / folder
-        cache.mkdir(parents=True, exist_ok=True)
         caches = (str(cache),)
         env[cache_var] = str(cache)
-        if any(cache.iterdir()):
+        if cache.is_dir() and any(cache.iterdir()):
             env[offline_var] = "true" if folder == "npm" else "1"
         else:
             network = True  # the first start resolves the package

@@ -88,6 +88,8 @@ def command(policy: SandboxPolicy, argv: list[str], env: dict[str, str]) -> tupl
     and sweeps up what it leaves), and ``env`` with what the policy needs added. Call
     :func:`require` first: this only builds the command line."""
     merged = {**policy.env, **env}
+    for cache in policy.caches:
+        os.makedirs(cache, exist_ok=True)
     plan = policy.plan()
     wrap = [sys.executable, "-I", "-S", LAUNCHER, str(os.getpid())]
     if plan is not None:

@@ -73,6 +73,8 @@ class SandboxPolicy(BaseModel):
     network_access: bool = False
     env: dict[str, str] = Field(default_factory=dict)
     """Variables the process needs under this policy (a package runner's cache), unless set."""
+    caches: tuple[str, ...] = ()
+    """Writable roots made when the process starts (a package runner's cache)."""
 
     @property
     def sandboxed(self) -> bool:
@@ -162,4 +164,5 @@ def resolve(
     return SandboxPolicy(
         sandbox_mode=mode, workspace=str(base), writable_roots=tuple(writable), read_only=tuple(read_only),
         deny_read=tuple(denied), network_access=mode == "danger-full-access" or net, env=env or {},
+        caches=tuple(_absolute(cache, base) for cache in caches),
     )  # fmt: skip

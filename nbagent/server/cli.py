@@ -13,6 +13,7 @@ from nbagent import signals
 from nbagent.config import ConfigError
 from nbagent.kit.args import BadInput, Parser, fail, positive
 from nbagent.protocol.ops import POLICIES
+from nbagent.sandbox import SANDBOX_MODES
 from nbagent.server.threads import Defaults
 from nbagent.store import add_process_secret
 
@@ -34,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="default model for new threads (e.g. gpt-5.1 or replay:PATH)")
     p.add_argument("--policy", choices=POLICIES,
                    help="default approval policy for new threads")
+    p.add_argument("--sandbox", choices=SANDBOX_MODES, help="the MCP servers' sandbox (default: sandbox_mode)")
     p.add_argument("--cwd", help="default working directory for new threads")
     p.add_argument("-c", "--config", action="append", default=[], metavar="KEY=JSON",
                    help="config override for every thread, e.g. -c max_tool_rounds=5 (repeatable)")
@@ -125,7 +127,8 @@ async def serve_http(defaults: Defaults, host: str, port: int, token: str, *, pr
 def main_mcp_server(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
-    defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd, config=_overrides(args.config),
+    defaults = Defaults(model=args.model, policy=args.policy, cwd=args.cwd,
+                        config=_overrides(args.config) | ({"sandbox_mode": args.sandbox} if args.sandbox else {}),
                         park_timeout=args.park_timeout, ask_timeout=args.ask_timeout,
                         idle_timeout=args.session_idle_timeout, max_sessions=args.max_sessions,
                         allow_config_override=args.allow_config_override)
