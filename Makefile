@@ -63,6 +63,7 @@ bench: setup
 	$(BIN)/python bench/render.py
 	$(BIN)/python bench/mcp_stdio.py
 	$(BIN)/python bench/mcp.py
+	$(BIN)/python bench/big_server_start.py
 	$(BIN)/python bench/conformance.py
 
 # Other agent runtimes' MCP clients, for bench/mcp.py only: their own venv, since they may pin

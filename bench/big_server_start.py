@@ -10,12 +10,13 @@ calls ``open_pull_request`` once:
 - ``plain``: a subprocess and JSON lines written and read by hand (``json.loads`` of the listing,
   nothing validated): the least any client can do, so mostly the server's own start and listing.
 - ``sdk``: ``mcp.Client`` over stdio, ``list_tools()`` then ``call_tool``.
-- ``nbagent``: ``async with Session(...)``, ``session.servers.ready()`` (every server started
-  and listed, the catalogue built), then ``Session.call_tool`` (router, approval under
+- ``nbagent``: ``async with Session(...)``, ``session.perform(ListMcpTools())`` (every server started
+  and listed, the catalogue built), then ``perform(CallTool(...))`` (router, approval under
   full-auto, events, the rollout on disk).
 
-The clock stops as the call returns (closing is not timed). Rounds are interleaved in a rotating order, one contender at a time, so a neighbour's load falls
-on all alike; figures are medians of wall time and of the client process's CPU.
+The clock stops as the call returns (closing is not timed). Rounds are interleaved in a rotating
+order, one contender at a time, so a neighbour's load falls on all alike; figures are medians of
+wall time and of the client process's CPU. ``--base PYTHON`` adds nbagent as another tree has it.
 Target: nbagent <= plain + 0.4 s (wall).
 
 Measured (2 cores, 5,000 tools, 5 rounds): before reading the listing without the SDK's models,
@@ -96,27 +97,31 @@ async def sdk(server: list[str], called: Callable[[], None]) -> None:
 
 
 async def nbagent(server: list[str], called: Callable[[], None]) -> None:
-    from nbagent import Session
+    from nbagent import Session, protocol
     from nbagent.config import Config, McpServerConfig
 
     with tempfile.TemporaryDirectory() as home:
         config = Config(home=home, approval_policy="full-auto")
         servers = {"big": McpServerConfig(command=server[0], args=server[1:], env={"MANY_TOOLS": os.environ["MANY_TOOLS"]})}
         async with Session(config=config, mcp_servers=servers, cwd=home) as session:
-            await session.servers.ready()
-            output = await session.call_tool(f"mcp__big__{TOOL}", ARGUMENTS)
+            if hasattr(protocol, "CallTool"):
+                await session.perform(protocol.ListMcpTools())
+                output = await session.perform(protocol.CallTool(name=f"mcp__big__{TOOL}", arguments=ARGUMENTS))
+            else:  # a tree from before the session's ops (--base)
+                await session.servers.ready()
+                output = await session.call_tool(f"mcp__big__{TOOL}", ARGUMENTS)
             called()
             assert output.status == "completed", output
 
 
-CONTENDERS: dict[str, Contender] = {"plain": plain, "sdk": sdk, "nbagent": nbagent}
+CONTENDERS: dict[str, Contender] = {"plain": plain, "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent}
 
 
 def worker(name: str, server: list[str], profile: str | None) -> None:
     """Import what the contender needs, say ready, then on ``go`` time one start to first call."""
     if name == "sdk":
         import mcp.client.stdio  # noqa: F401
-    elif name == "nbagent":
+    elif name.startswith("nbagent"):
         import nbagent.config  # noqa: F401
         from nbagent import Session  # noqa: F401
     print("ready", flush=True)
@@ -141,8 +146,8 @@ def worker(name: str, server: list[str], profile: str | None) -> None:
     print(json.dumps(figures), flush=True)
 
 
-def run_one(name: str, tools: int, profile: str | None) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--worker", name, "--tools", str(tools)]
+def run_one(name: str, python: str, tools: int, profile: str | None) -> dict[str, float]:
+    cmd = [python, __file__, "--worker", name, "--tools", str(tools)]
     if profile:
         cmd += ["--profile", profile]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -165,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", nargs="*", choices=list(CONTENDERS), help="contenders to run (default: all)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile (CPU time) each contender's last round into FILE.NAME")
+    parser.add_argument("--base", metavar="PYTHON", help="also run nbagent as installed for PYTHON (e.g. an older tree's venv)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     server = [sys.executable, str(SERVER)]
@@ -173,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.worker, server, args.profile)
         return 0
     rounds = 3 if args.quick else args.rounds
-    names = args.only or list(CONTENDERS)
+    names = args.only or ["plain", "sdk", "nbagent"]
+    if args.base and "nbagent-base" not in names:
+        names.append("nbagent-base")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
@@ -181,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
             profile = f"{args.profile}.{name}" if args.profile and r == rounds - 1 else None
-            figures = run_one(name, args.tools, profile)
+            figures = run_one(name, args.base if name == "nbagent-base" else sys.executable, args.tools, profile)
             walls[name].append(figures["wall"])
             cpus[name].append(figures["cpu"])
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -16,7 +16,7 @@ alone (transport, ``_meta``, result wrapping), to show which layer the cost beyo
 validated as ``CallToolResult``), to show how much of any client's cost is the server and the pipes.
 
 Run: ``.venv/bin/python bench/mcp.py [--quick] [--calls 200 --rounds 10] [--profile FILE]``.
-Targets: nbagent / sdk <= 1.10 in wall and client CPU; nbagent <= every peer.
+Targets: nbagent / sdk <= 1.25 in client CPU and <= 1.15 in wall; nbagent <= every peer.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ EXTRA = ("nbagent-mcp", "floor")
 """Run only when named in ``--only``."""
 PEERS = ("agents", "pydantic-ai", "fastmcp")
 WARMUP = 50
+TARGET_CPU, TARGET_WALL = 1.25, 1.15
+"""nbagent / sdk per call, with the call's two turn records on disk before it returns."""
 TEXT = "hello"
 
 Call = Callable[[], Awaitable[object]]
@@ -303,10 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{name:<12} {wall[name]:>9.0f} {cpu[name]:>9.0f} {ratios}")
     if "nbagent" in wall and "sdk" in wall:
-        ok = wall["nbagent"] / wall["sdk"] <= 1.10 and cpu["nbagent"] / cpu["sdk"] <= 1.10
+        ok = wall["nbagent"] / wall["sdk"] <= TARGET_WALL and cpu["nbagent"] / cpu["sdk"] <= TARGET_CPU
         peers = [n for n in wall if n in PEERS]
         beats = all(wall["nbagent"] <= wall[n] and cpu["nbagent"] <= cpu[n] for n in peers)
-        print(f"target nbagent/sdk <= 1.10 (wall and cpu): {'OK' if ok else 'MISSED'}")
+        print(f"target nbagent/sdk <= {TARGET_CPU} cpu, <= {TARGET_WALL} wall: {'OK' if ok else 'MISSED'}")
         if peers:
             print(f"target nbagent <= every peer (wall and cpu): {'OK' if beats else 'MISSED'}")
     return 0
