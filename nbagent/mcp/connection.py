@@ -29,6 +29,7 @@ from nbagent.deliver import deliver
 from nbagent.mcp.deadline import CallControl, current_call, paused
 from nbagent.mcp.errors import McpStartupError, McpUnavailable, why_ended
 from nbagent.mcp.listing import ToolHints, ToolList, paginate
+from nbagent.mcp.sandboxed import exited_hint
 from nbagent.mcp.server_requests import ElicitFn, EventFn, ServerRequests
 from nbagent.mcp.stderr_log import StderrLog
 from nbagent.mcp.stdio import ChildProcess
@@ -270,8 +271,12 @@ class McpConnection:
 
     def _why_ended(self, exc: BaseException) -> str:
         """Why the owner task ended; an error the server or its transport wrote may quote a
-        secret, so it is redacted."""
-        return self._redacted(why_ended(self.name, self.cfg, exc, self._child[0].returncode if self._child else None))
+        secret, so it is redacted. A server that exited in a sandbox is told the keys that give it more."""
+        code = self._child[0].returncode if self._child else None
+        text = why_ended(self.name, self.cfg, exc, code)
+        if code is not None and not self._serving:
+            text += exited_hint(self.name, self.cfg, self.oauth_config)
+        return self._redacted(text)
 
     def _crashed(self, message: str) -> None:
         self.state = "failed"

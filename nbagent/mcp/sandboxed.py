@@ -94,3 +94,18 @@ def permissions(config: Config) -> str:
         lines.append(f"Servers with their own sandbox: {'; '.join(own)}.")
     lines.append("Notebook tools such as run_python run in the live kernel, outside any sandbox.")
     return " ".join(lines)
+
+
+def exited_hint(name: str, cfg: McpServerConfig, config: Config | None) -> str:
+    """Said after "the server exited at start" when it ran in a sandbox: a denial the runtime
+    cannot see may be why, and these are the keys that give it more."""
+    if cfg.transport != "stdio":
+        return ""
+    policy = server_policy(name, cfg, config)
+    if not policy.sandboxed:
+        return ""
+    return (
+        f"; it ran in the sandbox {policy.describe()}: if it needs more, set writable_roots or network_access "
+        f'under [mcp_servers.{name}.sandbox_workspace_write], or sandbox_mode = "danger-full-access" '
+        f"under [mcp_servers.{name}]"
+    )

@@ -24,7 +24,7 @@ import pytest
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.mcp.sandboxed import permissions
-from nbagent.protocol import ToolSpec
+from nbagent.protocol import McpStartupUpdate, ToolSpec
 from nbagent.sandbox import available
 from tests.mcp.conftest import SERVERS, Answers, call_info
 from tests.trusting import clean_environ
@@ -188,3 +188,19 @@ def test_the_model_is_told_the_sandbox(tmp_path: Path) -> None:
     assert "workspace-write" in text and str(tmp_path.resolve()) in text and "network access is off" in text
     assert "run_python" in text and "outside any sandbox" in text
     assert "without a sandbox" in permissions(config.model_copy(update={"sandbox_mode": "danger-full-access"}))
+
+
+async def test_a_server_that_exits_at_start_in_the_sandbox_is_told_which_keys_give_it_more(world: World) -> None:
+    """A denial the runtime cannot see (the server wrote outside its roots, and gave up): the
+    startup error names the sandbox and the keys to change, for this server."""
+    events: list[Any] = []
+    config = Config(sandbox_mode="workspace-write", home=str(world.nbagent_home), workspace=str(world.workspace))
+    code = f"open({str(world.outside / 'state.db')!r}, 'w')"
+    servers = {"needy": McpServerConfig(command=sys.executable, args=["-c", code])}
+    manager = McpConnectionManager(servers, events.append, Answers(), world.nbagent_home / "logs", config)
+    await manager.start()
+    await manager.aclose()
+    [failed] = [e for e in events if isinstance(e, McpStartupUpdate) and e.status == "failed"]
+    assert "sandbox workspace-write, network off" in (failed.error or ""), failed
+    assert 'sandbox_mode = "danger-full-access" under [mcp_servers.needy]' in (failed.error or "")
+    assert "PermissionError" in (failed.stderr_tail or "")
