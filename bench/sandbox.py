@@ -25,6 +25,8 @@ from pathlib import Path
 from nbagent import sandbox
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.manager import McpConnectionManager
+from nbagent.protocol import ElicitationRequested
+from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.sandbox import SandboxMode, SandboxWorkspaceWrite
 
 ECHO = Path(__file__).resolve().parents[1] / "tests" / "servers" / "echo.py"
@@ -32,10 +34,14 @@ SERVER_TARGET_MS = 50.0
 COMMAND_TARGET_MS = 20.0
 
 
+async def _decline(event: ElicitationRequested) -> ElicitOutcome:
+    return ElicitOutcome(action="decline")
+
+
 async def server_start(mode: SandboxMode, work: Path) -> float:
     config = Config(sandbox_mode=mode, home=str(work / "home"), workspace=str(work))
     servers = {"echo": McpServerConfig(command=sys.executable, args=[str(ECHO)])}
-    manager = McpConnectionManager(servers, lambda e: None, None, work / "logs", config)
+    manager = McpConnectionManager(servers, lambda e: None, _decline, work / "logs", config)
     started = time.perf_counter()
     await manager.start()
     took = time.perf_counter() - started
@@ -71,8 +77,8 @@ def main() -> None:
         ways: dict[str, SandboxMode | None] = {"direct": None, "launcher": "danger-full-access", "sandbox": "workspace-write"}
         runs: dict[str, list[float]] = {way: [] for way in ways}
         for _ in range(args.runs):
-            for way, mode in ways.items():
-                runs[way].append(command_start(mode, work))
+            for way, how in ways.items():
+                runs[way].append(command_start(how, work))
     ms = {key: statistics.median(values) * 1000 for key, values in (starts | runs).items()}
     server_cost = ms["workspace-write"] - ms["danger-full-access"]
     command_cost = ms["sandbox"] - ms["launcher"]
