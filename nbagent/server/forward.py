@@ -11,7 +11,33 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from nbagent.protocol import Event
+from nbagent.kit.turn import (
+    Approval,
+    Card,
+    CardChanged,
+    Change,
+    Ended,
+    Ending,
+    Failed,
+    MessageChanged,
+    Question,
+    QuestionChanged,
+    ReasoningChanged,
+    ServerChanged,
+    ServerLogged,
+    Started,
+    Step,
+    TurnModel,
+    Warned,
+)
+from nbagent.protocol import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ElicitationRequested,
+    ElicitationResolved,
+    Event,
+    ToolCallEnd,
+)
 from nbagent.textsafe import one_line
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -26,46 +52,46 @@ def _clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe(event: Event) -> tuple[str | None, str | None, dict[str, Any] | None]:
-    """``(progress message, log level, log data)`` for one event; ``None`` parts are not sent."""
-    e: Any = event.msg
-    kind = e.type
-    if kind == "turn_started":
-        return "turn started", "info", {"event": kind, "turn_id": event.turn_id, "model": e.model}
-    if kind == "tool_call_begin":
-        where = f" ({e.server}/{e.raw_tool})" if e.server else ""
-        return f"calling {e.tool}{where}", "info", {"event": kind, "call_id": e.call_id, "tool": e.tool,
-                                                     "server": e.server, "arguments": e.arguments}
-    if kind == "tool_call_end":
-        return (f"{e.tool}: {e.status}", "info" if not e.is_error else "warning",
-                {"event": kind, "call_id": e.call_id, "tool": e.tool, "status": e.status, "output": _clip(e.output)})
-    if kind == "approval_requested":
-        return f"approval needed for {e.tool}", "notice", {"event": kind, "call_id": e.call_id, "tool": e.tool}
-    if kind == "approval_resolved":
-        return (f"approval {e.decision} ({e.by})", "info",
-                {"event": kind, "call_id": e.call_id, "decision": e.decision, "by": e.by})
-    if kind == "elicitation_requested":
-        return f"{e.server} asks a question", "notice", {"event": kind, "server": e.server, "message": e.message}
-    if kind == "elicitation_resolved":
-        return f"question answered: {e.action} ({e.by})", "info", {"event": kind, "action": e.action, "by": e.by}
-    if kind == "progress":
-        msg = f"{one_line(e.call_id)}: {e.progress:g}" + (f"/{e.total:g}" if e.total else "") + (f" {e.message}" if e.message else "")
-        return msg, None, None
-    if kind == "reasoning":
-        return _clip("reasoning: " + e.text), None, None
-    if kind == "mcp_log":
-        return None, e.level if e.level in LEVELS else "info", {"event": kind, "server": e.server, "data": e.data}
-    if kind == "mcp_startup_update":
-        return f"MCP server {e.server}: {e.status}", "error" if e.status == "failed" else "info", {
-            "event": kind, "server": e.server, "status": e.status, "error": e.error}
-    if kind == "warning":
-        return None, "warning", {"event": kind, "message": e.message}
-    if kind in ("error", "turn_failed"):
-        return None, "error", {"event": kind, "code": e.code, "message": e.message}
-    if kind == "turn_aborted":
-        return f"turn aborted: {e.reason}", "warning", {"event": kind, "reason": e.reason}
-    if kind == "turn_completed":
-        return "turn completed", "info", {"event": kind}
+def describe(change: Change | None, kind: str) -> tuple[str | None, str | None, dict[str, Any] | None]:
+    """``(progress message, log level, log data)`` for one change of the turn model, from an
+    event of type ``kind`` (the log data names it); ``None`` parts are not sent."""
+    match change:
+        case Started(model=model, turn_id=turn_id):
+            return "turn started", "info", {"event": kind, "turn_id": turn_id, "model": model}
+        case CardChanged(card=card, part="begun"):
+            where = f" ({card.server}/{card.raw_tool})" if card.server else ""
+            return f"calling {card.tool}{where}", "info", {"event": kind, "call_id": card.call_id, "tool": card.tool,
+                                                           "server": card.server, "arguments": card.arguments}
+        case CardChanged(card=Card(end=ToolCallEnd() as end), part="ended"):
+            return (f"{end.tool}: {end.status}", "info" if not end.is_error else "warning",
+                    {"event": kind, "call_id": end.call_id, "tool": end.tool, "status": end.status, "output": _clip(end.output)})
+        case CardChanged(card=Card(approval=Approval(ask=ApprovalRequested() as ask)), part="asked"):
+            return f"approval needed for {ask.tool}", "notice", {"event": kind, "call_id": ask.call_id, "tool": ask.tool}
+        case CardChanged(card=Card(approval=Approval(answer=ApprovalResolved() as answer)), part="decided"):
+            return (f"approval {answer.decision} ({answer.by})", "info",
+                    {"event": kind, "call_id": answer.call_id, "decision": answer.decision, "by": answer.by})
+        case CardChanged(card=Card(progress=Step() as step) as card, part="progress"):
+            total = f"/{step.total:g}" if step.total else ""
+            return f"{one_line(card.call_id)}: {step.progress:g}{total}" + (f" {step.message}" if step.message else ""), None, None
+        case QuestionChanged(question=Question(answer=ElicitationResolved() as answer)):
+            return f"question answered: {answer.action} ({answer.by})", "info", {"event": kind, "action": answer.action, "by": answer.by}
+        case QuestionChanged(question=Question(ask=ElicitationRequested() as ask)):
+            return f"{ask.server} asks a question", "notice", {"event": kind, "server": ask.server, "message": ask.message}
+        case ReasoningChanged(reasoning=reasoning) if reasoning.done:
+            return _clip("reasoning: " + reasoning.text), None, None
+        case ServerLogged(server=server, level=level, data=data):
+            return None, level if level in LEVELS else "info", {"event": kind, "server": server, "data": data}
+        case ServerChanged(server=server):
+            return f"MCP server {server.name}: {server.status}", "error" if server.status == "failed" else "info", {
+                "event": kind, "server": server.name, "status": server.status, "error": server.error}
+        case Warned(message=message):
+            return None, "warning", {"event": kind, "message": message}
+        case Failed(message=message, code=code) | Ended(ending=Ending(status="failed", reason=message, code=code)):
+            return None, "error", {"event": kind, "code": code, "message": message}
+        case Ended(ending=Ending(status="aborted", reason=reason)):
+            return f"turn aborted: {reason}", "warning", {"event": kind, "reason": reason}
+        case Ended():
+            return "turn completed", "info", {"event": kind}
     return None, None, None
 
 
@@ -79,6 +105,8 @@ class Forwarder:
         self._progress = progress
         self._log = log
         self._min = LEVELS.index(min_level) if min_level in LEVELS else 1
+        self.model = TurnModel()
+        """The round's events folded: what each notification says comes from here."""
         self._step = 0
         self._pending = ""
         self._since = 0.0
@@ -98,18 +126,19 @@ class Forwarder:
             await self._send(_clip(text.strip() or text))
 
     async def __call__(self, event: Event) -> None:
-        msg = event.msg
-        if msg.type == "agent_message_delta":
-            if not self._pending:
-                self._since = time.monotonic()
-            self._pending += msg.delta
-            if time.monotonic() - self._since >= COALESCE_SECONDS or len(self._pending) >= MAX_MESSAGE:
-                await self.flush()
-            return
-        if msg.type == "reasoning_delta":
-            return
+        change = self.model.apply(event)
+        match change:
+            case MessageChanged(message=text, delta=delta) if not text.done:
+                if not self._pending:
+                    self._since = time.monotonic()
+                self._pending += delta
+                if time.monotonic() - self._since >= COALESCE_SECONDS or len(self._pending) >= MAX_MESSAGE:
+                    await self.flush()
+                return
+            case ReasoningChanged(reasoning=reasoning) if not reasoning.done:
+                return
         await self.flush()
-        message, level, data = describe(event)
+        message, level, data = describe(change, event.msg.type)
         if message:
             await self._send(message)
         if level and data is not None and LEVELS.index(level) >= self._min:
