@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nbagent.core.inspect import RequestView, ToolView, TurnView
 from nbagent.kit.args import Parser, cwd_option
@@ -50,13 +50,17 @@ def _short(value: object, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def tools_text(views: Sequence[ToolView]) -> str:
+def tools_text(views: Sequence[ToolView], sandboxes: Mapping[str, str] | None = None) -> str:
+    """Each tool's identities, approval and schema; ``sandboxes`` (server -> its sandbox) adds
+    the sandbox an MCP tool's server runs in."""
     if not views:
         return "no tools"
     lines: list[str] = []
     for v in views:
         where = f"{v.server}/{v.raw_name}" if v.server else v.raw_name
         lines.append(f"{v.name}  <- {where}  [{v.source}]")
+        if v.server and sandboxes and v.server in sandboxes:
+            lines.append(f"  sandbox: {sandboxes[v.server]}")
         if v.title != v.raw_name:
             lines.append(f"  title: {v.title}")
         hints = ", ".join(f"{k}={val}" for k, val in v.annotations.items()) or "none"

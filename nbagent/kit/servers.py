@@ -159,6 +159,11 @@ def sandbox_text(name: str, cfg: McpServerConfig, config: Config) -> str:
     return server_policy(name, cfg, config).describe()
 
 
+def sandboxes(config: Config) -> dict[str, str]:
+    """Every configured server's sandbox, by name (as ``sandbox_text`` says it)."""
+    return {name: sandbox_text(name, cfg, config) for name, cfg in config.mcp_servers.items()}
+
+
 def _launch(cfg: McpServerConfig) -> str:
     return cfg.as_written(cfg.url) or shlex.join(cfg.as_written([cfg.command or "", *cfg.args]))
 

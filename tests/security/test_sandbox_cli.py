@@ -51,3 +51,10 @@ def test_mcp_list_shows_each_servers_sandbox(tmp_path: Path) -> None:
     assert [line.split()[4] for line in text.splitlines()[1:]] == ["read-only", "-"], text
     rows = json.loads(_nbagent(work, env, "mcp", "list", "--json").stdout)
     assert {row["name"]: row["sandbox"] for row in rows} == {"probe": "read-only", "web": "-"}
+
+
+def test_inspect_tools_shows_the_sandbox_of_each_tools_server(tmp_path: Path) -> None:
+    work, env = _project(tmp_path, 'sandbox_mode = "read-only"\n')
+    text = _nbagent(work, env, "inspect", "tools").stdout
+    block = text.split("mcp__probe__write_file  <- probe/write_file")[1]
+    assert block.splitlines()[1] == "  sandbox: read-only", text
