@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from nbagent.config import Config, ConfigError, load_config
+from nbagent.config import Config, load_config
 from nbagent.core.inspect import (
     RequestRecord,
     TurnView,
@@ -26,7 +26,7 @@ from nbagent.core.inspect import (
     tool_views,
     turn_from_rollout,
 )
-from nbagent.kit.args import BadInput, fail
+from nbagent.kit.args import BadInput, run_command
 from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
 from nbagent.textsafe import VisibleWriter
 
@@ -41,13 +41,13 @@ def _emit(args: argparse.Namespace, data: object, text: str) -> None:
 
 
 async def _tools(args: argparse.Namespace, config: Config) -> int:
-    from nbagent.kit.servers import sandboxes, server_manager
+    from nbagent.kit.servers import server_manager
 
     warnings: list[str] = list(config.warnings)  # a config file not read is why a tool is missing
     async with server_manager(config, config.home_path / "logs", warnings) as mcp:
         redactor = redactor_for(config)
         views = [redacted(v, redactor) for v in tool_views([mcp.complete(spec) for spec in mcp.list_tools()], args.policy or config.approval_policy)]
-    text = config.unread.no_tools("no tools") if not views and config.unread else tools_text(views, sandboxes(config))
+    text = config.unread.no_tools("no tools") if not views and config.unread else tools_text(views)
     _emit(args, {"tools": [v.model_dump(mode="json") for v in views], "warnings": warnings}, text)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -122,27 +122,21 @@ def _recorded_turn(lines: list[str], turn_id: str | None) -> TurnView | None:
 
 def main(argv: list[str], cwd: str | None = None) -> int:
     """``nbagent [-C DIR] inspect VIEW ...``: 0 shown, 1 a server failed, 2 bad input."""
-    from nbagent import signals
-
     args = parser("nbagent inspect", live=False).parse_args(argv)
     prog = f"nbagent inspect {args.view}"
     out = sys.stdout if args.json else VisibleWriter(sys.stdout)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(VisibleWriter(sys.stderr)):
-        try:
-            config = load_config(getattr(args, "cwd", None) or cwd)
-            if args.view == "tools":
-                return signals.run(_tools(args, config))
-            if args.view == "wire":
-                if args.n < 1:
-                    raise BadInput("-n must be at least 1")
-                return signals.run(_wire(args, config))
-            return _recorded(args, config)
-        except (BadInput, ConfigError) as exc:
-            return fail(prog, exc)
-        except OSError as exc:
-            return fail(prog, exc, 1)
-        except KeyboardInterrupt:
-            return 130
-        except signals.Stopped as stop:
-            return stop.exit_code
+        return run_command(prog, lambda: _view(args, load_config(getattr(args, "cwd", None) or cwd)))
+
+
+def _view(args: argparse.Namespace, config: Config) -> int:
+    from nbagent import signals
+
+    if args.view == "tools":
+        return signals.run(_tools(args, config))
+    if args.view == "wire":
+        if args.n < 1:
+            raise BadInput("-n must be at least 1")
+        return signals.run(_wire(args, config))
+    return _recorded(args, config)
 
