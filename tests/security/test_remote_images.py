@@ -135,14 +135,15 @@ def test_an_image_becomes_a_link_the_person_can_open() -> None:
 def test_code_keeps_its_images_as_written_and_a_tool_image_stays_inline() -> None:
     """Markdown about Markdown (a README's badge in a fence or a code span) is shown exactly as the
     model wrote it; a tool's image is data already in the page and is drawn."""
+    from nbagent.kit.turn import Card
     from nbagent.notebook.toolcard import ToolCard
-    from nbagent.protocol import ImageBlock, ToolCallBegin, ToolCallEnd
+    from nbagent.protocol import ImageBlock, ToolCallEnd
 
     text = f"```markdown\n![badge]({ATTACKER})\n```\n\nand `![x](y.png)` inline"
     assert shown(text) == text
     (html,) = _marked([shown(text)])
     assert not fetched(html)
-    card = ToolCard(ToolCallBegin(call_id="c", tool="plot", arguments={}))
+    card = ToolCard(Card(call_id="c", tool="plot", arguments={}, begun=True))
     card.on_end(ToolCallEnd(call_id="c", tool="plot", status="completed", output="",
                             content=[ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")], duration_ms=1))
     assert fetched(card.result.value) == ['<img src=data:image/png;base64,iVBORw0KGgo=>']
