@@ -1,4 +1,4 @@
-"""The OS sandbox every stdio MCP server (and any command nbagent starts) runs in (DESIGN §20).
+"""The OS sandbox every stdio MCP server (and any command nbagent starts) runs in (DESIGN §18).
 
 Codex's modes: ``read-only``, ``workspace-write`` (the default) and ``danger-full-access``.
 :func:`resolve` makes a mode concrete (:class:`SandboxPolicy`), :func:`require` refuses to
