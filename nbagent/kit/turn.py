@@ -90,11 +90,25 @@ def header_text(header: Header) -> HeaderText:
 
 @dataclass
 class Text:
-    """An agent message or a reasoning item: the streamed deltas joined, then the final text."""
+    """An agent message or a reasoning item: the streamed deltas joined, then the final text.
+    Deltas are kept as pieces and joined when read, so a long stream costs linear time."""
 
     item_id: str
-    text: str = ""
     done: bool = False
+    _pieces: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def text(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces[:] = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    def append(self, delta: str) -> None:
+        self._pieces.append(delta)
+
+    def finish(self, text: str) -> None:
+        self._pieces[:] = [text]
+        self.done = True
 
 
 @dataclass
@@ -446,7 +460,7 @@ class TurnModel:
 def _fold(text: Text, event: AgentMessageDelta | AgentMessage | ReasoningDelta | Reasoning) -> str:
     """Append a delta (returned) or set the final text (``""`` returned)."""
     if isinstance(event, AgentMessageDelta | ReasoningDelta):
-        text.text += event.delta
+        text.append(event.delta)
         return event.delta
-    text.text, text.done = event.text, True
+    text.finish(event.text)
     return ""

@@ -4,11 +4,12 @@ real MCP servers over stdio, approvals and a question answered as a person would
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from nbagent import Session
 from nbagent.kit.turn import CardChanged, Ended, Header, MessageChanged, QuestionChanged, TurnModel, header_text
-from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event, TurnAborted
+from nbagent.protocol import AgentMessageDelta, ApprovalDecision, ElicitationResponse, Event, TurnAborted
 from tests.mcp.conftest import server_cfg
 
 FEATURES = "mcp__feat__"
@@ -130,3 +131,15 @@ def test_the_header_is_named_once_for_every_display() -> None:
     assert text.parts() == ["scripted model (x.json)", "thread a\\nb", "policy full-auto: EVERY tool call runs without asking",
                             "notebook context on"]
     assert text.loud and not header_text(Header(model_label="m", scripted=False, thread="t", policy="never")).loud
+
+
+def test_a_long_stream_folds_in_linear_time() -> None:
+    """A 1 MB message in 5-character deltas: joined once when read, not copied on every delta
+    (joining as it came took ~48 s here; the pieces take ~0.3 s)."""
+    turn = TurnModel()
+    deltas = [Event(msg=AgentMessageDelta(item_id="m", delta="word ")) for _ in range(200_000)]
+    started = time.perf_counter()
+    for event in deltas:
+        turn.apply(event)
+    assert turn.messages["m"].text == "word " * 200_000
+    assert time.perf_counter() - started < 10
