@@ -179,14 +179,14 @@ class WidgetTurn:
                 self._add(panel.widget)
                 return
             shown.attach(panel.embed(), replaces_arguments=True)
-            shown.set_status("awaiting")
+            shown.set_status(card.status)
         elif part == "decided" and card.approval is not None and card.approval.answer is not None:
             answer = card.approval.answer
             asked = self.approvals.get(card.call_id)
             if asked is not None:
                 asked.on_resolved(answer)
             if shown is not None and shown.status == "awaiting":
-                shown.decided(card.approval.runs, answer.arguments)
+                shown.decided(answer.arguments)
 
     def _on_question(self, question: Question) -> None:
         if question.answer is None:

@@ -76,15 +76,16 @@ class ToolCard:
             verb = "declined" if action == "decline" else "cancelled"
             self.outcome_note = f"{who} {verb} the server's question" if who == "you" else f"the server's question was {verb} by {who}"
 
-    def decided(self, approved: bool, arguments: dict[str, Any] | None) -> None:
-        """After the approval: the arguments that run (the user's edit, if any) are shown again."""
+    def decided(self, arguments: dict[str, Any] | None) -> None:
+        """After the approval: the arguments that run (the user's edit, if any) are shown again,
+        and the call's status (running or denied) as the turn model decided it."""
         if arguments is not None and arguments != self.call.arguments:
             self.arguments.value = (
                 f"<details><summary>{muted('arguments (edited by you before approval)')}</summary>"
                 f"{pre(pretty_json(arguments))}</details>"
             )
         self.arguments.layout.display = ""
-        self.set_status("running" if approved else "denied")
+        self.set_status(self.call.status)
 
     def set_status(self, status: str) -> None:
         self.status = status
@@ -116,7 +117,7 @@ class ToolCard:
             self.progress.value = self.progress.max
             self.progress.bar_style = "success"
         self.result.value = self._result_html(end)
-        self.set_status(end.status if not (end.is_error and end.status == "completed") else "failed")
+        self.set_status(self.call.status)
 
     def _render_header(self) -> None:
         icon, color, label = STATUS_STYLE.get(self.status, ("·", "muted", self.status))
