@@ -20,7 +20,6 @@ from nbagent.config import Config, load_config
 from nbagent.core.inspect import (
     RequestRecord,
     TurnView,
-    redacted,
     redactor_for,
     request_from_record,
     tool_views,
@@ -28,6 +27,7 @@ from nbagent.core.inspect import (
 )
 from nbagent.kit.args import BadInput, run_command
 from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
+from nbagent.secrets import redacted
 from nbagent.textsafe import VisibleWriter
 
 # -- the command -----------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ Arrows point down: front ends (the package root, ``notebook/``, ``server/``, the
 modules) -> ``kit/`` -> ``core/`` -> {``mcp/``, ``models/``, ``store/``, ``schema/``, ``config``}
 -> ``protocol/``. Front ends never import each other (what several offer lives in ``kit/``), the
 core never imports the native tools, and nothing outside ``examples/`` imports ``examples/``.
+``secrets/`` is a leaf every layer redacts with (it imports only ``protocol/`` and ``textsafe``),
+so ``mcp/`` needs nothing of ``store/``.
 Every import counts, wherever it sits: at module level, inside a function (the lazy imports
 that keep ``import nbagent`` cheap), under ``TYPE_CHECKING``, relative (``from . import x``)
 or through ``importlib.import_module("...")`` with a literal name. A cycle that only shows
@@ -137,6 +139,12 @@ def layer_problems(root: Path) -> list[str]:
             _within(imp.target, f"{pkg}.{leaf}") for leaf in ("calls", "protocol", "schema")
         ):
             problems.append(f"{imp.where(root)}  (calls/ imports only protocol/ and schema/ of {pkg})")
+        elif _within(source, f"{pkg}.secrets") and not any(
+            _within(imp.target, f"{pkg}.{leaf}") for leaf in ("secrets", "protocol", "textsafe")
+        ):
+            problems.append(f"{imp.where(root)}  (secrets/ imports only protocol/ and textsafe of {pkg})")
+        elif _within(source, f"{pkg}.mcp") and _within(imp.target, f"{pkg}.store"):
+            problems.append(f"{imp.where(root)}  (mcp/ must not import store/; what both need of secrets is in secrets/)")
         elif _layer(source, below_core) and _within(imp.target, f"{pkg}.core"):
             problems.append(f"{imp.where(root)}  ({_layer(source, below_core)} must not import core/)")
         elif face is None and target_face:
@@ -219,13 +227,16 @@ def test_every_import_in_nbagent_points_down_the_layers() -> None:
         ("cli_x.py", "from nbagent.notebook import y\n", 1, "front end nbagent.cli* imports the front end nbagent.notebook"),
         ("core/x.py", "from nbagent.tools import notebook\n", 1, "core/ must not import tools/"),
         ("notebook/x.py", "from nbagent.examples.quickstart import build\n", 1, "outside examples/, it imports nbagent.examples"),
+        ("secrets/x.py", "from nbagent.config import Config\n", 1, "secrets/ imports only protocol/ and textsafe"),
+        ("secrets/x.py", "def f():\n    from nbagent.store import y\n", 2, "secrets/ imports only protocol/ and textsafe"),
+        ("mcp/x.py", "from nbagent.store.rollout import RolloutWriter\n", 1, "mcp/ must not import store/"),
     ],
 )
 def test_a_wrong_way_import_is_reported_with_its_file_line_and_text(
     tmp_path: Path, path: str, source: str, line: int, expected: str
 ) -> None:
     root = tmp_path / "nbagent"
-    for folder in ("", "protocol", "calls", "core", "mcp", "store", "models", "notebook", "tools", "examples"):
+    for folder in ("", "protocol", "calls", "core", "mcp", "store", "models", "notebook", "tools", "examples", "secrets"):
         (root / folder).mkdir(exist_ok=True)
         (root / folder / "__init__.py").write_text("")
     (root / "notebook" / "y.py").write_text("")
@@ -243,12 +254,15 @@ def test_a_wrong_way_import_is_reported_with_its_file_line_and_text(
 
 def test_downward_imports_are_not_reported(tmp_path: Path) -> None:
     root = tmp_path / "nbagent"
-    for folder in ("", "protocol", "core", "mcp", "notebook"):
+    for folder in ("", "protocol", "core", "mcp", "notebook", "secrets"):
         (root / folder).mkdir(exist_ok=True)
         (root / folder / "__init__.py").write_text("")
     (root / "protocol" / "items.py").write_text("from . import _base\nfrom nbagent.protocol import items\n")
     (root / "protocol" / "_base.py").write_text("")
-    (root / "mcp" / "x.py").write_text("from nbagent.protocol import items\nfrom . import y\n")
+    (root / "textsafe.py").write_text("")
+    (root / "secrets" / "r.py").write_text("from nbagent.protocol import items\nfrom nbagent.textsafe import x\nfrom . import s\n")
+    (root / "secrets" / "s.py").write_text("")
+    (root / "mcp" / "x.py").write_text("from nbagent.protocol import items\nfrom . import y\nfrom nbagent.secrets import r\n")
     (root / "mcp" / "y.py").write_text("")
     (root / "core" / "x.py").write_text("def f():\n    from nbagent.mcp import x\n")
     (root / "notebook" / "x.py").write_text("import nbagent\nfrom nbagent.core import x\nfrom nbagent.kit import k\n")

@@ -4,7 +4,7 @@ files and translated to ``[mcp_servers.NAME]`` tables for ``nbagent.toml``.
 A secret is never copied or shown: a variable reference (``${VAR}``, ``${env:VAR}``, VS Code's
 ``${input:ID}``) becomes the name of an environment variable nbagent reads at start-up
 (``env_vars``, ``env_http_headers``, ``bearer_token_env_var``), and so does a value written out
-that may be a secret (``nbagent.mcp.wire.may_be_secret``), under a name the person is told. What
+that may be a secret (``nbagent.secrets.may_be_secret``), under a name the person is told. What
 has no equivalent is left out and said, naming the file and the key; a server that cannot start
 without it is skipped. A file of a folder (``.mcp.json``, ``.codex/config.toml``, the folder's
 section of ``~/.claude.json``) is read only when the folder is trusted (``nbagent.config.trust``).
@@ -27,7 +27,8 @@ from nbagent.config import MCP_JSON, MCP_JSON_TYPES, SERVER_NAME, ConfigError, M
 from nbagent.config.edit import parse_toml, server_table, toml_value
 from nbagent.config.errors import problems
 from nbagent.config.files import read_json, read_text
-from nbagent.mcp.wire import may_be_secret, url_password
+from nbagent.mcp.wire import url_password
+from nbagent.secrets import may_be_secret
 
 Tool = Literal["codex", "claude", "cursor", "vscode"]
 TOOLS: tuple[Tool, ...] = ("codex", "claude", "cursor", "vscode")

@@ -22,11 +22,11 @@ from pydantic import BaseModel, Field
 
 from nbagent.core.approval import ApprovalMemory, ask_reason
 from nbagent.core.context import ContextView
-from nbagent.core.thread import redacted, redactor_for
+from nbagent.core.thread import redactor_for
 from nbagent.models.base import ModelClient, ModelEvent, ModelRequest
 from nbagent.protocol import Event, Item, ItemRecord, Policy, RolloutLine, ToolSpec, TurnRecord
+from nbagent.secrets import Redactor, redacted
 from nbagent.store.inspect_files import InspectFiles
-from nbagent.store.rollout import Redactor
 
 __all__ = [
     "EVENTS_KEPT",
@@ -37,7 +37,6 @@ __all__ = [
     "ToolView",
     "TurnView",
     "effective_approval",
-    "redacted",
     "redactor_for",
     "request_from_record",
     "timeline",

@@ -36,7 +36,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_HINT, RequestTools
 from nbagent.core.router import ToolRouter
 from nbagent.core.servers import McpServers
-from nbagent.core.thread import EventRedactor, ThreadState
+from nbagent.core.thread import ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.tool_call import AbortTurn, execute_call
 from nbagent.core.turn import TurnOutcome, run_turn
@@ -75,6 +75,7 @@ from nbagent.protocol import (
     unicode_text,
 )
 from nbagent.protocol.elicitation import ElicitOutcome
+from nbagent.secrets import EventRedactor
 from nbagent.store import RolloutWriteError, ThreadStore
 from nbagent.store.inspect_files import InspectFiles
 

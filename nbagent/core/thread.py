@@ -9,12 +9,7 @@ start, an outside call): a session that never ran a turn leaves no empty thread 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import TypeVar
-
-import orjson
-from pydantic import BaseModel
 
 from nbagent.config import Config
 from nbagent.core.bus import EventBus
@@ -22,27 +17,18 @@ from nbagent.core.context import ContextView
 from nbagent.core.thread_settings import remembered
 from nbagent.mcp.wire import secret_sources
 from nbagent.protocol import (
-    TERMINAL_TYPES,
-    AgentMessage,
-    AgentMessageDelta,
-    Event,
     FunctionCall,
     Item,
     ItemRecord,
     NameRecord,
-    Reasoning,
-    ReasoningDelta,
     RolloutLine,
     ThreadMeta,
-    ToolSpec,
-    TurnAborted,
-    TurnCompleted,
     TurnRecord,
     WarningEvent,
     new_id,
 )
+from nbagent.secrets import Redactor, process_secrets
 from nbagent.store import (
-    Redactor,
     RolloutWriteError,
     RolloutWriter,
     ThreadStore,
@@ -50,8 +36,6 @@ from nbagent.store import (
     repair_open_calls,
     without_orphan_outputs,
 )
-from nbagent.store.rollout import StreamRedactor
-from nbagent.store.secrets import process_secrets
 
 
 def rollout_secrets(config: Config) -> list[str]:
@@ -65,128 +49,6 @@ def redactor_for(config: Config) -> Redactor:
     """The rollout's rule over ``config`` as it is now, for views with no thread open (``nbagent
     inspect tools``, events before the first thread)."""
     return Redactor([*rollout_secrets(config), *process_secrets()])
-
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-
-DELTA_TYPES = frozenset({"agent_message_delta", "reasoning_delta"})
-"""Streamed fragments: a display shows them as they come, and the message that ends them
-replaces their text, redacted."""
-
-
-def redacted(value: ModelT, redactor: Redactor) -> ModelT:
-    """``value`` (an event, a result for an outside caller) as the rollout would hold it, for
-    whoever is shown it: a server may hand back the secrets it was given (in a result, a
-    description, an error, its stderr) and the model may echo them. One scan of the JSON finds
-    that nearly every value holds none."""
-    raw = value.model_dump_json(by_alias=True)
-    clean = redactor.text(raw)
-    return value if clean == raw else type(value).model_validate_json(clean)
-
-
-def for_provider(instructions: str, tools: list[ToolSpec], redactor: Redactor) -> tuple[str, list[ToolSpec]]:
-    """A model request's instructions and tools as the provider is sent them: hiding what the
-    rollout hides, as the history it carries does. A server may put the secrets it was given in
-    its instructions, a description or its schema (a default, an enum, a property's name); one
-    scan of every tool's text finds that nearly every request holds none. Names are left as they
-    are: a call is routed by its name, and the catalogue leaves out a tool whose name holds a
-    secret (``CatalogBuilder``)."""
-    if not redactor:
-        return instructions, tools
-    if redactor.find(_model_text(tools)) is None:
-        return redactor.text(instructions), tools
-    return redactor.text(instructions), [
-        spec.model_copy(update={"description": redactor.text(spec.description),
-                                "parameters": redactor.value(spec.parameters)})
-        if redactor.find(_model_text([spec])) is not None else spec
-        for spec in tools
-    ]
-
-
-def _model_text(tools: list[ToolSpec]) -> str:
-    """What of ``tools`` the model reads besides their names, as one text to scan (orjson: a
-    request's 128 tools in ~0.5 ms, where ``json`` takes ~7)."""
-    texts = [[spec.description, spec.parameters] for spec in tools]
-    try:
-        return orjson.dumps(texts).decode()
-    except orjson.JSONEncodeError:  # an integer past 64 bits: ``json`` writes anything
-        return json.dumps(texts, ensure_ascii=False, default=str)
-
-
-class DeltaRedactor:
-    """The text deltas of an event stream, redacted per item by a ``StreamRedactor`` each (a
-    message and a reasoning summary stream side by side); every other event is returned as it
-    came, for the caller to redact whole.
-
-    A delta gives what its stream releases (no event while all of it is held). The event that
-    ends an item's stream (its ``agent_message`` or ``reasoning``, or its turn's end when the
-    stream broke off) comes after one more delta of that item with the held tail, on the ending
-    event's envelope, so the deltas still join to the whole text."""
-
-    def __init__(self, redactor: Callable[[], Redactor]) -> None:
-        self._redactor = redactor
-        self._streams: dict[str, tuple[str | None, AgentMessageDelta | ReasoningDelta, StreamRedactor]] = {}
-        """Item id -> its turn, its first delta (the type of the tail's) and its text."""
-
-    def __call__(self, event: Event) -> list[Event]:
-        msg = event.msg
-        if isinstance(msg, (AgentMessageDelta, ReasoningDelta)):
-            *_, text = self._streams.setdefault(msg.item_id, (event.turn_id, msg, StreamRedactor()))
-            shown = text.feed(msg.delta, self._redactor())
-            if shown == msg.delta:
-                return [event]
-            return [_with_delta(event, msg, shown)] if shown else []
-        if isinstance(msg, (AgentMessage, Reasoning)):
-            ended = [msg.item_id] if msg.item_id in self._streams else []
-        elif msg.type in TERMINAL_TYPES:
-            ended = [key for key, (turn_id, *_) in self._streams.items() if turn_id == event.turn_id]
-        else:
-            return [event]
-        tails: list[Event] = []
-        for key in ended:
-            _, first, text = self._streams.pop(key)
-            if tail := text.end(self._redactor()):
-                tails.append(_with_delta(event, first, tail))
-        return [*tails, event]
-
-
-class EventRedactor:
-    """Every event as the rollout would hold it, for the session's subscribers: text deltas by
-    their stream (``DeltaRedactor``), every other event whole (``redacted``). One per session,
-    so each event is redacted once, whoever shows it."""
-
-    def __init__(self, redactor: Callable[[], Redactor]) -> None:
-        self._redactor = redactor
-        self._streams = DeltaRedactor(redactor)
-
-    def __call__(self, event: Event) -> list[Event]:
-        try:
-            shown = self._streams(event)
-            if event.msg.type in DELTA_TYPES:
-                return shown
-            redactor = self._redactor()
-            return [e if e.msg.type in DELTA_TYPES else redacted(e, redactor) for e in shown]
-        except Exception:
-            if event.msg.type not in TERMINAL_TYPES:
-                raise
-            return [_unchecked_end(event)]
-
-
-def _unchecked_end(event: Event) -> Event:
-    """A turn's end whose text cannot be checked for secrets (the redactor itself fails): it
-    still comes, since a front end waits for it, with only the text the session made itself
-    (a failure's message, which says what is not shown)."""
-    msg = event.msg
-    if isinstance(msg, TurnCompleted):
-        msg = msg.model_copy(update={"last_message": ""})
-    elif isinstance(msg, TurnAborted):
-        msg = msg.model_copy(update={"reason": "its reason is not shown: it could not be checked for secrets"})
-    return event.model_copy(update={"msg": msg})
-
-
-def _with_delta(envelope: Event, msg: AgentMessageDelta | ReasoningDelta, delta: str) -> Event:
-    return envelope.model_copy(update={"msg": msg.model_copy(update={"delta": delta})})
-
 
 
 class ThreadState:
@@ -205,7 +67,7 @@ class ThreadState:
         cwd: str,
         notebook_path: str | None,
         busy: Callable[[], bool],
-        announce: Callable[[int], None],
+        announce: Callable[[int], object],
     ) -> None:
         self._store = store
         self._config = config
@@ -345,3 +207,4 @@ class ThreadState:
         when it was opened, and the process's, live): the cell's outputs and the inspect views
         are redacted by this same one, so every view of the thread hides the same values."""
         return self._writer.redactor if self._writer is not None else redactor_for(self._config)
+

@@ -14,7 +14,6 @@ from typing import Literal
 
 from nbagent.core.approval import known_safe
 from nbagent.core.context import Reason, compact, text_tokens, tools_tokens
-from nbagent.core.thread import for_provider
 from nbagent.core.tool_call import AbortTurn, execute_call, recordable
 from nbagent.core.turn_context import TurnContext
 from nbagent.models.base import (
@@ -48,6 +47,7 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
+from nbagent.secrets import for_provider
 from nbagent.store import repair_open_calls
 
 TurnStatus = Literal["completed", "aborted", "failed"]

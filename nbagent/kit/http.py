@@ -33,7 +33,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MCP_PATH = "/mcp"
 MIN_TOKEN_LEN = 16
 """A chosen token shorter than this is refused: it could be guessed, and it would be too short
-for the rollouts to redact (``nbagent.store.MIN_SECRET_LEN``)."""
+for the rollouts to redact (``nbagent.secrets.MIN_SECRET_LEN``)."""
 
 
 def new_token() -> str:

@@ -24,10 +24,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from nbagent._version import __version__
-from nbagent.core.thread import redacted
 from nbagent.kit.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
-from nbagent.store import add_process_secret
+from nbagent.secrets import add_process_secret, redacted
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session

@@ -26,7 +26,7 @@ from nbagent.mcp.convert import annotations_from_mcp
 from nbagent.mcp.identity import Qualified, qualify_tools
 from nbagent.protocol import ToolSpec
 from nbagent.schema import canonical_bytes, definition_hash, make_strict, sanitize_schema
-from nbagent.store.rollout import Redactor
+from nbagent.secrets import Redactor
 
 _YIELD_EVERY = 50
 """Tools built between two offers of the GIL. A build runs in a worker thread, but a waiting

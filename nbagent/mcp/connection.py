@@ -37,7 +37,7 @@ from nbagent.mcp.transport import open_transport
 from nbagent.mcp.wire import WireTap, server_secrets
 from nbagent.protocol import EventMsg, McpStartupUpdate, WarningEvent
 from nbagent.protocol.tools import ProgressFn
-from nbagent.store.rollout import Redactor
+from nbagent.secrets import Redactor
 
 log = logging.getLogger(__name__)
 

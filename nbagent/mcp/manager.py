@@ -28,7 +28,7 @@ from nbagent.mcp.results import from_call_result
 from nbagent.mcp.sandboxed import sandbox_meta
 from nbagent.mcp.server_requests import ElicitFn, EventFn
 from nbagent.mcp.status import ServerStatus
-from nbagent.mcp.wire import SecretsKept, WireMessage, given_secrets, secret_sources, server_secrets
+from nbagent.mcp.wire import WireMessage, given_secrets, secret_sources, server_secrets
 from nbagent.protocol import (
     CallInfo,
     EventMsg,
@@ -41,7 +41,7 @@ from nbagent.protocol import (
     WarningEvent,
 )
 from nbagent.protocol.tools import ProgressFn
-from nbagent.store.secrets import process_secrets_version
+from nbagent.secrets import SecretsKept, process_secrets_version
 
 _DEFAULT_CAP: int = Config.model_fields["max_model_tools"].default
 """``max_model_tools`` for a manager made without a config."""

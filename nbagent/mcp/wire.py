@@ -6,19 +6,19 @@ when someone inspects, so the call path pays O(1) per message whether anyone eve
 
 Redaction is a security boundary (docs/security.md, "The wire view"): a message is shown only
 after every known secret (the server's env values, its header values, bearer token and URL
-password, the OAuth tokens this process holds, the process's own secrets) is replaced wherever it occurs, the value of every key that
-names a secret (``token``, ``password``, ``api_key``...) is replaced, and ``Bearer ...`` text is cut.
+password, the OAuth tokens this process holds, the process's own secrets) is replaced wherever it
+occurs, the value of every key that names a secret (``token``, ``password``, ``api_key``...) is
+replaced, and ``Bearer ...`` text is cut (``nbagent.secrets.KeyedRedactor``).
 
-Which values are secrets, and of whom, is decided here too: ``secret_sources`` names every secret
-nbagent holds (the rollout redacts by the same rule), ``given_secrets`` what one server was handed
-itself, and ``SecretsKept`` refuses a call whose arguments would carry another's to it.
+Which of the config's values are secrets, and of whom, is decided here too: ``secret_sources``
+names every secret nbagent holds (the rollout redacts by the same rule), ``given_secrets`` what
+one server was handed itself, for ``nbagent.secrets.SecretsKept`` to refuse a call whose
+arguments would carry another's to it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
@@ -30,40 +30,23 @@ from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.env import server_env
-from nbagent.store.rollout import REDACTED, Redactor
-from nbagent.store.secrets import MIN_SECRET_LEN, names_a_secret, process_secret_sources, secret_values
+from nbagent.secrets import (
+    MIN_SECRET_LEN,
+    KeyedRedactor,
+    header_credential,
+    keyed_values,
+    names_a_secret,
+    process_secret_sources,
+    secret_header,
+    secret_values,
+)
 
-__all__ = [
-    "WIRE_KEEP", "SecretsKept", "WireMessage", "WireTap", "WireRedactor", "given_secrets", "may_be_secret",
-    "secret_sources", "server_secrets", "url_password",
-]  # fmt: skip
+__all__ = ["WIRE_KEEP", "WireMessage", "WireTap", "given_secrets", "secret_sources", "server_secrets", "url_password"]
 
 WIRE_KEEP = 200
 """Messages kept per server: enough for a startup and a few calls, bounded whatever runs."""
 
 Direction = Literal["sent", "received"]
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
-_KEYED_TEXT = re.compile(
-    r"""(?i)(["']?[\w-]*(?:key|token|secret|password|credential|authorization)[\w-]*["']?\s*[:=]\s*["']?)"""
-    r"""(?!\[redacted\]|(?i:bearer|basic)\b)([^"'\s,;}&]{4,})"""
-)
-"""``"api_key": "sk-..."`` or ``token=...`` inside a text (a result that is JSON as text)."""
-_SCHEME = re.compile(r"(?i)(?:bearer|basic|token)\s+(\S+)")
-"""A header value that is a scheme and a credential."""
-_CREDENTIAL_HEADER = re.compile(r"AUTH|COOKIE|SESSION", re.IGNORECASE)
-"""Header names that carry a credential beside the secret words of ``names_a_secret``:
-``Authorization``, ``Proxy-Authorization``, ``X-Auth``, ``Cookie``, ``X-Session-Id``."""
-_SETTING_HEADERS = frozenset({
-    "accept", "accept-encoding", "accept-language", "anthropic-beta", "anthropic-version", "cache-control",
-    "content-type", "http-referer", "mcp-protocol-version", "openai-beta", "openai-organization", "openai-project",
-    "origin", "referer", "user-agent", "x-title",
-})  # fmt: skip
-"""Headers whose values are settings, never redacted: the model is sent the rollout's history, so
-an ``HTTP-Referer`` or an ``Accept`` redacted would be cut out of the person's own prompt. Any
-other header's value is redacted whatever its name (a custom one may well be a key)."""
-_NOT_SECRET_KEYS = frozenset({"progressToken", "nextCursor", "cursor", "maxTokens", "max_tokens"})
-"""Protocol fields whose names contain a secret word but whose values are ids or numbers."""
-
 
 MessageKind = Literal["request", "notification", "response", "error", "transport_error"]
 
@@ -112,11 +95,8 @@ class WireTap:
         echoes it back, in a result or inside a JSON text, shows ``[redacted]`` there too."""
         records = list(self._log)[-last:] if last else list(self._log)
         dumped = [(seq, at, direction, _dump(item)) for seq, at, direction, item in records]
-        keyed: list[str] = []
-        for *_, data in dumped:
-            _keyed_values(data, keyed)
-        redactor = WireRedactor([*secrets, *keyed])
-        return [redactor.message(*record) for record in dumped]
+        redactor = KeyedRedactor([*secrets, *(value for *_, data in dumped for value in keyed_values(data))])
+        return [_message(redactor, *record) for record in dumped]
 
 
 Watch = Callable[[Any], Any]
@@ -243,7 +223,7 @@ def _handed(server: McpServerConfig, where: str, credentials_only: bool) -> list
     found += [
         (env.get(var), f"{where} header {key} (${var})")
         for key, var in server.env_http_headers.items()
-        if _secret_header(key, env.get(var, ""), credentials_only)
+        if secret_header(key, env.get(var, ""), credentials_only)
     ]
     if server.oauth is not None and (var := server.oauth.client_secret_env_var):
         found.append((env.get(var), f"{where} OAuth client secret ${var}"))
@@ -251,36 +231,16 @@ def _handed(server: McpServerConfig, where: str, credentials_only: bool) -> list
 
 
 def _headers(headers: Mapping[str, str], where: str, credentials_only: bool) -> list[tuple[str | None, str]]:
-    """Each header value that is a secret (``_secret_header``), and the
-    credential of a ``Bearer ...`` / ``Basic ...`` one on its own: the token is the secret, with
-    or without the scheme in front."""
+    """Each header value that is a secret (``secret_header``), and the credential of a
+    ``Bearer ...`` / ``Basic ...`` one on its own: the token is the secret, with or without the
+    scheme in front."""
     found: list[tuple[str | None, str]] = []
     for key, value in headers.items():
-        if _secret_header(key, value, credentials_only):
+        if secret_header(key, value, credentials_only):
             found.append((value, f"{where} header {key}"))
-        if (scheme := _SCHEME.fullmatch(value)) is not None:
-            found.append((scheme.group(1), f"{where} header {key}"))
+        if (credential := header_credential(value)) is not None:
+            found.append((credential, f"{where} header {key}"))
     return found
-
-
-def _secret_header(key: str, value: str, credentials_only: bool) -> bool:
-    """Whether a header's value is a secret: a credential always (``Authorization``, ``Cookie``,
-    ``X-Api-Key``, ``X-Session-Id``, any ``Bearer ...`` value); another header unless it is a
-    well-known setting (``Accept``, ``HTTP-Referer``) or only credentials count."""
-    if _CREDENTIAL_HEADER.search(key) or names_a_secret(key) or _SCHEME.fullmatch(value) is not None:
-        return True
-    return not credentials_only and key.lower() not in _SETTING_HEADERS
-
-
-def may_be_secret(key: str, value: str, *, header: bool) -> bool:
-    """Whether a value a config file holds under ``key`` (an environment variable's name, or a
-    header's) may be a secret, so ``nbagent mcp import`` must not copy it: one kept under a
-    secret's or a credential's name, and any other long enough to be one (``MIN_SECRET_LEN``)
-    but a well-known header setting's. Wrongly withheld, a setting costs the person a variable to
-    set; wrongly copied, a key lands in a file that may be shared."""
-    if header and _secret_header(key, value, credentials_only=True) or not header and names_a_secret(key):
-        return True
-    return len(value) >= MIN_SECRET_LEN and not (header and key.lower() in _SETTING_HEADERS)
 
 
 def owner_of(name: str, url: str | None) -> Hashable:
@@ -301,81 +261,20 @@ def given_secrets(name: str, cfg: McpServerConfig) -> list[str]:
     return [value for value in values if value]
 
 
-class SecretsKept:
-    """The secrets one server must not be sent (those nbagent holds that it was not given), and
-    the one-scan check of a call's arguments against them."""
-
-    def __init__(self, sources: Mapping[str, str], given: Iterable[str]) -> None:
-        given = list(given)
-        # A secret inside a value the server was given (a token in its "Bearer ..." header) is its own.
-        self._what = {secret: what for secret, what in sources.items() if not any(secret in g for g in given)}
-        self._redactor = Redactor(self._what)
-
-    def find(self, arguments: Any) -> str | None:
-        """What the secret ``arguments`` hold is (never its value), or ``None``: every string,
-        keys included, however deep, in one scan of their JSON."""
-        if not self._redactor:
-            return None
-        found = self._redactor.find(json.dumps(arguments, ensure_ascii=False, default=str))
-        return self._what[found] if found is not None else None
-
-
-class WireRedactor:
-    """Turns one recorded message into a :class:`WireMessage` with every secret gone."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self._values = Redactor(secrets)
-
-    def message(self, seq: int, at: float, direction: Direction, data: dict[str, Any] | str) -> WireMessage:
-        if isinstance(data, str):  # an exception the transport passed up instead of a message
-            return WireMessage(seq=seq, at=at, direction=direction, kind="transport_error", message={"error": self.text(data)})
-        kind: MessageKind = "error" if "error" in data else "response" if "result" in data else (
-            "request" if "id" in data else "notification"
-        )
-        return WireMessage(
-            seq=seq, at=at, direction=direction, kind=kind, method=data.get("method"), id=data.get("id"),
-            message=self.value(data),
-        )
-
-    def text(self, value: str) -> str:
-        value = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", self._values.text(value))
-        return _KEYED_TEXT.sub(lambda m: m.group(1) + REDACTED, value)
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for key, v in value.items():
-                out[self.text(key)] = REDACTED if _secret_key(key) and _scalar(v) else self.value(v)
-            return out
-        return value
+def _message(redactor: KeyedRedactor, seq: int, at: float, direction: Direction, data: dict[str, Any] | str) -> WireMessage:
+    """One recorded message as ``inspect wire`` shows it, with every secret gone."""
+    if isinstance(data, str):  # an exception the transport passed up instead of a message
+        return WireMessage(seq=seq, at=at, direction=direction, kind="transport_error", message={"error": redactor.text(data)})
+    kind: MessageKind = "error" if "error" in data else "response" if "result" in data else (
+        "request" if "id" in data else "notification"
+    )
+    return WireMessage(
+        seq=seq, at=at, direction=direction, kind=kind, method=data.get("method"), id=data.get("id"),
+        message=redactor.value(data),
+    )
 
 
 def _dump(item: Any) -> dict[str, Any] | str:
     if isinstance(item, BaseException):
         return f"{type(item).__name__}: {item}"
     return getattr(item, "message", item).model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-def _secret_key(key: str) -> bool:
-    return key not in _NOT_SECRET_KEYS and (names_a_secret(key) or key.lower() == "authorization")
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, str | int | float) and not isinstance(value, bool)
-
-
-def _keyed_values(value: Any, found: list[str]) -> None:
-    """Every string held under a secret-named key, however deep."""
-    if isinstance(value, dict):
-        for key, v in value.items():
-            if _secret_key(key) and isinstance(v, str):
-                found.append(v)
-            else:
-                _keyed_values(v, found)
-    elif isinstance(value, list):
-        for v in value:
-            _keyed_values(v, found)

@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from nbagent.protocol import (
     TurnRecord,
     UserMessage,
 )
-from nbagent.store import Redactor, ThreadNotFound, ThreadStore
+from nbagent.secrets import Redactor
+from nbagent.store import ThreadNotFound, ThreadStore
 
 __all__ = ["ExportError", "export_thread", "script_from_thread"]
 
@@ -173,16 +174,6 @@ def script_from_thread(items: list[Any], turns: Iterable[TurnRecord]) -> dict[st
     return script
 
 
-def _redacted(value: Any, text: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return text(value)
-    if isinstance(value, list):
-        return [_redacted(v, text) for v in value]
-    if isinstance(value, dict):
-        return {text(k): _redacted(v, text) for k, v in value.items()}
-    return value
-
-
 def export_thread(
     home: Path, ref: str, out: Path, *, force: bool = False, secrets: Iterable[str] = ()
 ) -> tuple[str, dict[str, Any], list[str]]:
@@ -212,7 +203,7 @@ def export_thread(
         raise ExportError(f"thread {thread_id} has no model turn to export (no prompt was sent in it)")
     redactor = Redactor(secrets)
     if redactor:
-        script = _redacted(script, redactor.text)
+        script = redactor.value(script)
     _write_checked(out, script)
     return thread_id, script, warnings
 

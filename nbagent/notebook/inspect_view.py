@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from nbagent.core.inspect import RequestView, ToolView, TurnView, redacted, tool_views
+from nbagent.core.inspect import RequestView, ToolView, TurnView, tool_views
 from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
 from nbagent.mcp.wire import WireMessage
 from nbagent.notebook.html import badge, esc, muted, pre
 from nbagent.notebook.options import UsageError
+from nbagent.secrets import redacted
 from nbagent.textsafe import describe_for_display, visible_json
 
 if TYPE_CHECKING:

@@ -34,12 +34,13 @@ from pydantic import ValidationError
 from nbagent._version import __version__
 from nbagent.config import ConfigError
 from nbagent.core.session import RunResult
+from nbagent.secrets import Redactor
 from nbagent.server.asks import CANNOT_ASK, Ask, answer_op, elicit_params
 from nbagent.server.forward import LEVELS, Forwarder
 from nbagent.server.overrides import Overrides
 from nbagent.server.threads import Defaults, PoolFull, SessionPool, ThreadHandle, TurnRun, TurnRunning
 from nbagent.server.tools import TOOLS, AgentArgs, ReplyArgs
-from nbagent.store import Redactor, ThreadBusy
+from nbagent.store import ThreadBusy
 from nbagent.textsafe import one_line
 
 INSTRUCTIONS = (

@@ -14,8 +14,8 @@ from nbagent.config import ConfigError
 from nbagent.kit.args import BadInput, Parser, fail, positive
 from nbagent.protocol.ops import POLICIES
 from nbagent.sandbox import SANDBOX_MODES
+from nbagent.secrets import add_process_secret
 from nbagent.server.threads import Defaults
-from nbagent.store import add_process_secret
 
 TOKEN_ENV = "NBAGENT_SERVER_TOKEN"
 

@@ -22,7 +22,6 @@ from nbagent.config import Config, load_config
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.elicitation import ElicitationDesk
 from nbagent.core.session import RunResult, Session
-from nbagent.core.thread import redacted
 from nbagent.protocol import (
     ApprovalRequested,
     ElicitationRequested,
@@ -33,6 +32,7 @@ from nbagent.protocol import (
     UserTurn,
     new_id,
 )
+from nbagent.secrets import redacted
 from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
 from nbagent.server.overrides import NO_OVERRIDES, Overrides, at_least_as_strict, check_overrides

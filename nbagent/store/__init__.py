@@ -5,15 +5,12 @@ from __future__ import annotations
 from nbagent.store.index import ThreadIndex, ThreadStats, ThreadSummary, summarize_rollout
 from nbagent.store.lock import ThreadBusy
 from nbagent.store.repair import ABORTED_OUTPUT, open_calls, repair_open_calls, without_orphan_outputs
-from nbagent.store.rollout import REDACTED, Redactor, RolloutWriteError, RolloutWriter, read_rollout
-from nbagent.store.secrets import add_process_secret, named_secrets, secret_values
+from nbagent.store.rollout import RolloutWriteError, RolloutWriter, read_rollout
 from nbagent.store.threads import LoadedThread, ThreadNotFound, ThreadStore
 
 __all__ = [
     "ABORTED_OUTPUT",
-    "REDACTED",
     "LoadedThread",
-    "Redactor",
     "RolloutWriteError",
     "RolloutWriter",
     "ThreadBusy",
@@ -22,12 +19,9 @@ __all__ = [
     "ThreadStats",
     "ThreadStore",
     "ThreadSummary",
-    "add_process_secret",
-    "named_secrets",
     "open_calls",
     "read_rollout",
     "repair_open_calls",
     "without_orphan_outputs",
-    "secret_values",
     "summarize_rollout",
 ]

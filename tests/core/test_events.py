@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from nbagent import Session
 from nbagent.core.session import RunResult
-from nbagent.core.thread import DELTA_TYPES
 from nbagent.protocol import (
     TERMINAL_TYPES,
     ApprovalRequested,
@@ -22,6 +21,7 @@ from nbagent.protocol import (
     TurnFailed,
     UserTurn,
 )
+from nbagent.secrets import DELTA_TYPES
 from tests.core.test_openai_session import config_for
 from tests.mcp.conftest import server_cfg
 

@@ -16,8 +16,8 @@ import pytest
 from nbagent import Session
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH
 from nbagent.config import Config
-from nbagent.core.thread import redacted
 from nbagent.protocol import ApprovalDecision, Event
+from nbagent.secrets import redacted
 from tests.mcp.conftest import server_cfg
 
 TOOL = "mcp__echo__echo"

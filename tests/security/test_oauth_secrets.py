@@ -19,12 +19,12 @@ from mcp.shared.auth import OAuthToken
 
 from nbagent import Session
 from nbagent.config import Config, McpServerConfig, ModelProviderConfig
-from nbagent.core.thread import redacted
 from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.oauth.callback import LoopbackCallback
 from nbagent.mcp.oauth.storage import FileBackend, OAuthRecord
 from nbagent.notebook.login import LoginLinks
 from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired
+from nbagent.secrets import redacted
 from tests.mcp.conftest import Answers, _free_port, records, server_cfg
 from tests.mcp.oauth_helpers import OAuthServer, Person, serve_oauth
 from tests.security.store_env import disk_bytes

@@ -17,7 +17,7 @@ from nbagent.core.inspect import DETAIL_CHARS
 from nbagent.core.session import Session
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.runner import drive, prepare
-from nbagent.store import add_process_secret
+from nbagent.secrets import add_process_secret
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 ENV = {

@@ -17,10 +17,9 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import Config, McpServerConfig, ModelProviderConfig
-from nbagent.core.thread import redacted
-from nbagent.mcp.wire import SecretsKept, given_secrets, secret_sources
+from nbagent.mcp.wire import given_secrets, secret_sources
 from nbagent.protocol import ApprovalDecision, Event, ToolCallEnd
-from nbagent.store import add_process_secret
+from nbagent.secrets import SecretsKept, add_process_secret, redacted
 from tests.mcp.conftest import records, server_cfg
 
 API_KEY = "sk-model-key-0123456789abcdef"

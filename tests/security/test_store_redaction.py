@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from nbagent import Session
 from nbagent.config import McpServerConfig
+from nbagent.kit.notebook_server import start_notebook_server
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRecord,
@@ -36,8 +37,8 @@ from nbagent.protocol import (
     TurnRecord,
     UserMessage,
 )
-from nbagent.kit.notebook_server import start_notebook_server
-from nbagent.store import REDACTED, RolloutWriter, ThreadStore, read_rollout
+from nbagent.secrets import REDACTED
+from nbagent.store import RolloutWriter, ThreadStore, read_rollout
 from tests.security.store_env import SERVERS, cli_env, disk_bytes
 
 # Settings, not secrets: they must survive in prompts, outputs and records.

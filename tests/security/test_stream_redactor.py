@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 
 from nbagent.protocol import AgentMessage, AgentMessageDelta, Event, Reasoning, ReasoningDelta, TurnAborted
-from nbagent.core.thread import DeltaRedactor
-from nbagent.store.rollout import Redactor, StreamRedactor
+from nbagent.secrets import DeltaRedactor, Redactor, StreamRedactor
 
 KEY = "sk-test-0123456789abcdef"
 OTHER = "sk-test-0123-other-tok"

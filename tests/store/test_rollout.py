@@ -7,7 +7,8 @@ from pathlib import Path
 
 from nbagent.protocol.items import FunctionCallOutput, UserMessage
 from nbagent.protocol.rollout import ItemRecord, NameRecord, ThreadMeta, TurnRecord
-from nbagent.store import REDACTED, RolloutWriter, ThreadStore, read_rollout
+from nbagent.secrets import REDACTED
+from nbagent.store import RolloutWriter, ThreadStore, read_rollout
 from tests.store.samples import every_item
 
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from nbagent.config import Config, ConfigError
 from nbagent.mcp.wire import owner_of
-from nbagent.store.secrets import add_process_secret
+from nbagent.secrets import add_process_secret
 
 KEYRING_SERVICE = "nbagent-mcp-oauth"
 
