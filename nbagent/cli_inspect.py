@@ -41,13 +41,13 @@ def _emit(args: argparse.Namespace, data: object, text: str) -> None:
 
 
 async def _tools(args: argparse.Namespace, config: Config) -> int:
-    from nbagent.kit.servers import server_manager
+    from nbagent.kit.servers import sandboxes, server_manager
 
     warnings: list[str] = list(config.warnings)  # a config file not read is why a tool is missing
     async with server_manager(config, config.home_path / "logs", warnings) as mcp:
         redactor = redactor_for(config)
         views = [redacted(v, redactor) for v in tool_views([mcp.complete(spec) for spec in mcp.list_tools()], args.policy or config.approval_policy)]
-    text = config.unread.no_tools("no tools") if not views and config.unread else tools_text(views)
+    text = config.unread.no_tools("no tools") if not views and config.unread else tools_text(views, sandboxes(config))
     _emit(args, {"tools": [v.model_dump(mode="json") for v in views], "warnings": warnings}, text)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
