@@ -39,6 +39,9 @@ TERM_GRACE_SEC = 1.0
 REAP_SEC = 0.5
 """Bounded wait for killed processes to disappear (an init that never reaps makes it run out)."""
 
+LAUNCHER = sandbox.LAUNCHER
+"""The launcher every stdio server starts under (``nbagent/mcp/launcher.py``)."""
+
 _POLL = 0.01
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """A server that sends more than this without a newline is cut off: memory stays bounded."""
