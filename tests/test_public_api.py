@@ -51,6 +51,7 @@ SESSION_FIELDS = ["approvals", "config", "cwd", "elicitations", "inspector", "in
 THREAD = {
     "close": "(self) -> 'None'",
     "find": "(self, id_or_name: 'str') -> 'str | None'",
+    "for_provider": "(self, instructions: 'str', tools: 'list[ToolSpec]') -> 'tuple[str, list[ToolSpec]]'",
     "new": "(self, name: 'str | None' = None) -> 'str'",
     "record": "(self, item: 'Item') -> 'None'",
     "redactor": "(self) -> 'Redactor'",

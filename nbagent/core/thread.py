@@ -23,11 +23,12 @@ from nbagent.protocol import (
     NameRecord,
     RolloutLine,
     ThreadMeta,
+    ToolSpec,
     TurnRecord,
     WarningEvent,
     new_id,
 )
-from nbagent.secrets import Redactor, process_secrets
+from nbagent.secrets import ProviderRedaction, Redactor, process_secrets
 from nbagent.store import (
     RolloutWriteError,
     RolloutWriter,
@@ -84,6 +85,7 @@ class ThreadState:
         """Every function-call id of the thread."""
         self.context = ContextView()
         """What of ``items`` the model sees (it follows ``items`` as they grow or are replaced)."""
+        self._provider = ProviderRedaction()
 
     # -- the rollout -----------------------------------------------------------------------
 
@@ -208,3 +210,8 @@ class ThreadState:
         are redacted by this same one, so every view of the thread hides the same values."""
         return self._writer.redactor if self._writer is not None else redactor_for(self._config)
 
+    def for_provider(self, instructions: str, tools: list[ToolSpec]) -> tuple[str, list[ToolSpec]]:
+        """A model request's instructions and tools as the provider is sent them: hiding what
+        this thread's rollout hides, as the history the request carries does. A tool's spec is
+        redacted once per secret set, not on every request."""
+        return self._provider.for_provider(instructions, tools, self.redactor())

@@ -47,7 +47,6 @@ from nbagent.protocol import (
     WarningEvent,
     new_id,
 )
-from nbagent.secrets import for_provider
 from nbagent.store import repair_open_calls
 
 TurnStatus = Literal["completed", "aborted", "failed"]
@@ -115,7 +114,7 @@ async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCa
     instructions = turn.instructions()
     if turn.state.preamble_text:
         instructions = f"{instructions}\n\n{turn.state.preamble_text}"
-    instructions, tools = for_provider(instructions, turn.router.for_model(carried), turn.thread.redactor())
+    instructions, tools = turn.thread.for_provider(instructions, turn.router.for_model(carried))
     extra = text_tokens(instructions) + tools_tokens(tools)
     limits = [x for x in (turn.state.budget.limit, turn.thread.context.refused_at) if x]
     if limits and turn.thread.context.estimate(turn.thread.items) + extra > min(limits):

@@ -28,7 +28,7 @@ from nbagent.secrets.process import (
     process_secrets,
     process_secrets_version,
 )
-from nbagent.secrets.provider import for_provider
+from nbagent.secrets.provider import ProviderRedaction
 from nbagent.secrets.redactor import REDACTED, Redactor
 from nbagent.secrets.stream import StreamRedactor
 
@@ -39,11 +39,11 @@ __all__ = [
     "DeltaRedactor",
     "EventRedactor",
     "KeyedRedactor",
+    "ProviderRedaction",
     "Redactor",
     "SecretsKept",
     "StreamRedactor",
     "add_process_secret",
-    "for_provider",
     "header_credential",
     "keyed_values",
     "may_be_secret",
