@@ -75,10 +75,11 @@ def to_tool_result(value: Any) -> ToolResult:
 class FunctionTools(ToolProvider):
     """A ``ToolProvider`` of registered Python callables (sync or async)."""
 
+    generation = 0
+    """Bumped by every registration (the router re-reads the list only then)."""
+
     def __init__(self) -> None:
         self._tools: dict[str, tuple[ToolSpec, type[BaseModel], Callable[..., Any]]] = {}
-        self.generation: int = 0
-        """Bumped by every registration (the router re-reads the list only then)."""
 
     def register(
         self,

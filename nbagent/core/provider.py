@@ -20,9 +20,12 @@ from nbagent.protocol.tools import ProgressFn
 class ToolProvider(Protocol):
     """A tool source."""
 
-    generation: Hashable | None = None
-    """Any value that changes whenever ``list_tools`` would return something else, so the
-    catalogue is merged again only then; ``None``: listed again before every model request."""
+    @property
+    def generation(self) -> Hashable | None:
+        """Any value that changes whenever ``list_tools`` would return something else, so the
+        catalogue is merged again only then; ``None``: listed again before every model request.
+        A source with one declares it as a plain attribute (``generation = 0``) and bumps it."""
+        return None
 
     def list_tools(self) -> Sequence[ToolSpec]:
         """The current catalogue; re-read whenever it may have changed, so changes show at once."""

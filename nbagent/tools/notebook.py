@@ -205,7 +205,7 @@ class NotebookTools(ToolProvider):
         shell: the IPython shell (for ``set_next_input`` and the notebook's path); defaults to the
             running one.
         display: ``(markdown, plain)`` shows a fallback note in the agent cell's output.
-        calls: the call ids of the session's thread (``session.thread.call_ids``): a cell is said
+        calls: the call ids of the session's thread (``session.snapshot().call_ids``): a cell is said
             to be written by the agent only when its metadata names one of them. Without it, no
             cell is.
 
@@ -214,6 +214,9 @@ class NotebookTools(ToolProvider):
             The front end sets it; without the extension it decides between ``set_next_input``
             (only delivered when the awaiting cell finishes) and showing the code.
     """
+
+    generation = 0
+    """The list never changes."""
 
     def __init__(self, bridge: BridgeClient, *, shell: Any = None,
                  display: Callable[[str, str], None] | None = None,
@@ -231,7 +234,6 @@ class NotebookTools(ToolProvider):
         self._calls = calls or (lambda: ())
         self.waiting = False
         self._specs = [_spec(name) for name in _TOOLS]
-        self.generation = 0  # the list never changes
         self._next_inputs: tuple[object, list[str]] | None = None
 
     @contextlib.contextmanager

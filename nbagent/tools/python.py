@@ -249,6 +249,9 @@ class PythonTools(ToolProvider):
         max_chars: per-section cut of what the model sees.
     """
 
+    generation = 0
+    """The list never changes."""
+
     def __init__(self, shell: Any = None, *, namespace: dict[str, Any] | None = None, in_thread: bool = False,
                  max_chars: int = _MAX_CHARS) -> None:
         if shell is None and namespace is None:
@@ -270,7 +273,6 @@ class PythonTools(ToolProvider):
             title="Run Python in the kernel",
             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
         )
-        self.generation = 0  # the list never changes
 
     def list_tools(self) -> Sequence[ToolSpec]:
         return [self._spec]
