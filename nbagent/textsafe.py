@@ -52,6 +52,14 @@ def one_line(text: str) -> str:
     return describe_for_display(text).replace("\n", "\\n")
 
 
+def folded(text: str, limit: int | None = None) -> str:
+    """Untrusted prose (a message, a description) as one line of words: hidden characters shown,
+    each run of whitespace one space, and past ``limit`` characters cut with ``…``. Unlike
+    ``one_line`` it does not show where a newline was: for words, not for a name read exactly."""
+    flat = " ".join(describe_for_display(text if limit is None else text[: limit * 2]).split())
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def visible_json(value: Any) -> str:
     """Indented JSON of ``value`` with every invisible character written as a ``\\uXXXX`` escape.
 

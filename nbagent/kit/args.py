@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from nbagent.textsafe import folded
+
 BAD_INPUT = 2
 
 
@@ -22,17 +24,13 @@ class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` (and its subcommands' parsers) whose errors are one line."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(BAD_INPUT, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+        self.exit(BAD_INPUT, f"{self.prog}: {folded(message)} (see {self.prog} --help)\n")
 
 
 def cwd_option(parser: argparse.ArgumentParser, *, default: object = argparse.SUPPRESS) -> None:
     """``-C DIR``, worded the same in every command (given after a command, it overrides the
     one before it: hence no default there)."""
     parser.add_argument("-C", dest="cwd", metavar="DIR", default=default, help="work in DIR (config, relative paths)")
-
-
-def one_line(message: object) -> str:
-    return " ".join(str(message).split())
 
 
 def describe(exc: BaseException) -> str:
@@ -47,7 +45,7 @@ def describe(exc: BaseException) -> str:
 def fail(prog: str, exc: BaseException | str, code: int = BAD_INPUT) -> int:
     """Print the one line for ``exc``; returns ``code`` (bad input by default)."""
     text = exc if isinstance(exc, str) else describe(exc)
-    print(f"{prog}: {one_line(text)}", file=sys.stderr, flush=True)
+    print(f"{prog}: {folded(text)}", file=sys.stderr, flush=True)
     return code
 
 

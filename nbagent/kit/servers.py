@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from nbagent.config import SERVER_NAME, Config, ConfigError, McpServerConfig, load_config
 from nbagent.config.errors import problems
-from nbagent.kit.args import Parser, cwd_option, one_line
+from nbagent.kit.args import Parser, cwd_option
+from nbagent.textsafe import folded
 
 if TYPE_CHECKING:
     from tomlkit.toml_document import TOMLDocument
@@ -52,11 +53,11 @@ class _Parser(Parser):
     """Raises instead of exiting, so ``%agent mcp`` in a kernel shows the line and goes on."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageProblem(f"{self.prog}: {one_line(message)} (see {self.prog} --help)")
+        raise UsageProblem(f"{self.prog}: {folded(message)} (see {self.prog} --help)")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
-            raise UsageProblem(one_line(message))
+            raise UsageProblem(folded(message))
         raise Finished(status)
 
 
