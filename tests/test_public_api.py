@@ -106,6 +106,8 @@ EVENTS = {
     "McpStartupComplete": "mcp_startup_complete",
     "McpStartupUpdate": "mcp_startup_update",
     "McpToolsChanged": "mcp_tools_changed",
+    "PatchApplyBegin": "patch_apply_begin",
+    "PatchApplyEnd": "patch_apply_end",
     "Progress": "progress",
     "Reasoning": "reasoning",
     "ReasoningDelta": "reasoning_delta",

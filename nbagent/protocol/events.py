@@ -198,6 +198,42 @@ class Progress(_Msg):
     message: str | None = None
 
 
+class PatchChange(ProtocolModel):
+    """What a patch does to one file, as ``patch_apply_begin``/``_end`` carry it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["add", "update", "delete", "move"]
+    path: str
+    """As the patch names it, relative to the workspace."""
+    move_path: str | None = None
+    unified_diff: str = ""
+    old_hash: str | None = None
+    """sha256 of the file before (``None``: it did not exist)."""
+    new_hash: str | None = None
+    """sha256 of the file after (``None``: it no longer exists)."""
+
+
+class PatchApplyBegin(_Msg):
+    """An ``apply_patch`` call, checked against the files, is about to write them (Codex's
+    event): every file's change, before any is written."""
+
+    type: Literal["patch_apply_begin"] = "patch_apply_begin"
+    call_id: str
+    changes: list[PatchChange] = Field(default_factory=list)
+
+
+class PatchApplyEnd(_Msg):
+    """The patch was written (``success``) or nothing was (Codex's event)."""
+
+    type: Literal["patch_apply_end"] = "patch_apply_end"
+    call_id: str
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    changes: list[PatchChange] = Field(default_factory=list)
+
+
 class TokenUsage(_Msg):
     type: Literal["token_usage"] = "token_usage"
     input_tokens: int = 0
@@ -282,6 +318,8 @@ EventMsg = Annotated[
     | McpLoginCompleted
     | McpLog
     | Progress
+    | PatchApplyBegin
+    | PatchApplyEnd
     | TokenUsage
     | ContextCompacted
     | TurnCompleted
@@ -334,4 +372,3 @@ class Event(ProtocolModel):
         data = handler(self)
         msg = data.pop("msg")
         return {**data, **msg}
-
