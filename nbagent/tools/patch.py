@@ -75,7 +75,9 @@ Example:
 
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {"input": {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}},
+    "properties": {
+        "input": {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
+    },
     "required": ["input"],
     "additionalProperties": False,
 }
@@ -103,7 +105,9 @@ class PatchTools(ToolProvider):
     generation = 0
     """The list never changes."""
 
-    def __init__(self, workspace: str | Path, roots: Sequence[str | Path] = (), denied: Sequence[str | Path] = ()) -> None:
+    def __init__(
+        self, workspace: str | Path, roots: Sequence[str | Path] = (), denied: Sequence[str | Path] = ()
+    ) -> None:
         self.workspace = str(Path(workspace).resolve())
         self.roots = tuple(str(r) for r in roots) or (self.workspace,)
         self.denied = tuple(str(d) for d in denied)

@@ -46,7 +46,7 @@ def model(script: Callable[..., str], patch: str = PATCH) -> str:
     return script({"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]}, {"text": "done"})
 
 
-async def run(work: Path, model: str, decision: str | None) -> tuple[list[Event], Any, str]:
+async def run(work: Path, model: str, decision: str | None) -> tuple[list[Event], Any]:
     seen: list[Event] = []
     async with Session(model=model, cwd=work, interactive=True, policy="on-request") as session:
         session.add_provider(PatchTools(work))
@@ -58,14 +58,13 @@ async def run(work: Path, model: str, decision: str | None) -> tuple[list[Event]
 
         session.subscribe(front_end)
         result = await asyncio.wait_for(session.run("edit"), 30)
-        thread = session.snapshot().thread_id
-    return seen, result, thread
+    return seen, result
 
 
 async def test_an_approved_patch_changes_the_files_and_its_events_carry_each_change(
     work: Path, script: Callable[..., str], home: Path
 ) -> None:
-    seen, result, thread = await run(work, model(script), "approve")
+    seen, result = await run(work, model(script), "approve")
     assert (work / "notes/todo.md").read_text() == "# To do\n"
     assert (work / "app.py").read_text() == "def total(items):\n    return sum(items)\n"
     types = [e.msg.type for e in seen]
@@ -76,23 +75,25 @@ async def test_an_approved_patch_changes_the_files_and_its_events_carry_each_cha
     assert changes == [("add", "notes/todo.md"), ("update", "app.py")]
     assert "-    return 0\n+    return sum(items)\n" in begin.msg.changes[1].unified_diff  # type: ignore[union-attr]
     assert end.msg.stdout == "Success. Updated the following files:\nA notes/todo.md\nM app.py\n"  # type: ignore[union-attr]
-    lines = [json.loads(line) for line in (home / "threads" / f"{thread}.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (home / "threads" / f"{end.thread_id}.jsonl").read_text().splitlines()]
     [output] = [x["item"] for x in lines if x["type"] == "item" and x["item"]["type"] == "function_call_output"]
     recorded = output["structured"]["changes"]
     assert [(c["kind"], c["path"]) for c in recorded] == changes and "sum(items)" in recorded[1]["unified_diff"]
 
 
 async def test_a_denied_patch_leaves_the_files_untouched(work: Path, script: Callable[..., str]) -> None:
-    seen, result, _ = await run(work, model(script), "deny")
+    seen, result = await run(work, model(script), "deny")
     assert (work / "app.py").read_text() == APP and not (work / "notes").exists()
     assert not [e for e in seen if e.msg.type.startswith("patch_apply")]
     [output] = [i for i in result.items if i.type == "function_call_output"]
     assert output.status == "denied"
 
 
-async def test_a_hunk_that_does_not_match_is_an_error_naming_the_file_and_hunk(work: Path, script: Callable[..., str]) -> None:
+async def test_a_hunk_that_does_not_match_is_an_error_naming_the_file_and_hunk(
+    work: Path, script: Callable[..., str]
+) -> None:
     wrong = PATCH.replace("-    return 0", "-    return 1")
-    seen, result, _ = await run(work, model(script, wrong), "approve")
+    seen, result = await run(work, model(script, wrong), "approve")
     [output] = [i for i in result.items if i.type == "function_call_output"]
     assert output.is_error and "Failed to find expected lines in app.py: hunk 1" in output.output
     assert (work / "app.py").read_text() == APP and not (work / "notes").exists()
@@ -103,7 +104,10 @@ def test_the_tool_writes_the_workspace_and_the_sandboxs_other_roots_and_never_wh
     work: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "shared").mkdir()
-    config = load_config(work, overrides={"sandbox_workspace_write": {"writable_roots": ["../shared"]}})
+    config = load_config(
+        work,
+        overrides={"sandbox_mode": "workspace-write", "sandbox_workspace_write": {"writable_roots": ["../shared"]}},
+    )
     roots, denied = sandbox_roots(config, work)
     assert roots == (str(work.resolve()), str((tmp_path / "shared").resolve()))
     assert str(config.home_path.resolve()) in denied
