@@ -75,6 +75,8 @@ def _text(change: Change | None) -> str:
         case CardChanged(card=card, part="begun"):
             where = f" ({card.server}/{card.raw_tool})" if card.server else ""
             return f"-> {card.tool}{where} {json.dumps(card.arguments)}\n"
+        case CardChanged(part="output", delta=delta):
+            return delta  # the command's output as it comes, between the call's -> and <- lines
         case CardChanged(card=Card(end=ToolCallEnd() as end), part="ended"):
             mark = "x" if end.is_error else "<-"
             first = end.output.splitlines()[0][:200] if end.output else ""

@@ -100,6 +100,7 @@ EVENTS = {
     "ElicitationRequested": "elicitation_requested",
     "ElicitationResolved": "elicitation_resolved",
     "ErrorEvent": "error",
+    "ExecCommandOutputDelta": "exec_command_output_delta",
     "McpLog": "mcp_log",
     "McpLoginCompleted": "mcp_login_completed",
     "McpLoginRequired": "mcp_login_required",

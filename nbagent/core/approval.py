@@ -17,6 +17,12 @@ Under ``never`` (and whenever no front end can ask) a call that would ask is dec
 instead, and the model is told so. Annotations are hints from possibly untrusted servers:
 they relax the default only when the source is trusted. Remembered approvals are bound to
 the tool's definition, so a changed tool asks again and says what changed.
+
+A sandboxed tool (``ToolSpec.sandboxed``: ``shell``) follows Codex's rule instead: a call that
+stays in the sandbox runs without asking (under ``untrusted`` it asks unless remembered); one
+that asks for escalated permissions always asks (but under ``full-auto``), so under ``never`` it
+is declined; one the sandbox refused may be offered to the person to run again outside it
+(``core/tool_call.py``).
 """
 
 from __future__ import annotations
@@ -82,13 +88,48 @@ def changed_parts(approved: ApprovedDefinition, current: ApprovedDefinition) -> 
     return ", ".join(parts) or None
 
 
-def ask_reason(spec: ToolSpec, policy: Policy, remembered: bool, *, always_stale: bool = False) -> str | None:
+ESCALATE = "with_escalated_permissions"
+"""Codex's argument by which a call of a sandboxed tool asks to run outside the sandbox."""
+JUSTIFICATION = "justification"
+"""Codex's argument saying why, shown to the person asked."""
+SANDBOX_DENIAL = "nbagent/sandbox_denial"
+"""Key of a sandboxed tool's ``ToolResult.meta``: what the sandbox refused the call (the line
+naming the path or host), so the person can be offered to run it again outside."""
+
+
+def escalation(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
+    """Why a call of a sandboxed tool asks to run outside the sandbox ("" when it gives no
+    reason); ``None`` when it stays inside (or the tool is not sandboxed)."""
+    if not spec.sandboxed or arguments.get(ESCALATE) is not True:
+        return None
+    justification = arguments.get(JUSTIFICATION)
+    return justification.strip() if isinstance(justification, str) else ""
+
+
+def _sandboxed_reason(policy: Policy, remembered: bool, escalated: str | None) -> str | None:
+    """Codex's rule for a tool that runs in the sandbox: inside it a call needs no approval
+    (but under ``untrusted``); a call that asks to leave it always asks (a remembered approval
+    covers the sandboxed calls only), so under ``never`` it is declined."""
+    if escalated is not None:
+        said = f": {escalated}" if escalated else " (it gives no reason)"
+        return f"it asks to run outside the sandbox{said}"
+    if policy == "untrusted" and not remembered:
+        return "policy 'untrusted' asks before every call"
+    return None
+
+
+def ask_reason(
+    spec: ToolSpec, policy: Policy, remembered: bool, *, always_stale: bool = False, escalated: str | None = None
+) -> str | None:
     """Why this call must be asked about, or ``None`` when it may run as is.
 
     ``always_stale``: its ``approve`` mode is an "always" recorded for another definition.
+    ``escalated``: a sandboxed tool's call asks to run outside the sandbox, for this reason.
     """
     if policy == "full-auto":
         return None
+    if spec.sandboxed:
+        return _sandboxed_reason(policy, remembered, escalated)
     if remembered:
         return None
     if policy == "untrusted":
@@ -199,7 +240,8 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         what = changed_parts(recorded, fingerprint(spec)) if recorded is not None else None
         if what is not None:
             changed = changed_since("You chose 'Always' for this tool earlier", what)
-        reason = ask_reason(spec, policy, remembered, always_stale=what is not None)
+        escalated = escalation(spec, arguments)
+        reason = ask_reason(spec, policy, remembered, always_stale=what is not None, escalated=escalated)
         if reason is None and not remembered:
             return ApprovalOutcome("approve", "policy", arguments)  # needs no approval: nothing to record
         request = ApprovalRequested(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.calls.events import events_to
 from nbagent.calls.trace import new_traceparent
+from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, escalation
 from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.core.tool_output import to_model_output
@@ -23,6 +24,7 @@ from nbagent.protocol import (
     ContentBlock,
     FunctionCall,
     FunctionCallOutput,
+    Policy,
     Progress,
     TextBlock,
     ToolCallBegin,
@@ -206,6 +208,33 @@ async def _run(turn: TurnContext, call: FunctionCall, resolved: _Resolved, argum
         return ToolResult.error(f"{spec.display_name} failed: {type(exc).__name__}: {exc}")
 
 
+ASK_TO_LEAVE_SANDBOX: tuple[Policy, ...] = ("on-request", "untrusted")
+"""The policies under which a call the sandbox refused is offered to the person to run outside it."""
+
+
+async def _outside_after_denial(
+    turn: TurnContext, call: FunctionCall, resolved: _Resolved, arguments: dict[str, Any], result: ToolResult
+) -> ToolResult:
+    """Codex's retry without the sandbox: a sandboxed call the sandbox refused is offered to the
+    person to run again outside it, the ask saying what was denied; it runs only if they approve.
+    Under ``never`` and ``full-auto`` (and when no one can answer) the model reads the denial and
+    may ask for escalated permissions itself."""
+    denial = (result.meta or {}).get(SANDBOX_DENIAL)
+    if not isinstance(denial, str) or turn.policy not in ASK_TO_LEAVE_SANDBOX:
+        return result
+    if not resolved.spec.sandboxed or escalation(resolved.spec, arguments) is not None:
+        return result
+    why = f"the sandbox refused it ({denial}); run it again outside the sandbox"
+    outside = {**arguments, ESCALATE: True, JUSTIFICATION: why}
+    approved = await _approve(turn, call, _Resolved(resolved.spec, resolved.provider, outside))
+    if isinstance(approved, ToolResult):
+        note = TextBlock(text="It was not run again outside the sandbox: that was not approved.")
+        return result.model_copy(update={"content": [*result.content, note]})
+    if (refused := _withheld(resolved, approved)) is not None:
+        return refused
+    return await _run(turn, call, resolved, approved)
+
+
 def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: Status, started: float) -> FunctionCallOutput:
     """The output the model reads (capped), the content the rollout keeps (capped), and the
     event that ends the call's card."""
@@ -246,4 +275,5 @@ async def execute_call(turn: TurnContext, call: FunctionCall, arguments: dict[st
         return _finish(turn, call, refused, "denied", started)  # a person edited a secret in
     started = time.perf_counter()
     result = await _run(turn, call, resolved, approved)
+    result = await _outside_after_denial(turn, call, resolved, approved, result)
     return _finish(turn, call, result, "failed" if result.is_error else "completed", started)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
 from nbagent.kit.labels import model_text, policy_text
+from nbagent.patch.diff import line_counts
 from nbagent.protocol import (
     DECISIONS_THAT_RUN,
     AgentMessage,
@@ -25,12 +26,16 @@ from nbagent.protocol import (
     ElicitationResolved,
     ErrorEvent,
     Event,
+    ExecCommandOutputDelta,
     McpLog,
     McpLoginCompleted,
     McpLoginRequired,
     McpStartupComplete,
     McpStartupUpdate,
     McpToolsChanged,
+    PatchApplyBegin,
+    PatchApplyEnd,
+    PatchChange,
     Progress,
     Reasoning,
     ReasoningDelta,
@@ -175,9 +180,15 @@ class Card:
     """False while only its approval, its outcome or a question about it has been seen."""
     status: CardStatus = "running"
     progress: Step | None = None
+    output: Text | None = None
+    """What the call's command wrote so far, both streams in the order they came (``shell``)."""
     approval: Approval | None = None
     questions: list[Question] = field(default_factory=list)
     end: ToolCallEnd | None = None
+    changes: list[PatchChange] = field(default_factory=list)
+    """The files a patch it applies changes (``apply_patch``), from before they are written."""
+    applied: bool | None = None
+    """Whether those changes were written; ``None`` until the patch says."""
 
     @property
     def label(self) -> str:
@@ -248,13 +259,15 @@ class ReasoningChanged:
     delta: str
 
 
-CardPart = Literal["begun", "progress", "asked", "decided", "ended"]
+CardPart = Literal["begun", "progress", "output", "asked", "decided", "changes", "ended"]
 
 
 @dataclass(frozen=True)
 class CardChanged:
     card: Card
     part: CardPart
+    delta: str = ""
+    """For ``output``: what was appended to ``card.output``."""
 
 
 @dataclass(frozen=True)
@@ -383,6 +396,16 @@ class TurnModel:
                 card = self.card(e.call_id)
                 card.progress = Step(e.progress, e.total, e.message)
                 return CardChanged(card, "progress")
+            case ExecCommandOutputDelta() as e:
+                card = self.card(e.call_id)
+                card.output = card.output or Text(e.call_id)
+                card.output.append(e.chunk)
+                return CardChanged(card, "output", e.chunk)
+            case PatchApplyBegin() | PatchApplyEnd() as e:
+                card = self.card(e.call_id)
+                card.changes = list(e.changes)
+                card.applied = e.success if isinstance(e, PatchApplyEnd) else None
+                return CardChanged(card, "changes")
             case ToolCallEnd() as e:
                 card = self.card(e.call_id, e.tool)
                 card.end = e
@@ -455,6 +478,20 @@ class TurnModel:
     def _end(self, ending: Ending) -> Ended:
         self.ending = ending
         return Ended(ending)
+
+
+_MARKS = {"add": "A", "update": "M", "move": "R", "delete": "D"}
+
+
+def change_lines(card: Card) -> list[str]:
+    """One line per file a call's patch changes, as every front end shows it:
+    ``M src/app.py +3 −1``, ``R old.py → new.py +0 −0``."""
+    lines = []
+    for change in card.changes:
+        added, removed = line_counts(change.unified_diff)
+        moved = f" → {one_line(change.move_path)}" if change.move_path else ""
+        lines.append(f"{_MARKS[change.kind]} {one_line(change.path)}{moved} +{added} −{removed}")
+    return lines
 
 
 def _fold(text: Text, event: AgentMessageDelta | AgentMessage | ReasoningDelta | Reasoning) -> str:

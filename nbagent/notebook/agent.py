@@ -87,17 +87,20 @@ class KernelAgent:
             entry="magic",
             notebook_path=os.environ.get("JPY_SESSION_NAME") or None,
         )
-        self._add_native_tools(session)
+        self._add_native_tools(session, os.getcwd())
         return session
 
-    def _add_native_tools(self, session: Session) -> None:
-        """The notebook tools (through the JupyterLab extension's bridge) and ``run_python``."""
+    def _add_native_tools(self, session: Session, cwd: str) -> None:
+        """The notebook tools (through the JupyterLab extension's bridge), ``run_python`` and
+        ``shell`` in the sandbox the session's config gives its MCP servers."""
+        from nbagent.config import load_config
         from nbagent.notebook.bridge import get_bridge
-        from nbagent.tools import native_tools
+        from nbagent.tools import ShellTools, native_tools, shell_policy
 
         self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.thread.call_ids)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
+        session.add_provider(ShellTools(shell_policy(load_config(cwd))))
 
     def show_context(self, on: bool) -> None:
         """Turn on or off what the model sees of this notebook at each turn's start."""
@@ -247,6 +250,6 @@ class KernelAgent:
 
 
 _OUTSIDE_TYPES = {
-    "tool_call_begin", "tool_call_end", "progress", "approval_requested", "approval_resolved",
+    "tool_call_begin", "tool_call_end", "progress", "exec_command_output_delta", "approval_requested", "approval_resolved",
     "elicitation_requested", "elicitation_resolved",
 }

@@ -169,6 +169,8 @@ class WidgetTurn:
             self._add(shown.widget)
         elif part == "progress" and shown is not None and card.progress is not None:
             shown.on_progress(card.progress)
+        elif part == "output" and shown is not None:
+            shown.on_output()
         elif part == "ended" and shown is not None and card.end is not None:
             shown.on_end(card.end)
         elif part == "asked" and card.approval is not None and card.approval.ask is not None:

@@ -121,8 +121,8 @@ class TextTurn:
                 self._open_text = False
             case ReasoningChanged(reasoning=reasoning) if reasoning.done:
                 self._line(f"(reasoning: {len(reasoning.text)} characters, hidden)")
-            case CardChanged(card=card, part=part):
-                self._on_card(card, part)
+            case CardChanged(card=card, part=part, delta=delta):
+                self._on_card(card, part, delta)
             case QuestionChanged(question=q) if q.ask is not None and not q.answered:
                 self._on_elicitation(q.ask)
             case QuestionChanged(question=Question(answer=ElicitationResolved() as a) as q):
@@ -149,7 +149,7 @@ class TextTurn:
                     self._line(f"[turn aborted: {ending.reason}]")
                 self.done = True
 
-    def _on_card(self, card: Card, part: str) -> None:
+    def _on_card(self, card: Card, part: str, delta: str = "") -> None:
         if part == "begun":
             args = json.dumps(card.arguments, ensure_ascii=False) if card.arguments is not None else card.raw_arguments
             self._line(f"→ {card.label} {args}  [{one_line(card.call_id)}]")
@@ -157,6 +157,8 @@ class TextTurn:
             step = card.progress
             total = f"/{step.total:g}" if step.total else ""
             self._line(f"  … {step.progress:g}{total} {step.message or ''}".rstrip())
+        elif part == "output" and delta:
+            self._write(delta)
         elif part == "ended" and card.end is not None:
             e = card.end
             mark = "✖" if e.is_error or e.status != "completed" else "✔"

@@ -1,8 +1,8 @@
 """A card per tool call: who is called, with what, how far along, and what came back.
 
 Shows the server, the raw tool name and its title (the model-visible name too), the arguments
-pretty-printed, a status line, a progress bar fed by ``progress`` events, the duration, and the
-result collapsed (images shown inline); failures are visibly marked.
+pretty-printed, a status line, a progress bar fed by ``progress`` events, a command's output as it
+comes (``exec_command_output_delta``), the duration, and the result collapsed (images shown inline); failures are visibly marked.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ STATUS_STYLE = {
 }
 _IMAGE_MIME = re.compile(r"^image/(png|jpeg|gif|webp|svg\+xml)$")
 RESULT_PREVIEW_CHARS = 20_000
+OUTPUT_TAIL_CHARS = 4_000
+"""A running command's output shows its last this many characters (the result has it all)."""
 _BORDER = "1px solid #d0d7de"
 
 
@@ -48,6 +50,7 @@ class ToolCard:
         )
         self.progress = W.FloatProgress(value=0, min=0, max=1, layout=W.Layout(display="none", width="60%"))
         self.progress_label = W.HTML(layout=W.Layout(display="none"))
+        self.output = W.HTML(layout=W.Layout(display="none"))
         self.result = W.HTML()
         self.outcome_note: str | None = None
         """Why the call ended as it did, when the user's answer decided it."""
@@ -55,8 +58,9 @@ class ToolCard:
         """The call's approval panel and the server's questions, inside the card."""
         self._last_progress: Step | None = None
         self._progress_coalescer = Coalescer(self._push_progress)
+        self._output_coalescer = Coalescer(self._push_output)
         self.widget = W.VBox(
-            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.result],
+            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.output, self.result],
             layout=W.Layout(border=_BORDER, padding="2px 8px", margin="4px 0"),
         )
         self._render_header()
@@ -110,8 +114,21 @@ class ToolCard:
         self.progress_label.value = muted(f"{shown} {event.message or ''}".strip())
         self.progress_label.layout.display = ""
 
+    def on_output(self) -> None:
+        """The command wrote more (``call.output``): redrawn at most once per interval."""
+        self._output_coalescer.touch()
+
+    def _push_output(self) -> None:
+        if self.call.output is None:
+            return
+        text = self.call.output.text
+        cut = muted(f"[… {len(text) - OUTPUT_TAIL_CHARS} earlier characters]") if len(text) > OUTPUT_TAIL_CHARS else ""
+        self.output.value = cut + pre(text[-OUTPUT_TAIL_CHARS:])
+        self.output.layout.display = ""
+
     def on_end(self, end: ToolCallEnd) -> None:
         self._progress_coalescer.flush()
+        self._output_coalescer.flush()
         self.duration_ms = end.duration_ms
         if self._last_progress is not None and end.status == "completed":
             self.progress.value = self.progress.max

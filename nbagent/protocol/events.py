@@ -198,6 +198,16 @@ class Progress(_Msg):
     message: str | None = None
 
 
+class ExecCommandOutputDelta(_Msg):
+    """A piece of what a running command wrote (Codex's event): its call's card shows the output
+    as it comes, before the call ends."""
+
+    type: Literal["exec_command_output_delta"] = "exec_command_output_delta"
+    call_id: str
+    stream: Literal["stdout", "stderr"]
+    chunk: str
+
+
 class PatchChange(ProtocolModel):
     """What a patch does to one file, as ``patch_apply_begin``/``_end`` carry it."""
 
@@ -318,6 +328,7 @@ EventMsg = Annotated[
     | McpLoginCompleted
     | McpLog
     | Progress
+    | ExecCommandOutputDelta
     | PatchApplyBegin
     | PatchApplyEnd
     | TokenUsage

@@ -61,6 +61,9 @@ class ToolSpec(ProtocolModel):
     """Effective mode after config (per-tool over per-server over default)."""
     trusted: bool = False
     """Whether annotations may relax the default (set by the user per server; True for own tools)."""
+    sandboxed: bool = False
+    """Each call runs in the OS sandbox unless its arguments ask for escalated permissions
+    (Codex's ``with_escalated_permissions``): the approval rule of a sandboxed tool (DESIGN §5)."""
     definition_hash: str = ""
     """Hash of description, schema, annotations and title: remembered approvals are bound to it."""
     strict: bool = False

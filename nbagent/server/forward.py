@@ -73,6 +73,8 @@ def describe(change: Change | None, kind: str) -> tuple[str | None, str | None, 
         case CardChanged(card=Card(progress=Step() as step) as card, part="progress"):
             total = f"/{step.total:g}" if step.total else ""
             return f"{one_line(card.call_id)}: {step.progress:g}{total}" + (f" {step.message}" if step.message else ""), None, None
+        case CardChanged(card=card, part="output", delta=delta):  # the newest line: progress is coalesced
+            return _clip(f"{one_line(card.call_id)}: {one_line(delta.rstrip().rsplit(chr(10), 1)[-1])}"), None, None
         case QuestionChanged(question=Question(answer=ElicitationResolved() as answer)):
             return f"question answered: {answer.action} ({answer.by})", "info", {"event": kind, "action": answer.action, "by": answer.by}
         case QuestionChanged(question=Question(ask=ElicitationRequested() as ask)):

@@ -6,6 +6,7 @@ A front end wires them into its session::
     notebook_tools, python_tools = native_tools(get_bridge(), calls=lambda: session.thread.call_ids)
     session.add_provider(notebook_tools)
     session.add_provider(python_tools)
+    session.add_provider(ShellTools(shell_policy(load_config(cwd))))   # the sandboxed `shell`
     with notebook_tools.awaited():      # only around a turn awaited in its cell (--wait)
         await session.run(goal)
 """
@@ -17,8 +18,9 @@ from typing import Any
 
 from nbagent.tools.notebook import BridgeClient, NotebookTools
 from nbagent.tools.python import PythonTools
+from nbagent.tools.shell import ShellTools, shell_policy
 
-__all__ = ["NotebookTools", "PythonTools", "native_tools"]
+__all__ = ["NotebookTools", "PythonTools", "ShellTools", "native_tools", "shell_policy"]
 
 
 def native_tools(

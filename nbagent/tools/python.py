@@ -229,7 +229,9 @@ _DESCRIPTION = (
     "Run Python code in the notebook's kernel, in the user's namespace (variables persist and are "
     "shared with the notebook's cells). Returns what the code printed to stdout and stderr, the repr "
     "of the value of a final expression, and the traceback if it raised. IPython magics work. "
-    "Rich output (plots, display()) goes to the notebook, not to this result."
+    "Rich output (plots, display()) goes to the notebook, not to this result. It runs in the live kernel "
+    "with the user's full rights, outside any sandbox, so each call may need the user's approval; to run a "
+    "command, use the shell tool, which runs in the sandbox."
 )
 _PARAMETERS: dict[str, Any] = {
     "type": "object",

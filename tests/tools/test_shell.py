@@ -1,0 +1,175 @@
+"""The native ``shell`` tool in a real session: a replay model calls it, the command runs in the
+real sandbox through the launcher, and the approvals follow Codex's rule for sandboxed commands.
+Each test answers the asks as a person would and reads what the model was given."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nbagent import Session
+from nbagent.config import load_config
+from nbagent.kit.turn import TurnModel
+from nbagent.mcp.proctree import alive
+from nbagent.protocol import ApprovalDecision, ApprovalRequested, Event, ExecCommandOutputDelta, Policy, ToolCallEnd
+from nbagent.sandbox import available
+from nbagent.tools import ShellTools, shell_policy
+from tests.core.conftest import home, script
+
+__all__ = ["home", "script"]
+
+pytestmark = pytest.mark.skipif(bool(available()), reason=f"no sandbox here: {available()}")
+
+Answer = Callable[[ApprovalRequested], ApprovalDecision | None]
+
+
+def shell(*argv: str, **more: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "shell", "arguments": {"command": list(argv), **more}}]}
+
+
+async def run(model: str, policy: Policy, answer: Answer | None = None, on_event: Callable[[Event], None] | None = None) -> list[Event]:
+    """One turn with ``shell`` under ``policy``, in the sandbox ``workspace-write`` of the cwd; every event seen."""
+    events: list[Event] = []
+    async with Session(model=model, policy=policy, interactive=answer is not None) as session:
+        session.add_provider(ShellTools(shell_policy(load_config(os.getcwd(), overrides={"sandbox_mode": "workspace-write"}))))
+
+        def seen(event: Event) -> None:
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+            if answer is not None and isinstance(event.msg, ApprovalRequested) and (op := answer(event.msg)) is not None:
+                session.submit(op)
+
+        session.subscribe(seen)
+        await asyncio.wait_for(session.run("go"), 60)
+    return events
+
+
+def of(events: list[Event], kind: type) -> list[Any]:
+    return [e.msg for e in events if isinstance(e.msg, kind)]
+
+
+async def test_a_command_in_the_workspace_runs_without_asking_and_streams_its_output(home: Path, script) -> None:
+    """On-request: no ask. The first line reaches the card while the command still waits for a
+    file that only this test creates, on seeing that line: the output streamed before the end."""
+    work = Path.cwd()
+    wait = "echo first; i=0; while [ ! -e go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo second >&2; touch made"
+    model = script(shell("bash", "-c", wait, timeout_ms=30_000), {"text": "done"})
+
+    def on_event(event: Event) -> None:
+        if isinstance(event.msg, ExecCommandOutputDelta) and "first" in event.msg.chunk:
+            (work / "go").touch()
+
+    events = await run(model, "on-request", on_event=on_event)
+    assert not of(events, ApprovalRequested)
+    [end] = of(events, ToolCallEnd)
+    assert end.status == "completed" and "Exit code: 0" in end.output and "first\nsecond" in end.output, end.output
+    assert (work / "made").exists()
+    deltas = of(events, ExecCommandOutputDelta)
+    assert [d.stream for d in deltas] == ["stdout", "stderr"] and "".join(d.chunk for d in deltas) == "first\nsecond\n"
+    turn = TurnModel()
+    for event in events:
+        turn.apply(event)
+    [card] = turn.cards.values()
+    assert card.output is not None and card.output.text == "first\nsecond\n"
+
+
+async def test_a_write_outside_the_workspace_is_denied_and_offered_to_run_outside(home: Path, script, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    model = script(shell("touch", str(outside)), shell("touch", str(outside)), {"text": "done"})
+    asked: list[ApprovalRequested] = []
+
+    def answer(request: ApprovalRequested) -> ApprovalDecision:
+        asked.append(request)
+        decision = "deny" if len(asked) == 1 else "approve"
+        return ApprovalDecision(call_id=request.call_id, decision=decision)
+
+    events = await run(model, "on-request", answer)
+    first, second = of(events, ToolCallEnd)
+    assert len(asked) == 2  # nothing asked before running in the sandbox; once after each denial
+    assert "the sandbox refused it" in asked[0].reason and str(outside) in asked[0].reason, asked[0].reason
+    assert asked[0].arguments["with_escalated_permissions"] is True
+    assert "Permission denied" in first.output and f"denied: touch: cannot touch '{outside}'" in first.output
+    assert "not run again outside the sandbox" in first.output and first.is_error
+    assert second.status == "completed" and "Exit code: 0" in second.output
+    assert outside.exists()  # approved: run again outside
+
+
+async def test_an_escalated_command_asks_and_the_panel_shows_why(home: Path, script, tmp_path: Path) -> None:
+    outside = tmp_path / "escalated.txt"
+    model = script(
+        shell("touch", str(outside), with_escalated_permissions=True, justification="write the report next door"),
+        {"text": "done"},
+    )
+    asked: list[ApprovalRequested] = []
+
+    def answer(request: ApprovalRequested) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(call_id=request.call_id, decision="approve")
+
+    events = await run(model, "on-request", answer)
+    [request] = asked
+    assert request.reason == "it asks to run outside the sandbox: write the report next door"
+    [end] = of(events, ToolCallEnd)
+    assert end.status == "completed" and outside.exists()
+
+
+async def test_under_never_nothing_asks_and_the_model_reads_the_denial(home: Path, script, tmp_path: Path) -> None:
+    outside = tmp_path / "never.txt"
+    model = script(
+        shell("touch", str(outside)),
+        shell("touch", str(outside), with_escalated_permissions=True, justification="please"),
+        {"text": "done"},
+    )
+    events = await run(model, "never", lambda request: pytest.fail(f"asked: {request.reason}"))
+    denied, escalated = of(events, ToolCallEnd)
+    assert not of(events, ApprovalRequested)
+    assert f"denied: touch: cannot touch '{outside}': Permission denied" in denied.output
+    assert escalated.status == "denied" and "policy 'never'" in escalated.output, escalated.output
+    assert not outside.exists()
+
+
+async def test_under_untrusted_every_command_asks(home: Path, script) -> None:
+    model = script(shell("true"), shell("true"), {"text": "done"})
+    asked: list[ApprovalRequested] = []
+
+    def answer(request: ApprovalRequested) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(call_id=request.call_id, decision="approve")
+
+    events = await run(model, "untrusted", answer)
+    assert [r.reason for r in asked] == ["policy 'untrusted' asks before every call"] * 2
+    assert [e.status for e in of(events, ToolCallEnd)] == ["completed", "completed"]
+
+
+async def test_a_timeout_kills_the_whole_tree(home: Path, script) -> None:
+    """The command leaves a detached grandchild behind (its own session); at the timeout it dies
+    too. Found by its unique argument (inside the sandbox's PID namespace its pid is another)."""
+    seconds = f"60.{os.getpid()}{os.urandom(2).hex().translate(str.maketrans('abcdef', '123456'))}"
+    model = script(shell("bash", "-c", f"setsid sleep {seconds} & sleep {seconds}", timeout_ms=1_000), {"text": "done"})
+    events = await run(model, "on-request")
+    [end] = of(events, ToolCallEnd)
+    assert end.is_error and "command timed out after 1000 milliseconds" in end.output, end.output
+    assert end.duration_ms < 15_000
+    for _ in range(100):  # swept with SIGKILL; a zombie is not alive
+        if not _running(seconds):
+            break
+        await asyncio.sleep(0.05)
+    assert not _running(seconds)
+
+
+def _running(argument: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if argument.encode() in fh.read().split(b"\0") and alive(int(name)):
+                    found.append(int(name))
+        except (OSError, ValueError):
+            continue
+    return found
