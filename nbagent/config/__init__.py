@@ -30,6 +30,14 @@ from nbagent.config.errors import ConfigError, problems
 from nbagent.config.files import outside, present, read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
 from nbagent.config.oauth import OAuthSettings
+from nbagent.config.requirements import (
+    RequirementError,
+    Requirements,
+    check_chosen,
+    hold,
+    load_managed,
+    load_requirements,
+)
 from nbagent.config.trust import ProjectTrust, Unread, check_key, listed, not_read, trust_of, why_not_read
 from nbagent.protocol import ApprovalMode, Policy
 from nbagent.sandbox.policy import DEFAULT_MODE, SandboxMode, SandboxSettings, SandboxWorkspaceWrite
@@ -42,6 +50,8 @@ __all__ = [
     "ConfigError",
     "McpServerConfig",
     "ModelProviderConfig",
+    "RequirementError",
+    "Requirements",
     "ToolConfig",
     "default_home",
     "load_config",
@@ -148,6 +158,8 @@ class McpServerConfig(_Strict):
     """Its ``[sandbox_workspace_write]`` keys, each over the top-level table's."""
 
     _ignored: list[str] = PrivateAttr(default_factory=list)
+    _disabled_by: str | None = PrivateAttr(default=None)
+    """``disabled by requirements (FILE)`` when the administrator's allowlist does not admit it."""
     _written: dict[str, str] = PrivateAttr(default_factory=dict)
     """Each value a ``${VAR}`` of ``.mcp.json`` made (the variable's own, and the whole text) ->
     as the file writes it."""
@@ -176,6 +188,11 @@ class McpServerConfig(_Strict):
         if self.startup_timeout_ms is not None and "startup_timeout_sec" not in self.model_fields_set:
             self.startup_timeout_sec = self.startup_timeout_ms / 1000
         return self
+
+    @property
+    def disabled_by(self) -> str | None:
+        """Why requirements keep this server from running, or ``None``."""
+        return self._disabled_by
 
     @property
     def ignored(self) -> list[str]:
@@ -321,6 +338,8 @@ class Config(_Strict):
     """Internal: the folder the config was loaded for (the session's), the sandbox's workspace."""
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     """From the environment only; never written anywhere."""
+    requirements: Requirements = Field(default_factory=Requirements, exclude=True)
+    """Internal: the administrator's ``requirements.toml`` this config was held to (:mod:`nbagent.config.requirements`)."""
     _notes: list[str] = PrivateAttr(default_factory=list)
     """What the files said that is ignored, beyond the server tables' own keys."""
     _unread: Unread | None = PrivateAttr(default=None)
@@ -464,7 +483,10 @@ def load_config(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
 ) -> Config:
-    """Merge defaults, user file, ``.mcp.json``, project file, environment and ``overrides``.
+    """Merge defaults, user file, ``.mcp.json``, project file, the administrator's
+    ``managed_config.toml``, environment and ``overrides``, held to ``requirements.toml``
+    (:mod:`nbagent.config.requirements`): an override it rules out is refused, a file's value
+    falls back with a warning.
 
     Each file is validated on its own first, so an error names the file it is in.
     """
@@ -473,6 +495,9 @@ def load_config(
     home = Path(env.get("NBAGENT_HOME") or Path.home() / ".nbagent").expanduser()
     layers: list[tuple[str, dict[str, Any]]] = []
     notes: list[str] = []
+    requirements = load_requirements(notes)
+    chosen = {k: v for k, v in (overrides or {}).items() if v is not None}
+    check_chosen(requirements, chosen)
     user = home / USER_FILE
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -489,8 +514,11 @@ def load_config(
         verdict = trust_of(cwd_path, listed(projects, env)) if project_files else None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    trust_refused = verdict is not None and verdict.level == "trusted" and not requirements.allow_trusting_folders
     for path in project_files:
-        if verdict is None or verdict.level != "trusted":
+        if trust_refused:
+            notes.append(f"{path}: not read: {_no_trusting(requirements)}")
+        elif verdict is None or verdict.level != "trusted":
             notes.append(not_read(path, cwd_path.resolve(), verdict, user))
         elif why := outside(path, verdict.folder):
             notes.append(f"{path}: not read: {why}")
@@ -501,6 +529,7 @@ def load_config(
         else:
             layers.append((str(path), read_toml(path)))
 
+    layers += load_managed(notes)
     for origin, data in layers[1 if user_read else 0:]:
         if "projects" in data:
             raise ConfigError(f"{origin}: key 'projects': only {user} says which folders are trusted")
@@ -521,14 +550,17 @@ def load_config(
         env_layer["model_providers"] = {"openai": {"base_url": env["OPENAI_BASE_URL"]}}
     merged = _merge(merged, env_layer)
     if overrides:
-        merged = _merge(merged, {k: v for k, v in overrides.items() if v is not None})
+        merged = _merge(merged, chosen)
     origin = " + ".join([o for o, _ in layers] + ["environment"] + (["overrides"] if overrides else []))
     config = _validate(merged, origin)
-    if project_files and (verdict is None or verdict.level != "trusted"):
+    if trust_refused:
+        config._unread = Unread(project_files, _no_trusting(requirements))
+    elif project_files and (verdict is None or verdict.level != "trusted"):
         config._unread = Unread(project_files, why_not_read(cwd_path.resolve(), verdict, user))
     config.sources = sources
     config.workspace = str(cwd_path.resolve())
-    config._notes = notes
+    config.requirements = requirements
+    config._notes = notes + hold(config)
     for name, seen in written.items():
         if name in config.mcp_servers:
             config.mcp_servers[name]._written = seen
@@ -537,6 +569,11 @@ def load_config(
     except ConfigError as exc:
         raise ConfigError(f"{_origin_of('model_provider', layers, overrides) or origin}: {exc}") from None
     return config
+
+
+def _no_trusting(requirements: Requirements) -> str:
+    return (f"trusting a folder is not allowed by requirements: allow_trusting_folders = false in "
+            f"{requirements.source('allow_trusting_folders')}")
 
 
 def provider_key(config: Config, environ: Mapping[str, str] | None = None) -> str | None:

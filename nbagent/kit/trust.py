@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from nbagent.config import MCP_JSON, PROJECT_FILE, ConfigError
 from nbagent.config.errors import problems
 from nbagent.config.files import present, read_toml
+from nbagent.config.requirements import RequirementError, load_requirements
 from nbagent.config.trust import ENV, ProjectTrust, TrustLevel, listed, trust_of
 from nbagent.kit.args import BadInput
 
@@ -41,6 +42,11 @@ def run(args: argparse.Namespace, cwd: str | None) -> str:
     if not folder.is_dir():
         raise BadInput(f"{folder}: not a folder")
     level: TrustLevel | None = None if args.forget else "untrusted" if args.untrusted else "trusted"
+    if level == "trusted":
+        try:
+            load_requirements().check_switch("allow_trusting_folders", "trusting a folder")
+        except RequirementError as exc:
+            raise BadInput(str(exc)) from None
     path, key = record_trust(folder, level)
     done = {"trusted": "Trusted", "untrusted": "Marked untrusted", None: "Removed"}[level]
     verdict = trust_of(key, trusted_projects())
