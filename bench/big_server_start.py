@@ -19,10 +19,10 @@ order, one contender at a time, so a neighbour's load falls on all alike; figure
 wall time and of the client process's CPU. ``--base PYTHON`` adds nbagent as another tree has it.
 Target: nbagent <= plain + 0.4 s (wall).
 
-Measured (2 cores, 5,000 tools, 7 rounds side by side, load 2.8-5.3): plain 0.66 s, sdk 1.17 s,
-nbagent 0.94 s (+0.27 s, target met; client CPU 0.23 s), the tree before result replies were
-read without the message union and events without a scan when no secret is set 0.99 s (+0.33 s;
-CPU 0.26 s).
+Measured (2 cores, 5,000 tools, two runs of 7 rounds side by side, load 2.8-5.3 then 1.8-2.5):
+plain 0.66 / 0.71 s, sdk 1.17 / 1.19 s, nbagent 0.94 / 1.02 s (+0.27 / +0.31 s: met; client
+CPU 0.23 / 0.26 s), the tree before result replies were read without the message union and
+events without a scan when no secret is set +0.33 / +0.30 s (CPU 0.26 / 0.27 s).
 
 Run: ``.venv/bin/python bench/big_server_start.py [--quick] [--tools 5000 --rounds 5]``.
 """
