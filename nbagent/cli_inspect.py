@@ -48,7 +48,9 @@ async def _tools(args: argparse.Namespace, config: Config) -> int:
         redactor = redactor_for(config)
         views = [redacted(v, redactor) for v in tool_views([mcp.complete(spec) for spec in mcp.list_tools()], args.policy or config.approval_policy)]
     text = config.unread.no_tools("no tools") if not views and config.unread else tools_text(views, sandboxes(config))
-    _emit(args, {"tools": [v.model_dump(mode="json") for v in views], "warnings": warnings}, text)
+    disabled = {name: cfg.disabled_by for name, cfg in config.mcp_servers.items() if cfg.disabled_by}
+    text += "".join(f"\nserver {name}: {why}" for name, why in disabled.items())
+    _emit(args, {"tools": [v.model_dump(mode="json") for v in views], "warnings": warnings, "disabled": disabled}, text)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

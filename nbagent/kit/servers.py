@@ -147,7 +147,8 @@ def server_view(config: Config, name: str) -> dict[str, Any]:
     for key in ("env", "http_headers"):
         if key in data:
             data[key] = _hidden(data[key])
-    head = {"name": name, "source": config.sources.get(name), "enabled": cfg.enabled, "transport": cfg.transport}
+    head = {"name": name, "source": config.sources.get(name), "enabled": cfg.enabled, "transport": cfg.transport,
+            **({"disabled_by": cfg.disabled_by} if cfg.disabled_by else {})}
     return {**head, "auth": auth(name, cfg, config), "sandbox": sandbox_text(name, cfg, config), **data}
 
 
@@ -174,6 +175,8 @@ def _status_text(status: ServerStatus | None) -> str:
         return "-"
     if status.state == "ready":
         return f"ready ({status.tools} tool{'' if status.tools == 1 else 's'})"
+    if status.state == "disabled" and status.error:
+        return status.error  # "disabled by requirements (FILE)"
     return status.state + (f": {status.error}" if status.error else "")
 
 
@@ -191,7 +194,8 @@ def list_text(config: Config, statuses: Mapping[str, ServerStatus] | None = None
     for name in sorted(config.mcp_servers):
         cfg = config.mcp_servers[name]
         state = [_status_text(statuses.get(name))] if statuses is not None else []
-        rows.append([name, cfg.transport or "", "yes" if cfg.enabled else "no", auth(name, cfg, config),
+        enabled = "yes" if cfg.enabled else f"no, {cfg.disabled_by}" if cfg.disabled_by else "no"
+        rows.append([name, cfg.transport or "", enabled, auth(name, cfg, config),
                      sandbox_text(name, cfg, config), _cut(_launch(cfg), 48), config.sources.get(name, "-"), *state])  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)

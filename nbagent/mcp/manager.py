@@ -154,6 +154,10 @@ class McpConnectionManager:
         old = self._conns.pop(name, None)
         if old is not None:
             await old.aclose()
+        if self._config is not None:  # what the administrator's requirements let run, said
+            cfg, notes = self._config.requirements.admit(name, cfg)
+            for note in notes:
+                self._emit(WarningEvent(message=note))
         self._configs[name] = cfg
         if not cfg.enabled:
             self.generation += 1
@@ -207,7 +211,7 @@ class McpConnectionManager:
             if conn is None:
                 out[name] = ServerStatus(
                     name=name, state="disabled" if not cfg.enabled else "stopped", transport=cfg.transport or "stdio",
-                    required=cfg.required,
+                    required=cfg.required, error=cfg.disabled_by,
                 )  # fmt: skip
                 continue
             out[name] = ServerStatus(

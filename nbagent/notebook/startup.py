@@ -22,6 +22,8 @@ STATUS_COLOR = {"starting": "info", "ready": "ok", "failed": "error", "cancelled
 
 def status_line(status: ServerStatus) -> str:
     """``ready (3 tools)``, ``failed: why``: one server's state as ``%agent`` prints it."""
+    if status.state == "disabled" and status.error:
+        return status.error  # "disabled by requirements (FILE)"
     tools = f" ({status.tools} tools)" if status.state == "ready" else ""
     error = f": {status.error}" if status.error else ""
     return f"{status.state}{tools}{error}"

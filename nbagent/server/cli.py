@@ -135,7 +135,9 @@ def main_mcp_server(argv: list[str]) -> int:
     try:  # every call would fail on a bad setting: refuse it now, naming it, rather than serve
         if not defaults.server_cwd.is_dir():
             raise BadInput(f"--cwd {args.cwd}: not a folder")
-        defaults.load_config(defaults.server_cwd)
+        config = defaults.load_config(defaults.server_cwd)
+        if args.allow_config_override:
+            config.requirements.check_switch("allow_config_override", "--allow-config-override")
     except (BadInput, ConfigError) as exc:
         return fail("nbagent mcp-server", exc)
     if not args.http:
