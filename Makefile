@@ -66,6 +66,7 @@ bench: setup
 	$(BIN)/python bench/big_server_start.py
 	$(BIN)/python bench/conformance.py
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/shell.py
 
 # Other agent runtimes' MCP clients, for bench/mcp.py only: their own venv, since they may pin
 # another mcp release than nbagent's.
