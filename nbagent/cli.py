@@ -40,6 +40,7 @@ from nbagent.kit.turn import (
     TurnModel,
     UsageChanged,
     Warned,
+    change_lines,
 )
 from nbagent.models.base import ModelError
 from nbagent.protocol import (
@@ -77,6 +78,8 @@ def _text(change: Change | None) -> str:
             return f"-> {card.tool}{where} {json.dumps(card.arguments)}\n"
         case CardChanged(part="output", delta=delta):
             return delta  # the command's output as it comes, between the call's -> and <- lines
+        case CardChanged(card=card, part="changes") if card.applied:
+            return "".join(f"  {line}\n" for line in change_lines(card))  # the files a patch changed
         case CardChanged(card=Card(end=ToolCallEnd() as end), part="ended"):
             mark = "x" if end.is_error else "<-"
             first = end.output.splitlines()[0][:200] if end.output else ""

@@ -92,15 +92,19 @@ class KernelAgent:
 
     def _add_native_tools(self, session: Session, cwd: str) -> None:
         """The notebook tools (through the JupyterLab extension's bridge), ``run_python`` and
-        ``shell`` in the sandbox the session's config gives its MCP servers."""
+        ``shell`` in the sandbox the session's config gives its MCP servers, and ``apply_patch``
+        writing only where that sandbox may write."""
         from nbagent.config import load_config
         from nbagent.notebook.bridge import get_bridge
         from nbagent.tools import ShellTools, native_tools, shell_policy
+        from nbagent.tools.patch import PatchTools
 
         self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.thread.call_ids)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
-        session.add_provider(ShellTools(shell_policy(load_config(cwd))))
+        policy = shell_policy(load_config(cwd))
+        session.add_provider(ShellTools(policy))
+        session.add_provider(PatchTools.within(policy))
 
     def show_context(self, on: bool) -> None:
         """Turn on or off what the model sees of this notebook at each turn's start."""
@@ -251,5 +255,5 @@ class KernelAgent:
 
 _OUTSIDE_TYPES = {
     "tool_call_begin", "tool_call_end", "progress", "exec_command_output_delta", "approval_requested", "approval_resolved",
-    "elicitation_requested", "elicitation_resolved",
+    "elicitation_requested", "elicitation_resolved", "patch_apply_begin", "patch_apply_end",
 }

@@ -30,6 +30,7 @@ from nbagent.kit.turn import (
     TurnModel,
     UsageChanged,
     Warned,
+    change_lines,
     header_text,
 )
 from nbagent.notebook.cellctx import CellContext
@@ -159,6 +160,9 @@ class TextTurn:
             self._line(f"  … {step.progress:g}{total} {step.message or ''}".rstrip())
         elif part == "output" and delta:
             self._write(delta)
+        elif part == "changes" and card.applied:
+            for line in change_lines(card):
+                self._line(f"  {line}")
         elif part == "ended" and card.end is not None:
             e = card.end
             mark = "✖" if e.is_error or e.status != "completed" else "✔"

@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbagent.kit.turn import Card, Step
+from nbagent.kit.turn import Card, Step, change_lines
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.notebook.throttle import Coalescer
 from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolCallEnd
@@ -51,6 +51,7 @@ class ToolCard:
         self.progress = W.FloatProgress(value=0, min=0, max=1, layout=W.Layout(display="none", width="60%"))
         self.progress_label = W.HTML(layout=W.Layout(display="none"))
         self.output = W.HTML(layout=W.Layout(display="none"))
+        self.changes = W.HTML(layout=W.Layout(display="none"))
         self.result = W.HTML()
         self.outcome_note: str | None = None
         """Why the call ended as it did, when the user's answer decided it."""
@@ -60,7 +61,7 @@ class ToolCard:
         self._progress_coalescer = Coalescer(self._push_progress)
         self._output_coalescer = Coalescer(self._push_output)
         self.widget = W.VBox(
-            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.output, self.result],
+            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.output, self.changes, self.result],
             layout=W.Layout(border=_BORDER, padding="2px 8px", margin="4px 0"),
         )
         self._render_header()
@@ -125,6 +126,13 @@ class ToolCard:
         cut = muted(f"[… {len(text) - OUTPUT_TAIL_CHARS} earlier characters]") if len(text) > OUTPUT_TAIL_CHARS else ""
         self.output.value = cut + pre(text[-OUTPUT_TAIL_CHARS:])
         self.output.layout.display = ""
+
+    def on_changes(self) -> None:
+        """The files the call's patch changes (``call.changes``), one line each with the lines it
+        adds and removes; marked when they were not written."""
+        note = muted(" (not written)") if self.call.applied is False else ""
+        self.changes.value = pre("\n".join(change_lines(self.call))) + note
+        self.changes.layout.display = ""
 
     def on_end(self, end: ToolCallEnd) -> None:
         self._progress_coalescer.flush()

@@ -29,6 +29,7 @@ from nbagent.kit.turn import (
     Step,
     TurnModel,
     Warned,
+    change_lines,
 )
 from nbagent.protocol import (
     ApprovalRequested,
@@ -70,6 +71,8 @@ def describe(change: Change | None, kind: str) -> tuple[str | None, str | None, 
         case CardChanged(card=Card(approval=Approval(answer=ApprovalResolved() as answer)), part="decided"):
             return (f"approval {answer.decision} ({answer.by})", "info",
                     {"event": kind, "call_id": answer.call_id, "decision": answer.decision, "by": answer.by})
+        case CardChanged(card=card, part="changes") if card.applied:
+            return _clip(f"{one_line(card.call_id)}: " + "; ".join(change_lines(card))), None, None
         case CardChanged(card=Card(progress=Step() as step) as card, part="progress"):
             total = f"/{step.total:g}" if step.total else ""
             return f"{one_line(card.call_id)}: {step.progress:g}{total}" + (f" {step.message}" if step.message else ""), None, None

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.calls.events import emit
-from nbagent.config import Config, load_config
 from nbagent.core.function_tools import own_tool_spec
 from nbagent.core.provider import ToolProvider
 from nbagent.patch import FileChange, PatchError, plan_patch
@@ -31,7 +30,7 @@ from nbagent.protocol import (
     ToolSpec,
 )
 from nbagent.protocol.tools import ProgressFn
-from nbagent.sandbox import resolve
+from nbagent.sandbox import SandboxPolicy
 
 NAME = "apply_patch"
 
@@ -83,16 +82,6 @@ _PARAMETERS: dict[str, Any] = {
 }
 
 
-def sandbox_roots(config: Config, workspace: str | Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(roots, denied)``: the folders a patch may write (the workspace, then the sandbox's other
-    writable roots) and those it must not (what the sandbox hides), as ``config`` sets them."""
-    policy = resolve(
-        config.sandbox_mode, config.sandbox_workspace_write, workspace=workspace, home=config.home_path,
-        deny_read=config.sandbox.deny_read,
-    )  # fmt: skip
-    return tuple(dict.fromkeys((policy.workspace, *policy.writable_roots))), policy.deny_read
-
-
 class PatchTools(ToolProvider):
     """A ``ToolProvider`` with one tool, ``apply_patch``.
 
@@ -121,10 +110,10 @@ class PatchTools(ToolProvider):
         )
 
     @classmethod
-    def for_workspace(cls, workspace: str | Path, config: Config | None = None) -> PatchTools:
-        """The tool for ``workspace``, confined as its config's sandbox settings say."""
-        roots, denied = sandbox_roots(config or load_config(workspace), workspace)
-        return cls(workspace, roots, denied)
+    def within(cls, policy: SandboxPolicy) -> PatchTools:
+        """The tool for ``policy``'s workspace, writing where the policy lets a process write (the
+        workspace, whatever the mode, then its other writable roots) and never what it hides."""
+        return cls(policy.workspace, tuple(dict.fromkeys((policy.workspace, *policy.writable_roots))), policy.deny_read)
 
     def list_tools(self) -> Sequence[ToolSpec]:
         return [self._spec]

@@ -14,8 +14,10 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import load_config
+from nbagent.kit.turn import TurnModel, change_lines
 from nbagent.protocol import ApprovalDecision, Event
-from nbagent.tools.patch import PatchTools, sandbox_roots
+from nbagent.tools import shell_policy
+from nbagent.tools.patch import PatchTools
 from tests.core import conftest
 
 home, script = conftest.home, conftest.script  # the fixtures: an empty home, replay scripts
@@ -81,6 +83,31 @@ async def test_an_approved_patch_changes_the_files_and_its_events_carry_each_cha
     assert [(c["kind"], c["path"]) for c in recorded] == changes and "sum(items)" in recorded[1]["unified_diff"]
 
 
+async def test_every_front_end_draws_one_line_per_changed_file(work: Path, script: Callable[..., str]) -> None:
+    from nbagent.cli import _text
+    from nbagent.notebook.render import WidgetTurn
+    from nbagent.notebook.text_render import TextTurn
+    from nbagent.server.forward import describe
+
+    seen, _ = await run(work, model(script), "approve")
+    lines = ["A notes/todo.md +1 −0", "M app.py +1 −1"]
+    model_ = TurnModel()
+    folded = [model_.apply(e) for e in seen]
+    [card] = model_.cards.values()
+    assert card.applied is True and change_lines(card) == lines
+    header = {"model_label": "replay", "scripted": True, "thread": "t", "policy": "on-request"}
+    printed: list[str] = []
+    text = TextTurn(lambda op: None, out=printed.append, **header)  # type: ignore[arg-type]
+    widgets = WidgetTurn(lambda op: None, **header)  # type: ignore[arg-type]
+    for event in seen:
+        text.handle(event)
+        widgets.handle(event)
+    assert "  A notes/todo.md +1 −0\n  M app.py +1 −1\n" in "".join(printed)
+    assert all(line in widgets.cards[card.call_id].changes.value for line in lines)
+    assert "  A notes/todo.md +1 −0\n  M app.py +1 −1\n" in "".join(_text(change) for change in folded)
+    assert any("; ".join(lines) in (describe(change, "patch_apply_end")[0] or "") for change in folded)
+
+
 async def test_a_denied_patch_leaves_the_files_untouched(work: Path, script: Callable[..., str]) -> None:
     seen, result = await run(work, model(script), "deny")
     assert (work / "app.py").read_text() == APP and not (work / "notes").exists()
@@ -104,13 +131,12 @@ def test_the_tool_writes_the_workspace_and_the_sandboxs_other_roots_and_never_wh
     work: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "shared").mkdir()
-    config = load_config(
-        work,
-        overrides={"sandbox_mode": "workspace-write", "sandbox_workspace_write": {"writable_roots": ["../shared"]}},
-    )
-    roots, denied = sandbox_roots(config, work)
-    assert roots == (str(work.resolve()), str((tmp_path / "shared").resolve()))
-    assert str(config.home_path.resolve()) in denied
-    spec = PatchTools(work).list_tools()[0]
+    overrides = {"sandbox_mode": "workspace-write", "sandbox_workspace_write": {"writable_roots": ["../shared"]}}
+    config = load_config(work, overrides=overrides)
+    tools = PatchTools.within(shell_policy(config))
+    assert tools.workspace == str(work.resolve())
+    assert tools.roots == (str(work.resolve()), str((tmp_path / "shared").resolve()))
+    assert str(config.home_path.resolve()) in tools.denied
+    spec = tools.list_tools()[0]
     assert spec.name == "apply_patch" and list(spec.parameters["properties"]) == ["input"]
     assert spec.annotations is not None and spec.annotations.read_only_hint is False
