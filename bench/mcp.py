@@ -76,15 +76,16 @@ async def sdk(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None
 async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
     from nbagent import Session
     from nbagent.config import Config, McpServerConfig
+    from nbagent.protocol import CallTool, ListMcpTools
 
     with tempfile.TemporaryDirectory() as home:
         config = Config(home=home, approval_policy="full-auto")
         servers = {"echo": McpServerConfig(command=server[0], args=server[1:])}
         async with Session(config=config, mcp_servers=servers, cwd=home) as session:
-            await session.servers.ready()
+            await session.perform(ListMcpTools())
 
             async def call() -> object:
-                output = await session.call_tool("mcp__echo__echo", {"text": TEXT})
+                output = await session.perform(CallTool(name="mcp__echo__echo", arguments={"text": TEXT}))
                 assert output.status == "completed", output
                 return output
 

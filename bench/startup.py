@@ -45,11 +45,12 @@ FLOOR_KERNEL = "import openai, mcp, ipywidgets"
 READY = "from nbagent.notebook.extension import get_agent as _bench_agent\n_bench_s = await _bench_agent().ready()"
 CALLS = """
 import json as _bj, time as _bt
-await _bench_s.servers.ready()
+from nbagent.protocol import CallTool, ListMcpTools
+await _bench_s.perform(ListMcpTools())
 _bench_d = []
 for _bench_i in range({n}):
     _bench_t = _bt.perf_counter()
-    _bench_o = await _bench_s.call_tool("mcp__demo__list_notes", {{}}, policy="full-auto")
+    _bench_o = await _bench_s.perform(CallTool(name="mcp__demo__list_notes", arguments={{}}, policy="full-auto"))
     _bench_d.append(_bt.perf_counter() - _bench_t)
     assert not _bench_o.is_error, _bench_o.output
 print("@@" + _bj.dumps(_bench_d))

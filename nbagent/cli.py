@@ -193,12 +193,13 @@ async def _turn(args: argparse.Namespace, thread: str | None) -> int:
 async def _compact(args: argparse.Namespace) -> int:
     """``nbagent compact THREAD``: summarise a saved thread for the model; its record stays whole."""
     from nbagent.core.session import Session
+    from nbagent.protocol import Compact, ContextCompacted
 
     config = load_config(args.cwd)
     _home(config)
     async with Session(model=args.model, cwd=args.cwd, config=config, thread=args.thread, entry="cli") as session:
-        event = await session.compact()
-    print(describe_compaction(event) if event else f"thread {args.thread} has nothing to compact yet")
+        event = await session.perform(Compact())
+    print(describe_compaction(event) if isinstance(event, ContextCompacted) else f"thread {args.thread} has nothing to compact yet")
     return 0
 
 

@@ -4,7 +4,9 @@ change updates the pinned value below and docs/contracts.md together."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -13,75 +15,50 @@ import pytest
 
 import nbagent
 from nbagent import protocol
-from nbagent.core.servers import McpServers
 from nbagent.core.session import Session
-from nbagent.core.thread import ThreadState
+from nbagent.core.snapshot import SessionSnapshot
 
 ALL = ["RunResult", "Session", "__version__", "load_ipython_extension", "unload_ipython_extension"]
 
 SESSION = {
     "__init__": "(self, *, model: 'str | None' = None, policy: 'Policy | None' = None, cwd: 'str | Path | None' = None, home: 'str | Path | None' = None, thread: 'str | None' = None, thread_name: 'str | None' = None, config: 'Config | None' = None, mcp_servers: 'dict[str, McpServerConfig] | None' = None, interactive: 'bool' = False, entry: 'Entry' = 'python', notebook_path: 'str | None' = None) -> 'None'",
     "add_provider": "(self, provider: 'ToolProvider') -> 'None'",
-    "call_tool": "(self, name: 'str', arguments: 'dict[str, Any]', *, policy: 'Policy | None' = None, entry: 'Entry' = 'notebook_server', interactive: 'bool | None' = None) -> 'FunctionCallOutput'",
-    "compact": "(self, *, model: 'str | None' = None) -> 'ContextCompacted | None'",
-    "current_turn_id": "property",
     "events": "(self) -> 'AsyncIterator[Event]'",
-    "interrupt": "(self, reason: 'str' = 'interrupted', *, turn_id: 'str | None' = None) -> 'bool'",
     "model_client": "(self, model: 'str | None' = None) -> 'ModelClient'",
-    "model_name": "property",
-    "pending_approvals": "(self) -> 'dict[str, ApprovalRequested]'",
-    "pending_elicitations": "(self) -> 'dict[str, ElicitationRequested]'",
-    "policy": "property",
-    "project_docs": "(self) -> 'ProjectDocs'",
-    "set_turn_context": "(self, source: 'Callable[[], Awaitable[str | None]] | None') -> 'None'",
+    "perform": "(self, op: 'Op') -> 'EventMsg'",
     "register_tool": "(self, fn: 'Callable[..., Any]', *, name: 'str | None' = None, description: 'str | None' = None, read_only: 'bool' = False, destructive: 'bool | None' = None, approval_mode: 'ApprovalMode' = 'auto') -> 'ToolSpec'",
-    "run": "(self, prompt: 'str', *, entry: 'Entry | None' = None, model: 'str | None' = None, policy: 'Policy | None' = None, interactive: 'bool | None' = None) -> 'RunResult'",
+    "run": "(self, prompt: 'str', *, entry: 'Entry | None' = None, model: 'str | None' = None, policy: 'Policy | None' = None, interactive: 'bool | None' = None, ask_timeout_sec: 'float | None' = None) -> 'RunResult'",
     "run_sync": "(prompt: 'str', **kwargs: 'Any') -> 'RunResult'",
-    "running": "property",
+    "set_turn_context": "(self, source: 'Callable[[], Awaitable[str | None]] | None') -> 'None'",
     "shutdown": "(self) -> 'None'",
-    "start": "(self, op: 'UserTurn') -> 'asyncio.Future[RunResult]'",
+    "snapshot": "(self) -> 'SessionSnapshot'",
     "submit": "(self, op: 'Op') -> 'str'",
     "subscribe": "(self, callback: 'Callable[[Event], None]') -> 'Callable[[], None]'",
-    "tools": "(self, *, complete: 'bool' = False) -> 'list[ToolSpec]'",
-    "warn": "(self, message: 'str') -> 'None'",
 }
-SESSION_FIELDS = ["approvals", "config", "cwd", "elicitations", "inspector", "interactive", "servers", "thread"]
-"""Attributes set per session. ``approvals``/``elicitations`` are the core's desks, not surface."""
+SESSION_FIELDS: list[str] = []
+"""A session sets no public attribute: front ends read ``snapshot()``."""
 
-THREAD = {
-    "close": "(self) -> 'None'",
-    "find": "(self, id_or_name: 'str') -> 'str | None'",
-    "for_provider": "(self, instructions: 'str', tools: 'list[ToolSpec]') -> 'tuple[str, list[ToolSpec]]'",
-    "new": "(self, name: 'str | None' = None) -> 'str'",
-    "record": "(self, item: 'Item') -> 'None'",
-    "redactor": "(self) -> 'Redactor'",
-    "refresh_secrets": "(self) -> 'None'",
-    "rename": "(self, name: 'str') -> 'None'",
-    "resume": "(self, id_or_name: 'str', adopt: 'Callable[[ThreadMeta], None] | None' = None) -> 'str'",
-    "saved": "(self, limit: 'int | None' = 50) -> 'list[ThreadSummary]'",
-    "stored": "property",
-    "write": "(self, line: 'RolloutLine') -> 'RolloutLine'",
-}
-THREAD_FIELDS = ["call_ids", "context", "id", "items", "name"]
-
-SERVERS = {
-    "aclose": "(self) -> 'None'",
-    "add": "(self, name: 'str', cfg: 'McpServerConfig') -> 'bool'",
-    "names": "(self) -> 'list[str]'",
-    "prompts": "(self, args: 'list[str]') -> 'str'",
-    "ready": "(self) -> 'None'",
-    "remove": "(self, name: 'str') -> 'None'",
-    "resources": "(self, args: 'list[str]') -> 'str'",
-    "restart": "(self, name: 'str') -> 'bool'",
-    "start": "(self) -> 'None'",
-    "status": "(self) -> 'dict[str, ServerStatus]'",
-    "wire": "(self, name: 'str', last: 'int | None' = None) -> 'list[WireMessage]'",
-}
+SNAPSHOT_FIELDS = ["thread_id", "thread_name", "thread_stored", "items", "call_ids", "context_tokens", "context_window", "context_limit", "policy", "model_name", "cwd", "interactive", "running", "current_turn_id", "queued", "servers", "pending_approvals", "pending_elicitations", "tools", "home", "instructions", "project_docs", "tool_output_max_bytes", "max_model_tools", "mcp_servers", "approved", "redactor"]
+"""What ``Session.snapshot()`` holds, in order."""
 
 OPS = {
+    "AddMcpServer": "add_mcp_server",
     "ApprovalDecision": "approval_decision",
+    "AskUnanswered": "ask_unanswered",
+    "CallTool": "call_tool",
+    "Compact": "compact",
     "ElicitationResponse": "elicitation_response",
+    "Inspect": "inspect",
     "Interrupt": "interrupt",
+    "ListMcpTools": "list_mcp_tools",
+    "ListThreads": "list_threads",
+    "NewThread": "new_thread",
+    "OverrideTurnContext": "override_turn_context",
+    "ReadMcpOffers": "read_mcp_offers",
+    "RemoveMcpServer": "remove_mcp_server",
+    "RenameThread": "rename_thread",
+    "RestartMcpServer": "restart_mcp_server",
+    "ResumeThread": "resume_thread",
     "Shutdown": "shutdown",
     "UserTurn": "user_turn",
 }
@@ -97,13 +74,17 @@ EVENTS = {
     "AgentMessageDelta": "agent_message_delta",
     "ApprovalRequested": "approval_requested",
     "ApprovalResolved": "approval_resolved",
+    "ContextCompacted": "context_compacted",
     "ElicitationRequested": "elicitation_requested",
     "ElicitationResolved": "elicitation_resolved",
     "ErrorEvent": "error",
     "ExecCommandOutputDelta": "exec_command_output_delta",
+    "InspectResult": "inspect_result",
+    "McpListToolsResponse": "mcp_list_tools_response",
     "McpLog": "mcp_log",
     "McpLoginCompleted": "mcp_login_completed",
     "McpLoginRequired": "mcp_login_required",
+    "McpOffers": "mcp_offers",
     "McpStartupComplete": "mcp_startup_complete",
     "McpStartupUpdate": "mcp_startup_update",
     "McpToolsChanged": "mcp_tools_changed",
@@ -114,8 +95,9 @@ EVENTS = {
     "ReasoningDelta": "reasoning_delta",
     "SessionConfigured": "session_configured",
     "ShutdownComplete": "shutdown_complete",
+    "ThreadList": "thread_list",
+    "ThreadRenamed": "thread_renamed",
     "TokenUsage": "token_usage",
-    "ContextCompacted": "context_compacted",
     "ToolCallBegin": "tool_call_begin",
     "ToolCallEnd": "tool_call_end",
     "TurnAborted": "turn_aborted",
@@ -169,22 +151,42 @@ def test_the_package_exports_what_it_did() -> None:
         assert getattr(nbagent, name) is not None, f"nbagent.{name} is in __all__ but does not resolve"
 
 
-@pytest.mark.parametrize(
-    ("kind", "cls", "pinned"), [("Session", Session, SESSION), ("ThreadState", ThreadState, THREAD), ("McpServers", McpServers, SERVERS)]
-)
-def test_public_methods_and_signatures_are_pinned(kind: str, cls: type, pinned: dict[str, str]) -> None:
-    changes = diff(kind, pinned, surface(cls, init=cls is Session))
+def test_public_methods_and_signatures_are_pinned() -> None:
+    changes = diff("Session", SESSION, surface(Session, init=True))
     assert not changes, "the public surface changed (update tests/test_public_api.py and docs/contracts.md):\n" + "\n".join(changes)
 
 
-async def test_a_session_sets_only_the_pinned_public_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_session_sets_no_public_attribute_and_its_snapshot_is_pinned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("NBAGENT_MODEL", raising=False)
     async with Session(home=tmp_path / "home", cwd=tmp_path) as session:
         assert fields(session) == SESSION_FIELDS, f"Session attributes are now {fields(session)} (pinned {SESSION_FIELDS})"
-        assert fields(session.thread) == THREAD_FIELDS, (
-            f"ThreadState attributes are now {fields(session.thread)} (pinned {THREAD_FIELDS})"
-        )
-        assert isinstance(session.thread, ThreadState) and isinstance(session.servers, McpServers)
+        now = session.snapshot()
+    snapshot = [f.name for f in dataclasses.fields(SessionSnapshot)]
+    assert snapshot == SNAPSHOT_FIELDS, f"SessionSnapshot's fields are now {snapshot} (pinned {SNAPSHOT_FIELDS})"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        now.policy = "full-auto"  # type: ignore[misc]  # read-only: a front end cannot change the session through it
+    with pytest.raises(TypeError):
+        now.servers["x"] = now.servers.get("x")  # type: ignore[index]  # its mappings are read-only too
+
+
+PRIVATE_REACH = re.compile(
+    r"\bsession\._[a-z]\w*|\b(?:s|sess)\._(?:thread|servers|inspector|approvals|elicitations|config|cwd|interactive"
+    r"|tools|interrupt|start|warn|running|current_turn_id)\b"
+)
+
+
+def test_no_module_outside_the_core_reaches_a_private_session_attribute() -> None:
+    """Front ends, the kit, the tools and the examples use the pinned names only; the core's parts
+    stay the core's."""
+    root = Path(nbagent.__file__).parent
+    reached = [
+        f"{path.relative_to(root.parent)}:{n}: {line.strip()}"
+        for path in sorted(root.rglob("*.py")) if path.relative_to(root).parts[0] != "core"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if PRIVATE_REACH.search(line)
+    ]
+    assert not reached, "modules outside nbagent/core reach a private Session attribute:\n" + "\n".join(reached)
 
 
 def test_the_op_and_event_types_are_pinned() -> None:

@@ -179,6 +179,10 @@ class ApprovalMemory:
     def remember(self, spec: ToolSpec) -> None:
         self._approved[identity(spec)] = spec
 
+    def definitions(self) -> frozenset[tuple[RawIdentity, str]]:
+        """Each remembered tool's identity with the definition it was approved with."""
+        return frozenset((key, spec.definition_hash) for key, spec in self._approved.items())
+
 
 def changed_since(approval: str, what: str) -> str:
     """The note an ask carries when a remembered approval stopped applying."""
@@ -275,11 +279,11 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         kept = arguments if answer.arguments is None else answer.arguments
         return ApprovalOutcome(answer.decision, resolution.by, kept, resolution.message)
 
-    def answer(self, op: ApprovalDecision) -> bool:
-        """Apply a front end's decision; ``False`` (with a warning) when it cannot apply."""
+    def answer(self, op: ApprovalDecision) -> str | None:
+        """Apply a front end's decision; why not (with a warning) when it cannot apply."""
         request = self.waiting(op.call_id)
         if request is None:
-            return False
+            return self.not_waiting(op.call_id)
         if op.arguments is not None and (problems := edit_problems(request, op.arguments)):
             return self.refuse(op.call_id, f"edited arguments for {op.call_id} rejected: " + "; ".join(problems))
         return self.user_answered(op.call_id, op, op.message)

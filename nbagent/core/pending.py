@@ -137,32 +137,36 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
         """The request waiting under ``key``; ``None``, with a warning, when none is."""
         waiting = self._waiting.get(key)
         if waiting is None or waiting.future.done():
-            self._bus.emit(WarningEvent(message=f"no pending {self.noun} {key!r}"))
+            self._bus.emit(WarningEvent(message=self.not_waiting(key)))
             return None
         return waiting.request
 
-    def user_answered(self, key: str, answer: AnswerT, message: str | None = None) -> bool:
-        """A person's answer; ``False`` (with a warning) when nothing waits under ``key``."""
-        if self.waiting(key) is None:
-            return False
-        self._waiting[key].future.set_result(Resolution(answer, "user", message))
-        return True
+    def not_waiting(self, key: str) -> str:
+        return f"no pending {self.noun} {key!r}"
 
-    def unanswered(self, key: str, why: str) -> bool:
+    def user_answered(self, key: str, answer: AnswerT, message: str | None = None) -> str | None:
+        """A person's answer; why not taken (with a warning) when nothing waits under ``key``."""
+        if self.waiting(key) is None:
+            return self.not_waiting(key)
+        self._waiting[key].future.set_result(Resolution(answer, "user", message))
+        return None
+
+    def unanswered(self, key: str, why: str) -> str | None:
         """Settle the ask waiting under ``key`` now as nobody answering: its front end knows no
-        answer will come (the client it asked failed or left), so the turn goes on without
-        waiting out the timeout. ``False`` (with a warning) when nothing waits under ``key``."""
+        answer will come (the client it asked failed or left, it cannot show the question), so
+        the turn goes on without waiting out the timeout. Why not (with a warning) when nothing
+        waits under ``key``."""
         request = self.waiting(key)
         if request is None:
-            return False
+            return self.not_waiting(key)
         self._waiting[key].future.set_result(self.without_answer(request, "unanswered", why))
-        return True
+        return None
 
-    def refuse(self, key: str, message: str) -> bool:
-        """Turn an answer down (it does not fit); the ask goes on waiting. Always ``False``."""
+    def refuse(self, key: str, message: str) -> str:
+        """Turn an answer down (it does not fit); the ask goes on waiting. Returns ``message``."""
         waiting = self._waiting.get(key)
         self._bus.emit(WarningEvent(message=message), turn_id=waiting.turn_id if waiting else None)
-        return False
+        return message
 
     def cancel_all(self) -> None:
         """Resolve every waiting ask as interrupted (interrupt, shutdown)."""

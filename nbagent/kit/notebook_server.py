@@ -26,7 +26,8 @@ from mcp.server.lowlevel.server import Server
 from nbagent._version import __version__
 from nbagent.kit.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
-from nbagent.secrets import add_process_secret, redacted
+from nbagent.protocol import CallTool, ListMcpTools, McpListToolsResponse, ToolCallEnd
+from nbagent.secrets import add_process_secret
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
@@ -66,19 +67,21 @@ def _write_token(directory: Path, port: int, token: str) -> Path:
 
 
 def build_notebook_server(session: Session, *, ui: bool = True) -> Server[Any]:
-    """An SDK server whose catalogue is ``session.tools()``, re-read on every listing; ``ui``
-    as for ``start_notebook_server``."""
+    """An SDK server whose catalogue is the session's (``ListMcpTools``), re-read on every
+    listing; ``ui`` as for ``start_notebook_server``."""
     interactive = None if ui else False  # None: whatever the session says
 
-    # The caller sees what the thread's rollout holds: a server's secret in a description or a
-    # result is redacted, as in the notebook's own cards.
+    # The caller sees what the thread's rollout holds: an op's answer comes redacted, so a
+    # server's secret in a description or a result is hidden, as in the notebook's own cards.
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        listed = types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in session.tools(complete=True)])
-        return redacted(listed, session.thread.redactor())
+        listed = await session.perform(ListMcpTools(complete=True))
+        assert isinstance(listed, McpListToolsResponse)
+        return types.ListToolsResult(tools=[tool_to_mcp(spec) for spec in listed.tools])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = output_to_mcp(await session.call_tool(params.name, dict(params.arguments or {}), interactive=interactive))
-        return redacted(result, session.thread.redactor())
+        ended = await session.perform(CallTool(name=params.name, arguments=dict(params.arguments or {}), interactive=interactive))
+        assert isinstance(ended, ToolCallEnd)
+        return output_to_mcp(ended)
 
     return Server(SERVER_NAME, version=__version__, title="nbagent notebook",
                   instructions="Tools of a live Jupyter notebook session run by nbagent. Calls appear in the "
@@ -98,7 +101,7 @@ async def start_notebook_server(
     add_process_secret(token)  # a caller may send it back in arguments: rollouts redact it
     app = http_app(build_notebook_server(session, ui=ui), token, bind_host=host)
     handle = await start_http(app, host=host, port=port, token=token, signals=False)
-    token_file = _write_token(session.config.home_path / "run", handle.port, token)
+    token_file = _write_token(session.snapshot().home / "run", handle.port, token)
     return NotebookServerHandle(url=handle.url, token=token, host=handle.host, port=handle.port,
                                 _server=handle._server, _task=handle._task, token_file=token_file, ui=ui)
 

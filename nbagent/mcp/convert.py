@@ -20,6 +20,7 @@ from nbagent.protocol import (
     ResourceBlock,
     TextBlock,
     ToolAnnotations,
+    ToolCallEnd,
     ToolResult,
     ToolSpec,
 )
@@ -126,8 +127,9 @@ def blocks_to_mcp(blocks: Iterable[ContentBlock], fallback: str) -> list[types.C
     return out or [types.TextContent(type="text", text=fallback)]
 
 
-def output_to_mcp(output: FunctionCallOutput) -> types.CallToolResult:
-    """A finished call as an MCP result; structured content only when it is an object, as MCP wants."""
+def output_to_mcp(output: FunctionCallOutput | ToolCallEnd) -> types.CallToolResult:
+    """A finished call (its output item, or the ``tool_call_end`` a ``CallTool`` op ends with) as
+    an MCP result; structured content only when it is an object, as MCP wants."""
     structured = output.structured if isinstance(output.structured, dict) else None
     return types.CallToolResult(content=blocks_to_mcp(output.content, output.output),
                                 structured_content=structured, is_error=output.is_error)

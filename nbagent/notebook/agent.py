@@ -22,6 +22,7 @@ from nbagent.protocol import (
     TERMINAL_TYPES,
     ElicitationRequested,
     Event,
+    Interrupt,
     McpLoginCompleted,
     McpLoginRequired,
     McpStartupComplete,
@@ -99,7 +100,7 @@ class KernelAgent:
         from nbagent.tools import ShellTools, native_tools, shell_policy
         from nbagent.tools.patch import PatchTools
 
-        self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.thread.call_ids)
+        self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.snapshot().call_ids)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
         policy = shell_policy(load_config(cwd))
@@ -190,7 +191,10 @@ class KernelAgent:
         session = self.session
         if session is None:
             return False
-        return session.interrupt("stopped by the user", turn_id=turn_id)
+        now = session.snapshot()
+        running = turn_id in now.queued or (now.running and turn_id in (None, now.current_turn_id))
+        session.submit(Interrupt(reason="stopped by the user", turn_id=turn_id))
+        return running
 
     # -- events ----------------------------------------------------------------------------
 
@@ -222,7 +226,7 @@ class KernelAgent:
             for watcher in list(self.watchers):
                 deliver(watcher.handle, event, _log)  # a rendering bug must not break the event flow
         if turn_id is None and isinstance(msg, ElicitationRequested) and self.session is not None:
-            turn_id = self.session.current_turn_id
+            turn_id = self.session.snapshot().current_turn_id
         view = self.views.get(turn_id) if turn_id else None
         if view is None and msg.type in _OUTSIDE_TYPES and self._is_outside(event, turn_id):
             view = self.outside_view

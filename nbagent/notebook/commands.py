@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from IPython.display import display
 
-from nbagent.core.context import ContextBudget
 from nbagent.core.context import describe as describe_compaction
 from nbagent.kit.args import BadInput
 from nbagent.kit.labels import model_text, plural, policy_text
+from nbagent.kit.ops import read_now
 from nbagent.mcp import offers
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.cellctx import CellContext
@@ -30,12 +30,29 @@ from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.options import LINE_USAGE, UsageError
 from nbagent.notebook.startup import status_line
 from nbagent.notebook.views import Header, show_turn
-from nbagent.protocol import ApprovalDecision, Event, TurnFailed
+from nbagent.protocol import (
+    AddMcpServer,
+    ApprovalDecision,
+    Compact,
+    ContextCompacted,
+    Event,
+    ListMcpTools,
+    ListThreads,
+    McpOffers,
+    NewThread,
+    ReadMcpOffers,
+    RemoveMcpServer,
+    RestartMcpServer,
+    ResumeThread,
+    ThreadList,
+    TurnFailed,
+)
 from nbagent.textsafe import one_line
 
 if TYPE_CHECKING:
     from nbagent.config import McpServerConfig
     from nbagent.core.session import Session
+    from nbagent.core.snapshot import SessionSnapshot
 
 T = TypeVar("T")
 
@@ -44,10 +61,10 @@ def _out(text: str) -> None:
     print(text)
 
 
-def _shown(session: Session, text: str) -> str:
+def _shown(now: SessionSnapshot, text: str) -> str:
     """``text`` as a cell may show it: the thread's secrets redacted, as in its rollout and
     widgets, and what servers and models wrote kept to one inert line (no escapes, no bidi)."""
-    return one_line(session.thread.redactor().text(text))
+    return one_line(now.redactor.text(text))
 
 
 def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done: str | Callable[[Session, T], str]) -> None:
@@ -74,7 +91,7 @@ def _later(agent: KernelAgent, coro_fn: Callable[[Session], Awaitable[T]], done:
 
 
 def _server_line(session: Any, name: str) -> str:
-    st = session.servers.status().get(name)
+    st = session.snapshot().servers.get(name)
     if st is None:
         return f"mcp server {name}: not configured"
     log = f"\n  log: {st.log_path}" if st.state == "failed" and st.log_path else ""
@@ -83,8 +100,9 @@ def _server_line(session: Any, name: str) -> str:
 
 def _known_server(agent: KernelAgent, name: str) -> None:
     s = agent.session
-    if s is not None and name not in s.servers.names():
-        raise UsageError(f"no MCP server named {name!r} (configured: {', '.join(s.servers.names()) or 'none'})")
+    names = list(s.snapshot().servers) if s is not None else []
+    if s is not None and name not in names:
+        raise UsageError(f"no MCP server named {name!r} (configured: {', '.join(names) or 'none'})")
 
 
 def status(agent: KernelAgent) -> None:
@@ -97,32 +115,29 @@ def status(agent: KernelAgent) -> None:
         )
         _out(f"nbagent session: {state}")
         return
-    c = agent.configured
-    label = model_text(c.model_label, c.scripted) if c else (s.model_name or "no model configured")
+    c, now = agent.configured, s.snapshot()
+    label = model_text(c.model_label, c.scripted) if c else (now.model_name or "no model configured")
     lines = [
         f"model:    {label}",
-        f"thread:   {_shown(s, s.thread.name) + ' ' if s.thread.name else ''}({s.thread.id}), {len(s.thread.items)} items",
-        f"policy:   {policy_text(s.policy)}",
+        f"thread:   {_shown(now, now.thread_name) + ' ' if now.thread_name else ''}({now.thread_id}), {len(now.items)} items",
+        f"policy:   {policy_text(now.policy)}",
         f"frontend: {agent.frontend()}",
-        f"turn:     {'running ' + (s.current_turn_id or '') if s.running else 'idle'}",
+        f"turn:     {'running ' + (now.current_turn_id or '') if now.running else 'idle'}",
     ]
-    budget = ContextBudget.of(s.config, s.model_name)
-    used = s.thread.context.estimate(s.thread.items)
-    room = f" of {budget.window:,} (compacts past {budget.limit:,})" if budget.window and budget.limit else \
-        " (window unknown: set model_context_window)"
-    lines.append(f"context:  ~{used:,} tokens{room}")
-    if s.config.instructions:
-        lines.append(f"instructions: nbagent config ({len(s.config.instructions.encode()):,} B)")
-    lines.extend(f"instructions: {line}" for line in s.project_docs().describe())
-    statuses = s.servers.status()
-    lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in statuses.items()) or "no servers"))
+    window, limit = now.context_window, now.context_limit
+    room = f" of {window:,} (compacts past {limit:,})" if window and limit else " (window unknown: set model_context_window)"
+    lines.append(f"context:  ~{now.context_tokens:,} tokens{room}")
+    if now.instructions:
+        lines.append(f"instructions: nbagent config ({len(now.instructions.encode()):,} B)")
+    lines.extend(f"instructions: {line}" for line in now.project_docs.describe())
+    lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in now.servers.items()) or "no servers"))
     lines.extend(f"warning:  {one_line(w)}" for w in agent.session_warnings)  # e.g. a config file not read
-    for call_id, req in s.pending_approvals().items():
-        asked = _shown(s, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
+    for call_id, req in now.pending_approvals.items():
+        asked = _shown(now, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
         shown = one_line(call_id)  # the model's words: one line, whatever it put in them
         lines.append(f"pending approval {shown}: {asked}  (%agent approve|deny {shown})")
-    for rid, question in s.pending_elicitations().items():
-        lines.append(f"pending question {rid} from {question.server}: {_shown(s, question.message)}")
+    for rid, question in now.pending_elicitations.items():
+        lines.append(f"pending question {rid} from {question.server}: {_shown(now, question.message)}")
     _out("\n".join(lines))
 
 
@@ -138,15 +153,17 @@ def threads(agent: KernelAgent, args: list[str]) -> None:
     if word != "all" and not (word.isascii() and word.isdigit() and int(word) > 0):
         raise UsageError(f"threads takes a number of threads or 'all', not {word!r}; usage:\n{_usage('threads')}")
     shown = None if word == "all" else int(word)
-    rows = s.thread.saved(limit=None if shown is None else shown + 1)
+    listed = read_now(s, ListThreads(limit=None if shown is None else shown + 1))
+    rows = listed.threads if isinstance(listed, ThreadList) else []
     if not rows:
         _out("no threads yet")
         return
+    now = s.snapshot()
     for t in rows[:shown]:
-        mark = "*" if t.id == s.thread.id else " "
+        mark = "*" if t.id == now.thread_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.updated_at))
-        name = _shown(s, t.name or "-")
-        _out(f"{mark} {t.id}  {name:<16} {when}  {plural(t.turns, 'turn')}  {_shown(s, repr((t.last_prompt or '')[:60]))}")
+        name = _shown(now, t.name or "-")
+        _out(f"{mark} {t.id}  {name:<16} {when}  {plural(t.turns, 'turn')}  {_shown(now, repr((t.last_prompt or '')[:60]))}")
     if shown is not None and len(rows) > shown:
         _out(f"(the {shown} most recently updated; more are saved: %agent threads all, or %agent threads N)")
 
@@ -155,9 +172,10 @@ def history(agent: KernelAgent) -> None:
     s = agent.session
     if s is None:
         return status(agent)
-    if not s.thread.items:
+    now = s.snapshot()
+    if not now.items:
         _out("(empty thread)")
-    for item in s.thread.items:
+    for item in now.items:
         d = item.model_dump()
         if item.type == "approval":  # a decision's row says what was decided, not what was asked
             text = f"{d['decision']} by {d['by']}" + (f": {d['message']}" if d.get("message") else "")
@@ -166,7 +184,7 @@ def history(agent: KernelAgent) -> None:
         else:
             text = d.get("text") or d.get("summary") or d.get("output") or d.get("arguments") or ""
         name = d.get("name") or d.get("tool") or d.get("server") or ""
-        _out(_shown(s, f"{item.type:<22} {name:<28} {str(text)[:100]!r}"))
+        _out(_shown(now, f"{item.type:<22} {name:<28} {str(text)[:100]!r}"))
 
 
 def mcp(agent: KernelAgent, args: list[str]) -> None:
@@ -178,13 +196,14 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
     if not args:
         if s is None:
             return status(agent)
+        now = s.snapshot()
+        for name, st in now.servers.items():
+            _out(f"{name}: {st.state} ({st.transport}{', ' + st.protocol_version if st.protocol_version else ''})" + (f" — {st.error}" if st.error else ""))
         from nbagent.core.inspect import effective_approval  # loaded with the session already
 
-        for name, st in s.servers.status().items():
-            _out(f"{name}: {st.state} ({st.transport}{', ' + st.protocol_version if st.protocol_version else ''})" + (f" — {st.error}" if st.error else ""))
-        for spec in s.tools():
+        for spec in now.tools:
             raw = f"{spec.server}/{spec.raw_name}" if spec.server else spec.raw_name or spec.name
-            effect, _ = effective_approval(spec, s.policy, s.approvals.memory.knows(spec))
+            effect, _ = effective_approval(spec, now.policy, now.knows(spec))
             _out(f"  {spec.name:<40} {raw:<32} approval {effect}{' (read-only)' if spec.read_only else ''}")
         return
     sub, rest = args[0], args[1:]
@@ -194,7 +213,8 @@ def mcp(agent: KernelAgent, args: list[str]) -> None:
     elif sub == "restart":
         _expect("mcp restart", rest, least=1, most=1)
         _known_server(agent, rest[0])
-        _later(agent, lambda sess: sess.servers.restart(rest[0]), lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
+        _later(agent, lambda sess: sess.perform(RestartMcpServer(name=rest[0])),
+               lambda sess, _ok: _server_line(sess, rest[0]) + " (restarted)")
     elif sub in servers.VERBS:
         try:
             _verb(agent, servers.parse(args, prog="mcp"))
@@ -211,9 +231,10 @@ def _verb(agent: KernelAgent, words: Any) -> None:
     from nbagent.kit import servers
 
     s = agent.session
-    cwd = Path(s.cwd if s is not None else os.getcwd())
+    now = s.snapshot() if s is not None else None
+    cwd = Path(now.cwd if now is not None else os.getcwd())
     if words.verb == "list":
-        statuses = s.servers.status() if s is not None else None  # the session's servers are connected already
+        statuses = dict(now.servers) if now is not None else None  # the session's servers are connected already
         config = load_config(cwd)
         _out(json.dumps(servers.list_json(config, statuses)) if words.json else servers.list_text(config, statuses))
     elif words.verb == "get":
@@ -228,14 +249,14 @@ def _verb(agent: KernelAgent, words: Any) -> None:
         _start(agent, cwd, [name])
     elif words.verb == "remove":
         name = words.name
-        running = s is not None and name in s.servers.names()
+        running = now is not None and name in now.servers
         try:
             _out(servers.remove(cwd, name))
         except servers.UsageProblem:
             if not running:
                 raise
         if running:
-            _later(agent, lambda sess: sess.servers.remove(name), f"mcp server {name} removed")
+            _later(agent, lambda sess: sess.perform(RemoveMcpServer(name=name)), f"mcp server {name} removed")
     elif words.verb == "import":
         report = servers.import_servers(words.tool, cwd, dry_run=words.dry_run, files=words.files, user=words.user)
         _out(report.text)
@@ -270,8 +291,8 @@ def _login(agent: KernelAgent, cwd: Path, name: str, scopes: str | None) -> None
         done = await servers.login(config, name, scopes, show)
         if links is not None:
             links.handle(McpLoginCompleted(server=name))
-        if name in session.servers.names():
-            await session.servers.restart(name)
+        if name in session.snapshot().servers:
+            await session.perform(RestartMcpServer(name=name))
             return f"{done}\n{_server_line(session, name)}"
         return done
 
@@ -289,7 +310,7 @@ def _start(agent: KernelAgent, cwd: Path, names: list[str]) -> None:
 
 
 def _start_one(agent: KernelAgent, name: str, cfg: McpServerConfig) -> None:
-    _later(agent, lambda sess: sess.servers.add(name, cfg), lambda sess, _ok: _server_line(sess, name))
+    _later(agent, lambda sess: sess.perform(AddMcpServer(name=name, config=cfg)), lambda sess, _ok: _server_line(sess, name))
 
 
 def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
@@ -299,14 +320,15 @@ def offered(agent: KernelAgent, kind: str, args: list[str]) -> None:
     offers.prompt_arguments(args[2:] if kind == "prompts" else [])  # a bad KEY=VALUE is a usage line now
     if args:
         _known_server(agent, args[0])
-    _later(agent, lambda sess: (sess.servers.resources if kind == "resources" else sess.servers.prompts)(args), "{result}")
+    _later(agent, lambda sess: sess.perform(ReadMcpOffers(kind=kind, args=args)),  # type: ignore[arg-type]  # resources or prompts
+           lambda _sess, offer: offer.text if isinstance(offer, McpOffers) else "")
 
 
 def answer(agent: KernelAgent, decision: str, args: list[str]) -> None:
     s = agent.session
     if s is None:
         raise UsageError("no session yet")
-    pending = s.pending_approvals()
+    pending = s.snapshot().pending_approvals
     if args:
         call_id = args[0]
     elif not pending:
@@ -351,7 +373,7 @@ def serve(agent: KernelAgent, args: list[str]) -> None:
 
         # The URL is printed once MCP startup is over: an outside agent that lists tools at once
         # gets the whole catalogue, not just the native tools.
-        await session.servers.ready()
+        await session.perform(ListMcpTools())
         try:
             agent.server = await start_notebook_server(session, port=port, ui=ui)
         except Exception as exc:  # a port in use: the serving display must not look alive
@@ -417,12 +439,14 @@ def _expect(cmd: str, args: list[str], least: int = 0, most: int | None = 0) -> 
 
 
 def _resume(agent: KernelAgent, args: list[str]) -> None:
-    _later(agent, lambda sess: sess.thread.resume(args[0]), "resumed thread {result}")
+    _later(agent, lambda sess: sess.perform(ResumeThread(thread=args[0])),
+           lambda sess, _configured: f"resumed thread {sess.snapshot().thread_id}")
 
 
 def _new(agent: KernelAgent, args: list[str]) -> None:
     name = args[0] if args else None
-    _later(agent, lambda sess: sess.thread.new(name), "new thread {result}" + (f" ({name})" if name else ""))
+    _later(agent, lambda sess: sess.perform(NewThread(name=name)),
+           lambda sess, _configured: f"new thread {sess.snapshot().thread_id}" + (f" ({name})" if name else ""))
 
 
 def _context(agent: KernelAgent, args: list[str]) -> None:
@@ -435,8 +459,8 @@ def _context(agent: KernelAgent, args: list[str]) -> None:
 
 
 def _compact(agent: KernelAgent, args: list[str]) -> None:
-    _later(agent, lambda sess: sess.compact(),
-           lambda _sess, event: describe_compaction(event) if event else "nothing to compact yet")
+    _later(agent, lambda sess: sess.perform(Compact()),
+           lambda _sess, event: describe_compaction(event) if isinstance(event, ContextCompacted) else "nothing to compact yet")
 
 
 def _inspect(agent: KernelAgent, args: list[str]) -> None:
@@ -455,7 +479,7 @@ def _trust(agent: KernelAgent, args: list[str]) -> None:
     if len(flags) > 1 or len(folders) > 1 or not set(flags) <= set(trust.FLAGS):
         raise UsageError(f"trust takes at most one FOLDER and one of {', '.join(trust.FLAGS)}; usage:\n{_usage('trust')}")
     s = agent.session
-    cwd = s.cwd if s is not None else os.getcwd()
+    cwd = s.snapshot().cwd if s is not None else os.getcwd()
     try:
         _out(trust.run(trust.words(folders[0] if folders else None, flags[0] if flags else None), cwd))
     except BadInput as exc:
@@ -463,7 +487,8 @@ def _trust(agent: KernelAgent, args: list[str]) -> None:
     config = load_config(cwd)
     if s is None or flags or not any(Path(origin).parent.resolve() == Path(cwd).resolve() for origin in config.sources.values()):
         return
-    _start(agent, Path(cwd), [name for name in config.mcp_servers if name not in s.servers.names()])
+    running = s.snapshot().servers
+    _start(agent, Path(cwd), [name for name in config.mcp_servers if name not in running])
     _out("its servers start now; its other settings (model, policy) apply from the next kernel start")
 
 

@@ -7,24 +7,24 @@ the person to keep, change or clear. It validates inline and again before Accept
 answer it is sent, and answers with an ``ElicitationResponse`` holding exactly what the form
 shows (a cleared field is left out; nothing fills it back in). Should the session still turn the
 answer down, the form stays open and says why. A form that cannot be built says so and ends the
-question at once (``nbagent.core.elicitation.cannot_show``). URL mode shows the message and a
+question at once (the ``AskUnanswered`` op). URL mode shows the message and a
 link the user opens themselves; nothing here ever opens it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import Any
 
 import ipywidgets as W
 
-from nbagent.core.elicitation import cannot_show, refusals
 from nbagent.mcp.checks import answer_problems, elicitation_answer_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.html import COLORS, esc, link, muted
-from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse
+from nbagent.protocol import AskUnanswered, ElicitationRequested, ElicitationResolved, ElicitationResponse
 from nbagent.protocol.elicitation import ElicitationSchemaError, FormField, elicitation_fields
 from nbagent.protocol.ops import Submit
 from nbagent.textsafe import check_link, describe_for_display, is_link_url
@@ -144,7 +144,9 @@ class ElicitationForm:
         if self.schema_error:
             self.buttons["accept"].disabled = True
             # no one can answer it here: the question ends now rather than waiting out its timeout
-            cannot_show(event.request_id, self.schema_error)
+            why = f"MCP server {event.server!r} asked a question its form could not show ({self.schema_error}): no answer was given."
+            with contextlib.suppress(Exception):  # it ended already (answered elsewhere, timed out)
+                submit(AskUnanswered(id=event.request_id, reason=why))
         on_click = guarded("this answer", self._show_problem)
         for action, button in self.buttons.items():
             on_answer(button, on_click(lambda a=action: self.respond(a)))
@@ -256,13 +258,9 @@ class ElicitationForm:
             content = self.content()
         self.problems.value = ""
         try:
-            with refusals() as refused:
-                self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]  # action: one of the form's buttons
-        except Exception as exc:
+            self._submit(ElicitationResponse(request_id=self.request_id, action=action, content=content))  # type: ignore[arg-type]  # action: one of the form's buttons
+        except Exception as exc:  # the session did not take it (``OpRejected``): still open, saying why
             self.problems.value = f"<div style='color:{COLORS['error']}'>{esc(exc)}</div>"
-            return False
-        if refused:  # the session did not take it: still open, saying why
-            self.problems.value = "".join(f"<div style='color:{COLORS['error']}'>{esc(why)}</div>" for why in refused)
             return False
         self.sent = action
         self._collapse(action, "by you")

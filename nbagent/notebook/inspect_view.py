@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from nbagent.core.inspect import RequestView, ToolView, TurnView, tool_views
+from nbagent.core.inspect import RequestView, ToolView, TurnView
 from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
+from nbagent.kit.ops import read_now
 from nbagent.mcp.wire import WireMessage
 from nbagent.notebook.html import badge, esc, muted, pre
 from nbagent.notebook.options import UsageError
-from nbagent.secrets import redacted
+from nbagent.protocol import Inspect, InspectResult
 from nbagent.textsafe import describe_for_display, visible_json
 
 if TYPE_CHECKING:
@@ -122,27 +123,31 @@ def run_inspect(agent: KernelAgent, args: list[str]) -> None:
     s = agent.session
     if s is None:
         raise UsageError("no session yet (it opens with the first %%agent cell)")
+    names = list(s.snapshot().servers)
+    if words.view == "wire" and words.server not in names:
+        raise UsageError(f"no MCP server named {words.server!r} (configured: {', '.join(names) or 'none'})")
+    if words.view == "wire" and words.n < 1:
+        raise UsageError("-n must be at least 1")
+    answer = read_now(s, Inspect(view=words.view, turn_id=words.turn if words.view == "turn" else None,
+                                 server=words.server if words.view == "wire" else None,
+                                 last=words.n if words.view == "wire" else None))
+    data = answer.data if isinstance(answer, InspectResult) else None  # as the events show it: redacted
     if words.view == "tools":
-        redactor = s.inspector.redactor()
-        views = [redacted(v, redactor) for v in tool_views(s.tools(complete=True), s.policy, s.approvals.memory)]
+        views = [ToolView.model_validate(v) for v in data or []]
         _show(agent, words.json, [v.model_dump(mode="json") for v in views], tools_text(views),
               lambda: tools_widget(views))  # fmt: skip
     elif words.view == "request":
-        request = s.inspector.last_request(s.thread.id)
-        if request is None:
+        if data is None:
             raise UsageError("no model request yet in this session")
+        request = RequestView.model_validate(data)
         _show(agent, words.json, request.model_dump(mode="json"), request_text(request), lambda: request_widget(request))
     elif words.view == "turn":
-        turn = s.inspector.turn(s.thread.id, words.turn)
-        if turn is None:
+        if data is None:
             which = f"turn {words.turn}" if words.turn else "a turn"
             raise UsageError(f"no events kept for {which} in this session (nbagent inspect turn THREAD reads recorded ones)")
+        turn = TurnView.model_validate(data)
         _show(agent, words.json, turn.model_dump(mode="json"), turn_text(turn), lambda: turn_widget(turn))
     else:
-        if words.server not in s.servers.names():
-            raise UsageError(f"no MCP server named {words.server!r} (configured: {', '.join(s.servers.names()) or 'none'})")
-        if words.n < 1:
-            raise UsageError("-n must be at least 1")
-        messages = s.servers.wire(words.server, words.n)
+        messages = [WireMessage.model_validate(m) for m in data or []]
         _show(agent, words.json, {"server": words.server, "messages": [m.model_dump(mode="json") for m in messages]},
               wire_text(words.server, messages), lambda: wire_widget(words.server, messages))  # fmt: skip

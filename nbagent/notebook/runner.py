@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from nbagent.notebook.agent import KernelAgent
 from nbagent.notebook.options import CELL_USAGE, CellOptions, UsageError, interpolate, parse_cell_line
 from nbagent.notebook.views import HEADLESS_ASK_TIMEOUT, Header, TurnDisplay, show_turn
-from nbagent.protocol import Event, TurnAborted, TurnFailed, UserTurn
+from nbagent.protocol import Event, NewThread, ResumeThread, TurnAborted, TurnFailed, UserTurn
 
 
 @dataclass
@@ -57,7 +57,7 @@ def header(agent: KernelAgent, op: UserTurn, thread: str) -> Header:
     """What the turn runs with, as its display names it."""
     session, configured = agent.session, agent.configured
     label, scripted = model_label(agent, op.model)
-    policy = op.policy or (session.policy if session else (configured.policy if configured else "on-request"))
+    policy = op.policy or (session.snapshot().policy if session else (configured.policy if configured else "on-request"))
     return Header(model_label=label, scripted=scripted, thread=thread, policy=policy, context=agent.context_on)
 
 
@@ -95,8 +95,8 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
         prompt=goal, entry="magic", model=options.model, policy=policy,
         ask_timeout_sec=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
     )
-    session = agent.session
-    thread = options.thread or (session.thread.name or session.thread.id if session else "new")
+    now = agent.session.snapshot() if agent.session is not None else None
+    thread = options.thread or (now.thread_name or now.thread_id if now else "new")
     shown = header(agent, op, str(thread))
     view = show_turn(agent, shown, turn_id=op.turn_id, wait=wait, note="; ".join(notes) or None)
     return PreparedTurn(op, options, view, wait, frontend)
@@ -105,14 +105,16 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
 async def _switch_thread(agent: KernelAgent, options: CellOptions) -> str | None:
     session = await agent.ready()
     if options.new:
-        await session.thread.new(options.thread)
-        return f"new thread {options.thread or session.thread.id}"
-    if options.thread and options.thread not in (session.thread.id, session.thread.name):
-        if session.thread.find(options.thread):
-            await session.thread.resume(options.thread)
+        await session.perform(NewThread(name=options.thread))
+        return f"new thread {options.thread or session.snapshot().thread_id}"
+    now = session.snapshot()
+    if options.thread and options.thread not in (now.thread_id, now.thread_name):
+        try:
+            await session.perform(ResumeThread(thread=options.thread))
             return f"resumed thread {options.thread}"
-        await session.thread.new(options.thread)
-        return f"new thread {options.thread}"
+        except KeyError:  # no thread of that id or name is saved: a new one by that name
+            await session.perform(NewThread(name=options.thread))
+            return f"new thread {options.thread}"
     return None
 
 
@@ -126,10 +128,11 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
         event = Event(turn_id=turn.op.turn_id, msg=failed)
         turn.view.handle(event)
         return event
+    now = session.snapshot()
     if agent.configured is not None:
-        turn.view.set_header(**header(agent, turn.op, session.thread.name or session.thread.id))
+        turn.view.set_header(**header(agent, turn.op, now.thread_name or now.thread_id))
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
-    if session.running:
+    if now.running:
         turn.view.handle_queued()
     with agent.awaited(turn.wait):
         session.submit(turn.op)

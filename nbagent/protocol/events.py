@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, model_serializer, model_validator
 
 from nbagent.protocol._base import ProtocolModel, now
 from nbagent.protocol.ops import AnsweredBy, Decision, Entry, Policy
-from nbagent.protocol.tools import ContentBlock, ToolAnnotations
+from nbagent.protocol.tools import ContentBlock, ToolAnnotations, ToolSpec
 
 
 class _Msg(ProtocolModel):
@@ -308,6 +308,59 @@ class ShutdownComplete(_Msg):
     type: Literal["shutdown_complete"] = "shutdown_complete"
 
 
+class ServerStatus(ProtocolModel):
+    """One MCP server as it is now (``%agent mcp``, ``nbagent mcp list``)."""
+
+    name: str
+    state: Literal["starting", "ready", "failed", "stopped", "disabled"]
+    transport: str
+    protocol_version: str | None = None
+    tools: int = 0
+    """Enabled tools the server offers (0 unless ready)."""
+    error: str | None = None
+    stderr_tail: str | None = None
+    pid: int | None = None
+    log_path: str | None = None
+    required: bool = False
+
+
+class McpListToolsResponse(_Msg):
+    """Answers ``list_mcp_tools``: the catalogue the model sees and each server's status."""
+
+    type: Literal["mcp_list_tools_response"] = "mcp_list_tools_response"
+    tools: list[ToolSpec] = Field(default_factory=list)
+    servers: dict[str, ServerStatus] = Field(default_factory=dict)
+
+
+class ThreadRenamed(_Msg):
+    type: Literal["thread_renamed"] = "thread_renamed"
+    name: str
+
+
+class ThreadList(_Msg):
+    """Answers ``list_threads``: each a ``ThreadSummary`` (``nbagent.store``), newest first."""
+
+    type: Literal["thread_list"] = "thread_list"
+    threads: list[Any] = Field(default_factory=list)
+
+
+class McpOffers(_Msg):
+    """Answers ``read_mcp_offers``: the resources or prompts asked for, as text."""
+
+    type: Literal["mcp_offers"] = "mcp_offers"
+    kind: Literal["resources", "prompts"]
+    text: str
+
+
+class InspectResult(_Msg):
+    """Answers ``inspect``: the view asked for (``nbagent.core.inspect``'s models or the wire's
+    messages), or ``None`` when there is none yet."""
+
+    type: Literal["inspect_result"] = "inspect_result"
+    view: str
+    data: Any = None
+
+
 EventMsg = Annotated[
     SessionConfigured
     | TurnStarted
@@ -328,9 +381,9 @@ EventMsg = Annotated[
     | McpLoginCompleted
     | McpLog
     | Progress
-    | ExecCommandOutputDelta
     | PatchApplyBegin
     | PatchApplyEnd
+    | ExecCommandOutputDelta
     | TokenUsage
     | ContextCompacted
     | TurnCompleted
@@ -338,7 +391,12 @@ EventMsg = Annotated[
     | TurnFailed
     | ErrorEvent
     | WarningEvent
-    | ShutdownComplete,
+    | ShutdownComplete
+    | McpListToolsResponse
+    | ThreadRenamed
+    | ThreadList
+    | McpOffers
+    | InspectResult,
     Field(discriminator="type"),
 ]
 
@@ -383,3 +441,4 @@ class Event(ProtocolModel):
         data = handler(self)
         msg = data.pop("msg")
         return {**data, **msg}
+

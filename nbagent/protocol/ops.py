@@ -88,7 +88,152 @@ class Shutdown(ProtocolModel):
     type: Literal["shutdown"] = "shutdown"
 
 
-Op = Annotated[UserTurn | ApprovalDecision | ElicitationResponse | Interrupt | Shutdown, Field(discriminator="type")]
+class AskUnanswered(ProtocolModel):
+    """Settle a pending approval or server question now as nobody answering: its front end knows
+    no answer will come (it cannot show the question, or the client it asked failed or left), so
+    the turn goes on without waiting out the timeout. Answered by ``approval_resolved`` or
+    ``elicitation_resolved`` with ``by: unanswered``."""
+
+    type: Literal["ask_unanswered"] = "ask_unanswered"
+    id: str
+    """The ``call_id`` of an approval or the ``request_id`` of a question."""
+    reason: UnicodeText
+
+
+class OverrideTurnContext(ProtocolModel):
+    """Change what later turns run with (``%agent policy``); ``None`` keeps a setting. Answered
+    by ``session_configured``."""
+
+    type: Literal["override_turn_context"] = "override_turn_context"
+    model: str | None = None
+    policy: Policy | None = None
+    interactive: bool | None = None
+
+
+class Compact(ProtocolModel):
+    """Summarise the thread for the model now; the rollout keeps every item. Answered by
+    ``context_compacted``, or a ``warning`` when there is nothing to summarise yet."""
+
+    type: Literal["compact"] = "compact"
+    model: str | None = None
+
+
+class ListMcpTools(ProtocolModel):
+    """The catalogue and each MCP server's status, once startup is over. Answered by
+    ``mcp_list_tools_response``."""
+
+    type: Literal["list_mcp_tools"] = "list_mcp_tools"
+    complete: bool = False
+    """Every deferred MCP tool's schema made now (seconds for tens of thousands of tools)."""
+
+
+class NewThread(ProtocolModel):
+    """Start a new thread (the current one stays on disk). Answered by ``session_configured``."""
+
+    type: Literal["new_thread"] = "new_thread"
+    name: str | None = None
+
+
+class ResumeThread(ProtocolModel):
+    """Continue a saved thread by id or name. Answered by ``session_configured``."""
+
+    type: Literal["resume_thread"] = "resume_thread"
+    thread: str
+
+
+class RenameThread(ProtocolModel):
+    """Name the current thread. Answered by ``thread_renamed``."""
+
+    type: Literal["rename_thread"] = "rename_thread"
+    name: str
+
+
+class ListThreads(ProtocolModel):
+    """The saved threads, most recently updated first. Answered by ``thread_list``."""
+
+    type: Literal["list_threads"] = "list_threads"
+    limit: int | None = Field(default=50, gt=0)
+
+
+class AddMcpServer(ProtocolModel):
+    """Add (or replace) an MCP server and start it. Answered by ``mcp_startup_update``."""
+
+    type: Literal["add_mcp_server"] = "add_mcp_server"
+    name: str
+    config: Any
+    """An ``McpServerConfig`` (or its mapping)."""
+
+
+class RemoveMcpServer(ProtocolModel):
+    """Stop an MCP server and forget it. Answered by ``mcp_startup_update`` (``stopped``)."""
+
+    type: Literal["remove_mcp_server"] = "remove_mcp_server"
+    name: str
+
+
+class RestartMcpServer(ProtocolModel):
+    """Stop an MCP server and start it again. Answered by ``mcp_startup_update``."""
+
+    type: Literal["restart_mcp_server"] = "restart_mcp_server"
+    name: str
+
+
+class ReadMcpOffers(ProtocolModel):
+    """What MCP servers offer besides tools: ``resources [SERVER [URI]]`` or ``prompts [SERVER
+    [NAME [KEY=VALUE]...]]``. Answered by ``mcp_offers``."""
+
+    type: Literal["read_mcp_offers"] = "read_mcp_offers"
+    kind: Literal["resources", "prompts"]
+    args: list[str] = Field(default_factory=list)
+
+
+class Inspect(ProtocolModel):
+    """One ``inspect`` view of the live session (DESIGN §12.3): ``tools``, the last model
+    ``request``, a ``turn``'s timeline or a server's ``wire``. Answered by ``inspect_result``."""
+
+    type: Literal["inspect"] = "inspect"
+    view: Literal["tools", "request", "turn", "wire"]
+    turn_id: str | None = None
+    server: str | None = None
+    last: int | None = None
+
+
+class CallTool(ProtocolModel):
+    """Run one catalogue tool for a caller outside the model (an agent connected through
+    ``%agent serve``): same router, approvals, events and cards, not part of the model's history;
+    the rollout records it as a turn of its own ``entry``. Answered by ``tool_call_end``."""
+
+    type: Literal["call_tool"] = "call_tool"
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    policy: Policy | None = None
+    entry: Entry = "notebook_server"
+    interactive: bool | None = None
+    """``False``: no one can answer its asks, so each is settled at once; ``None``: the session's."""
+
+
+Op = Annotated[
+    UserTurn
+    | ApprovalDecision
+    | ElicitationResponse
+    | AskUnanswered
+    | Interrupt
+    | Shutdown
+    | OverrideTurnContext
+    | Compact
+    | ListMcpTools
+    | NewThread
+    | ResumeThread
+    | RenameThread
+    | ListThreads
+    | AddMcpServer
+    | RemoveMcpServer
+    | RestartMcpServer
+    | ReadMcpOffers
+    | Inspect
+    | CallTool,
+    Field(discriminator="type"),
+]
 OpAdapter: TypeAdapter[Op] = TypeAdapter(Op)
 
 Submit = Callable[[Op], object]

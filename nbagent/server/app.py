@@ -205,7 +205,7 @@ class AgentServer:
                     item = await run.next(forward)
                     if isinstance(item, RunResult):
                         tg.cancel_scope.cancel()
-                        return run_result(item, run.session.thread.redactor())
+                        return run_result(item, run.session.snapshot().redactor)
                     tg.start_soon(self._ask_push, ctx, run, item)
         except BaseException:
             run.interrupt("the MCP client cancelled the call")
@@ -255,7 +255,7 @@ class AgentServer:
                 if not asks:
                     item = await run.next(forward)
                     if isinstance(item, RunResult):
-                        return run_result(item, run.session.thread.redactor())
+                        return run_result(item, run.session.snapshot().redactor)
                     asks = [item] + [a for a in run.open_asks() if a.wire_key != item.wire_key]
                 required = self._input_required(ctx, run, asks)
                 if required is not None:

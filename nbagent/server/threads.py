@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbagent.config import Config, load_config
-from nbagent.core.approval import ApprovalDesk
-from nbagent.core.elicitation import ElicitationDesk
+from nbagent.core.handlers import OpRejected
 from nbagent.core.session import RunResult, Session
 from nbagent.protocol import (
     ApprovalRequested,
+    AskUnanswered,
     ElicitationRequested,
     Event,
     Interrupt,
     Op,
     Policy,
-    UserTurn,
     new_id,
 )
 from nbagent.secrets import redacted
@@ -98,9 +97,8 @@ class TurnRun:
         self.answered: set[str] = set()
         self.sent: dict[str, Ask] = {}
         self._park: asyncio.TimerHandle | None = None
-        self.task: asyncio.Future[RunResult] = self.session.start(UserTurn(
-            prompt=prompt, entry="mcp_server", model=model, policy=policy, interactive=interactive,
-            ask_timeout_sec=ask_timeout,
+        self.task: asyncio.Future[RunResult] = asyncio.ensure_future(self.session.run(
+            prompt, entry="mcp_server", model=model, policy=policy, interactive=interactive, ask_timeout_sec=ask_timeout,
         ))
         self.task.add_done_callback(lambda _: self._unsubscribe())
 
@@ -114,14 +112,14 @@ class TurnRun:
         """A pending ask read from the session's state (not from an event, which comes redacted)
         as the outer client may see it: redacted as the rollout holds it (a tool's description or
         a server's question may carry that server's secret)."""
-        shown = redacted(Event.wrap(msg), self.session.thread.redactor()).msg
+        shown = redacted(Event.wrap(msg), self.session.snapshot().redactor).msg
         return Ask(kind, key, shown)  # type: ignore[arg-type]  # redacting keeps the event's type
 
     def _ask_for(self, event: Event) -> Ask | None:
-        msg = event.msg
-        if isinstance(msg, ApprovalRequested) and msg.call_id in self.session.pending_approvals():
+        msg, now = event.msg, self.session.snapshot()
+        if isinstance(msg, ApprovalRequested) and msg.call_id in now.pending_approvals:
             ask = Ask("approval", msg.call_id, msg)
-        elif isinstance(msg, ElicitationRequested) and msg.request_id in self.session.pending_elicitations():
+        elif isinstance(msg, ElicitationRequested) and msg.request_id in now.pending_elicitations:
             ask = Ask("elicitation", msg.request_id, msg)
         else:
             return None
@@ -129,17 +127,17 @@ class TurnRun:
 
     def open_asks(self) -> list[Ask]:
         """Asks still waiting in the session that no answer has been submitted for."""
-        asks = [self._pending("approval", k, v) for k, v in self.session.pending_approvals().items()]
-        asks += [self._pending("elicitation", k, v) for k, v in self.session.pending_elicitations().items()]
+        now = self.session.snapshot()
+        asks = [self._pending("approval", k, v) for k, v in now.pending_approvals.items()]
+        asks += [self._pending("elicitation", k, v) for k, v in now.pending_elicitations.items()]
         return [a for a in asks if a.wire_key not in self.answered]
-
-    def _desk(self, ask: Ask) -> ApprovalDesk | ElicitationDesk:
-        return self.session.approvals if ask.kind == "approval" else self.session.elicitations
 
     def _settles(self, ask: Ask) -> bool:
         """Whether ``ask`` may be settled now: the session still waits for it and nothing has
         been submitted for it (it is settled once)."""
-        if ask.wire_key in self.answered or ask.key not in self._desk(ask).requests():
+        now = self.session.snapshot()
+        waiting = now.pending_approvals if ask.kind == "approval" else now.pending_elicitations
+        if ask.wire_key in self.answered or ask.key not in waiting:
             return False
         self.answered.add(ask.wire_key)
         return True
@@ -148,17 +146,17 @@ class TurnRun:
         """Submit the client's answer once, and only while the session still waits for it."""
         if not self._settles(ask):
             return
-        self.session.submit(op)
-        if ask.kind == "elicitation" and ask.key in self.session.pending_elicitations():
-            # The session refused the client's answer (it does not fit the schema; the reason is a
-            # warning event). The client is not asked again, so no answer will come.
-            self.session.elicitations.unanswered(ask.key, "The MCP client's answer did not fit the question.")
+        try:
+            self.session.submit(op)
+        except OpRejected:  # the reason is a warning event
+            if ask.kind == "elicitation":  # it does not fit the schema: the client is not asked again
+                self.session.submit(AskUnanswered(id=ask.key, reason="The MCP client's answer did not fit the question."))
 
     def unanswered(self, ask: Ask, why: str) -> None:
         """Settle ``ask`` now as nobody answering (the client could not be asked), once, and
         only while the session still waits for it."""
         if self._settles(ask):
-            self._desk(ask).unanswered(ask.key, why)
+            self.session.submit(AskUnanswered(id=ask.key, reason=why))
 
     async def next(self, forward: Forwarder) -> RunResult | Ask:
         """Forward events until the session waits on a question or the turn has ended."""
@@ -261,7 +259,7 @@ class SessionPool:
         owner = asyncio.ensure_future(self._own(kwargs, ready, close))
         session = await ready
         handle = ThreadHandle(session=session, owner=owner, close=close)
-        self.threads[session.thread.id] = handle
+        self.threads[session.snapshot().thread_id] = handle
         owner.add_done_callback(lambda _: self._gone(handle))
         self._arm_idle(handle)
         return handle
@@ -328,7 +326,7 @@ class SessionPool:
 
     def close(self, handle: ThreadHandle) -> asyncio.Task[None]:
         """Close one session now (its owner task shuts the MCP servers down); the thread stays on disk."""
-        thread_id = handle.session.thread.id
+        thread_id = handle.session.snapshot().thread_id
         if self.threads.get(thread_id) is handle:
             del self.threads[thread_id]
             self._closing[thread_id] = handle.owner
@@ -338,7 +336,7 @@ class SessionPool:
         return handle.owner
 
     def _gone(self, handle: ThreadHandle) -> None:
-        thread_id = handle.session.thread.id
+        thread_id = handle.session.snapshot().thread_id
         if self.threads.get(thread_id) is handle:
             del self.threads[thread_id]
         if self._closing.get(thread_id) is handle.owner:
@@ -376,7 +374,7 @@ class SessionPool:
         """Start a turn; ``interactive`` says whether this caller can be asked (per call: each
         MCP client says what it can do)."""
         if handle.busy:
-            raise TurnRunning(f"thread {handle.session.thread.id} is running a turn; wait or cancel it first")
+            raise TurnRunning(f"thread {handle.session.snapshot().thread_id} is running a turn; wait or cancel it first")
         run = TurnRun(handle, prompt, model, policy, interactive, self.defaults.ask_timeout)
         handle.run = run
         handle.last_used = time.monotonic()

@@ -3,7 +3,7 @@ approval engine as MCP tools.
 
 A front end wires them into its session::
 
-    notebook_tools, python_tools = native_tools(get_bridge(), calls=lambda: session.thread.call_ids)
+    notebook_tools, python_tools = native_tools(get_bridge(), calls=lambda: session.snapshot().call_ids)
     session.add_provider(notebook_tools)
     session.add_provider(python_tools)
     session.add_provider(ShellTools(shell_policy(load_config(cwd))))   # the sandboxed `shell`
@@ -27,6 +27,6 @@ def native_tools(
     bridge: BridgeClient, shell: Any = None, calls: Callable[[], Collection[str]] | None = None
 ) -> tuple[NotebookTools, PythonTools]:
     """The notebook tools over ``bridge`` and ``run_python``, for ``shell``; ``calls`` gives the
-    session's thread's call ids (``lambda: session.thread.call_ids``), the only calls a cell's
+    session's thread's call ids (``lambda: session.snapshot().call_ids``), the only calls a cell's
     metadata is believed to name."""
     return NotebookTools(bridge, shell=shell, calls=calls), PythonTools(shell=shell)

@@ -18,7 +18,7 @@ async def test_compact_a_saved_thread_then_resume_it(tmp_path: Path) -> None:
                                   "summaries": ["The user wants the sales plotted by month."]}))
     async with Session(model=f"replay:{script}", home=home, cwd=tmp_path, thread_name="sales") as session:
         await session.run("plot sales by month")
-        thread = session.thread.id
+        thread = session._thread.id
     done = nbagent("compact", "sales", "-m", f"replay:{script}", home=home, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "context compacted (asked)" in done.stdout and "2 items summarised" in done.stdout
@@ -26,7 +26,7 @@ async def test_compact_a_saved_thread_then_resume_it(tmp_path: Path) -> None:
     kinds = [json.loads(line).get("item", {}).get("type") for line in lines]
     assert kinds.count("user_message") == 1 and kinds.count("assistant_message") == 1 and kinds.count("compaction") == 1
     async with Session(model=f"replay:{script}", home=home, cwd=tmp_path, thread="sales") as session:
-        view = list(session.thread.context.sync(session.thread.items))
+        view = list(session._thread.context.sync(session._thread.items))
     assert [getattr(i, "text", None) for i in view] == [SUMMARY_PREFIX + "The user wants the sales plotted by month."]
 
 

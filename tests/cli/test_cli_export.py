@@ -13,7 +13,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import Config, ModelProviderConfig
-from nbagent.protocol import ApprovalDecision, AssistantMessage, Event, FunctionCall
+from nbagent.protocol import ApprovalDecision, AssistantMessage, Compact, Event, FunctionCall
 from tests.cli.proc import nbagent
 from tests.mcp.conftest import records, server_cfg
 
@@ -46,7 +46,7 @@ async def drive(config: Config, prompts: list[str], decision: str, model: str | 
         session.subscribe(answer)
         for prompt in prompts:
             await asyncio.wait_for(session.run(prompt), 60)
-        return session.thread.id, list(session.thread.items)
+        return session._thread.id, list(session._thread.items)
 
 
 def calls_and_texts(items: list[Any]) -> list[tuple[str, Any]]:
@@ -128,10 +128,10 @@ async def test_a_failed_turn_and_a_summary_are_kept_in_their_positions(openai_se
                                   "summaries": ["The user wants sales by month."]}))  # fmt: skip
     async with Session(model=f"replay:{replay}", home=home, cwd=tmp_path) as session:
         await session.run("plot sales by month")
-        await session.compact()
+        await session.perform(Compact())
         failed = await session.run("and by week")
         await session.run("retry")
-        thread = session.thread.id
+        thread = session._thread.id
     assert failed.status == "failed"
     assert export(thread, tmp_path / "out.json", home).returncode == 0
     script = json.loads((tmp_path / "out.json").read_text())
@@ -157,7 +157,7 @@ async def test_no_api_key_reaches_the_script(openai_server, tmp_path: Path) -> N
     replay.write_text(json.dumps({"responses": [{"text": f"I saw {later} in the file."}]}))
     async with Session(model=f"replay:{replay}", home=home, cwd=tmp_path) as session:
         await session.run("what is in the file?")
-        thread = session.thread.id
+        thread = session._thread.id
     assert later in (home / "threads" / f"{thread}.jsonl").read_text()
     done = export(thread, tmp_path / "b.json", home, env={"OPENAI_API_KEY": later})
     assert done.returncode == 0, done.stderr
@@ -171,7 +171,7 @@ async def test_bad_threads_and_outputs_are_one_clear_line(tmp_path: Path) -> Non
     replay.write_text(json.dumps({"responses": [{"text": "hi"}]}))
     async with Session(model=f"replay:{replay}", home=home, cwd=tmp_path, thread_name="greeting") as session:
         await session.run("hello")
-        thread = session.thread.id
+        thread = session._thread.id
 
     missing = export("nope", tmp_path / "x.json", home)
     assert missing.returncode == 2 and "no thread with id or name 'nope'" in missing.stderr

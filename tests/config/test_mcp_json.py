@@ -12,6 +12,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import ConfigError, load_config
+from nbagent.protocol import CallTool
 from tests.mcp.conftest import SERVERS, HttpServer, http_server, records, sse_server
 from tests.trusting import TRUSTED
 
@@ -36,10 +37,10 @@ def mcp_json(tmp_path: Path, servers: dict) -> Path:
 async def call_add(config, tmp_path: Path) -> str:
     """``add`` through a session on the one configured server, as a caller outside the model would."""
     async with Session(config=config, cwd=tmp_path, home=tmp_path / "threads", policy="full-auto") as session:
-        await session.servers.ready()
+        await session._servers.ready()
         name = next(iter(config.mcp_servers))
-        assert session.servers.status()[name].state == "ready", session.servers.status()
-        output = await session.call_tool(f"mcp__{name}__add", {"a": 2, "b": 40})
+        assert session._servers.status()[name].state == "ready", session._servers.status()
+        output = await session.perform(CallTool(name=f"mcp__{name}__add", arguments={"a": 2, "b": 40}))
     assert not output.is_error, output.output
     return output.output
 
@@ -54,8 +55,8 @@ async def test_type_stdio_runs_the_expanded_command_args_and_env(tmp_path: Path)
     assert feat.args == [f"{SERVERS}/features.py", "--unused=none", "$NOT_EXPANDED"]
     assert feat.env == {"RECORD_FILE": str(record), "MODE": "quiet"}
     async with Session(config=config, cwd=tmp_path, home=tmp_path / "threads", policy="full-auto") as session:
-        await session.servers.ready()
-        output = await session.call_tool("mcp__feat__read_note", {"key": "k"})
+        await session._servers.ready()
+        output = await session.perform(CallTool(name="mcp__feat__read_note", arguments={"key": "k"}))
     assert not output.is_error, output.output
     assert [r["tool"] for r in records(record)] == ["read_note"]
 
@@ -89,8 +90,8 @@ async def test_the_sse_endpoint_is_not_reachable_as_streamable_http(tmp_path: Pa
     config = load_config(work, environ=environ)
     config.mcp_servers["events"] = config.mcp_servers["events"].model_copy(update={"startup_timeout_sec": 10})
     async with Session(config=config, cwd=tmp_path, home=tmp_path / "threads") as session:
-        await session.servers.ready()
-        assert session.servers.status()["events"].state == "failed"
+        await session._servers.ready()
+        assert session._servers.status()["events"].state == "failed"
 
 
 @pytest.mark.parametrize(

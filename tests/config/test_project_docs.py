@@ -86,7 +86,7 @@ async def test_the_model_receives_them_and_an_edit_counts_from_the_next_turn(ope
         await session.run("hello")
         (nb / "AGENTS.md").write_text("Use metric units.")
         await session.run("again")
-        lines = session.project_docs().describe()
+        lines = session.snapshot().project_docs.describe()
     first, second = (r["instructions"] for r in openai_server.requests)
     assert "Configured text." in first and "Answer in French." in first and "metric" not in first
     assert first.index("Configured text.") < first.index("Answer in French.")

@@ -100,7 +100,7 @@ async def test_no_call_executes_without_a_recorded_decision(home: Path, script, 
         session.add_provider(provider)
         for spec, (_, _, _, remembered) in zip(specs, combos, strict=True):
             if remembered:
-                session.approvals.memory.remember(spec)
+                session._approvals.memory.remember(spec)
 
         def front_end(event: Event) -> None:
             if event.msg.type == "approval_requested":

@@ -11,7 +11,8 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import ToolConfig
-from nbagent.protocol import ApprovalDecision, ElicitationResponse, EventMsg, Op
+from nbagent.core.handlers import OpRejected
+from nbagent.protocol import ApprovalDecision, AskUnanswered, ElicitationResponse, EventMsg, Op
 from tests.mcp.conftest import records, server_cfg
 
 DELETE = "mcp__feat__delete_note"
@@ -73,7 +74,7 @@ async def test_a_yes_runs_and_is_recorded_as_the_users(home: Path, script, tmp_p
     servers, model, requested, field, record = setup(kind, script, tmp_path)
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
         result = await run_with(session, lambda e: e.type == requested and session.submit(answer_for(e, "yes")))
-        assert session.pending_approvals() == {} and session.pending_elicitations() == {}
+        assert session.snapshot().pending_approvals == {} and session.snapshot().pending_elicitations == {}
     assert executed(kind, record) == (["k"] if kind == "approval" else ["accept"])
     assert resolutions(result.items, kind, field) == [("approve" if kind == "approval" else "accept", "user", None)]
 
@@ -100,14 +101,14 @@ async def test_an_interrupt_while_asking_ends_the_ask_as_interrupted(
 ) -> None:
     servers, model, requested, field, record = setup(kind, script, tmp_path)
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
-        result = await run_with(session, lambda e: e.type == requested and session.interrupt("stop"))
-        assert session.pending_approvals() == {} and session.pending_elicitations() == {}
+        result = await run_with(session, lambda e: e.type == requested and session._interrupt("stop"))
+        assert session.snapshot().pending_approvals == {} and session.snapshot().pending_elicitations == {}
         # A question's wait is the server's, not the turn's: its record may land just after the turn.
         for _ in range(500):
-            if resolutions(session.thread.items, kind, field):
+            if resolutions(session._thread.items, kind, field):
                 break
             await asyncio.sleep(0.01)
-        items = session.thread.items
+        items = session._thread.items
     assert result.status == "aborted"
     fallback = "deny" if kind == "approval" else "cancel"
     assert resolutions(items, kind, field) == [(fallback, "interrupt", "The turn was interrupted.")]
@@ -119,7 +120,7 @@ async def test_an_unanswered_ask_times_out(home: Path, script, tmp_path: Path, k
     servers, model, requested, field, record = setup(kind, script, tmp_path)
     seen: list[EventMsg] = []
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
-        session.config.approval_timeout_sec = session.config.elicitation_timeout_sec = 0.3
+        session._config.approval_timeout_sec = session._config.elicitation_timeout_sec = 0.3
         result = await run_with(session, lambda e: e.type == requested and seen.append(e))
     assert len(seen) == 1  # it was asked, and no one answered
     fallback = "deny" if kind == "approval" else "cancel"
@@ -135,18 +136,19 @@ async def test_an_ask_its_front_end_cannot_put_ends_unanswered_at_once(
     at once: nobody answered, so it is neither the user's no nor a wait for the timeout."""
     servers, model, requested, field, record = setup(kind, script, tmp_path)
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
-        desk = session.approvals if kind == "approval" else session.elicitations
         settled: dict[str, bool] = {}
 
         def front_end(event: EventMsg) -> None:
             if event.type == requested:
                 key = getattr(event, field_of_id(kind))
-                settled[key] = desk.unanswered(key, "The client failed.")
+                session.submit(AskUnanswered(id=key, reason="The client failed."))
+                settled[key] = True
 
         result = await run_with(session, front_end)  # bounded well under the 600 s timeouts
         [key] = settled
-        late = desk.unanswered(key, "again")  # a finished ask is settled once
-    assert settled == {key: True} and late is False
+        with pytest.raises(OpRejected, match="no pending"):  # a finished ask is settled once
+            session.submit(AskUnanswered(id=key, reason="again"))
+    assert settled == {key: True}
     fallback = "deny" if kind == "approval" else "cancel"
     assert resolutions(result.items, kind, field) == [(fallback, "unanswered", "The client failed.")]
     assert executed(kind, record) == ([] if kind == "approval" else ["cancel"])
@@ -194,7 +196,7 @@ async def test_asks_pending_at_once_are_answered_each_by_its_own_id(home: Path, 
                 return
             asked.append(event)
             if len(asked) == 2:  # answer the second first: each answer reaches its own call
-                pending_when_both.append(set(session.pending_approvals()))
+                pending_when_both.append(set(session.snapshot().pending_approvals))
                 session.submit(ApprovalDecision(call_id=asked[1].call_id, decision="approve"))
                 session.submit(ApprovalDecision(call_id=asked[0].call_id, decision="deny"))
 
@@ -214,20 +216,20 @@ async def test_an_answer_for_an_unknown_or_finished_ask_is_refused_with_a_warnin
     warnings: list[str] = []
     refused: list[bool] = []
     async with Session(model=model, policy=policy_for(kind), mcp_servers=servers, interactive=True) as session:
-        desk = session.approvals if kind == "approval" else session.elicitations
+        desk = session._approvals if kind == "approval" else session._elicitations
 
         def front_end(event: EventMsg) -> None:
             if event.type == "warning":
                 warnings.append(event.message)
             if event.type == requested:
                 stranger = answer_for(event, "no").model_copy(update={field_of_id(kind): "nobody"})
-                refused.append(desk.answer(stranger))  # the real ask still waits
-                assert desk.answer(answer_for(event, "yes"))
+                refused.append(desk.answer(stranger) is None)  # the real ask still waits
+                assert desk.answer(answer_for(event, "yes")) is None
 
         result = await run_with(session, front_end)
         late = [i for i in result.items if i.type == kind][0]
         again = answer_for_id(kind, getattr(late, field_of_id(kind)))
-        refused.append(desk.answer(again))
+        refused.append(desk.answer(again) is None)
     assert refused == [False, False]
     noun = "approval with call id" if kind == "approval" else "elicitation with request id"
     finished = getattr(late, field_of_id(kind))

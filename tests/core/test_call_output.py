@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from nbagent import Session
 from nbagent.core.tool_call import _cap_for_rollout
 from nbagent.core.tool_output import render_for_model, to_model_output, truncate_utf8
-from nbagent.protocol import TextBlock, ToolResult
+from nbagent.protocol import CallTool, TextBlock, ToolResult
 
 texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
 
@@ -40,9 +40,9 @@ def test_the_rollout_keeps_what_fits_and_says_what_it_cut(blocks: list[str], cap
 async def test_an_outside_calls_long_text_is_cut_for_the_model_but_not_for_the_caller_view(home: Path, script) -> None:
     text = "é" * 3000  # 6000 UTF-8 bytes, 3000 characters
     async with Session(model=script()) as session:
-        session.config.tool_output_max_bytes = 4000
-        session.config.rollout_output_max_bytes = 3000
+        session._config.tool_output_max_bytes = 4000
+        session._config.rollout_output_max_bytes = 3000
         session.register_tool(lambda: text, name="long", read_only=True)
-        output = await session.call_tool("long", {}, policy="full-auto")
+        output = await session.perform(CallTool(name="long", arguments={}, policy="full-auto"))
     assert len(output.output.encode()) <= 4000 and "bytes cut" in output.output
     assert [b.text for b in output.content] == [text]  # type: ignore[union-attr]

@@ -12,8 +12,8 @@ from typing import Any
 
 from nbagent import Session
 from nbagent.config import Config, ModelProviderConfig
-from nbagent.core.context import COMPACT_INSTRUCTIONS, ContextBudget, SUMMARY_PREFIX
-from nbagent.protocol import Event
+from nbagent.core.context import COMPACT_INSTRUCTIONS, SUMMARY_PREFIX, ContextBudget
+from nbagent.protocol import Compact, ContextCompacted, Event
 from tests.trusting import clean_environ
 
 WINDOW = 6_000
@@ -105,7 +105,7 @@ async def main():
     async with Session(cwd=sys.argv[1], policy="full-auto") as session:
         session.register_tool(lambda n: "chunk %d: " % n + "lorem ipsum dolor sit amet " * 45, name="read", read_only=True)
         result = await session.run("read chunks")
-        print(json.dumps({"thread": result.thread_id, "compacted": sum(1 for i in session.thread.items if i.type == "compaction")}))
+        print(json.dumps({"thread": result.thread_id, "compacted": sum(1 for i in session._thread.items if i.type == "compaction")}))
 asyncio.run(main())
 """
 
@@ -143,11 +143,11 @@ async def test_asked_compaction_summarises_offline_with_the_replay_script(tmp_pa
     async with Session(model=f"replay:{script}", home=tmp_path / "home", cwd=tmp_path) as session:
         await session.run("hello")
         await session.run("hello again")
-        event = await session.compact()
-        view = list(session.thread.context.sync(session.thread.items))
+        event = await session.perform(Compact())
+        view = list(session._thread.context.sync(session._thread.items))
         await session.run("what did I say?")
-        items = session.thread.items
-    assert event is not None and event.summarized == 4 and event.reason == "asked"
+        items = session._thread.items
+    assert isinstance(event, ContextCompacted) and event.summarized == 4 and event.reason == "asked"
     assert [getattr(i, "text", "") for i in view] == [SUMMARY_PREFIX + "The user said hello twice."]
     assert [i.type for i in items].count("user_message") == 3  # nothing left the record
 

@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
             def step(n: int) -> int:
                 return n
             def hang() -> None:
-                print("HANGING", session.thread.id, flush=True)
+                print("HANGING", session._thread.id, flush=True)
                 time.sleep(600)
             session.register_tool(step)
             session.register_tool(hang)
@@ -38,13 +38,13 @@ RESUME = textwrap.dedent(
 
     async def main(model):
         async with Session(model=model, thread="crashy") as session:
-            before = [item.model_dump(mode="json") for item in session.thread.items]
+            before = [item.model_dump(mode="json") for item in session._thread.items]
             result = await session.run("are you there?")
-            store = ThreadStore(session.config.home_path)
+            store = ThreadStore(session._config.home_path)
             rebuilt = store.rebuild_index()
             row = store.list_threads()[0]
             print(json.dumps({"before": before, "text": result.text, "rebuilt": rebuilt,
-                              "row_items": row.items, "history": len(session.thread.items)}))
+                              "row_items": row.items, "history": len(session._thread.items)}))
 
     asyncio.run(main(sys.argv[1]))
     """

@@ -108,7 +108,7 @@ async def test_interrupted_turns_running_or_queued(home: Path, script) -> None:
 
         session.subscribe(seen.append)
         session.subscribe(stop_both)
-        first, second = session.start(running), session.start(queued)
+        first, second = session._start(running), session._start(queued)
         results = list(await asyncio.wait_for(asyncio.gather(first, second), 30))
         results.append(await session.run("go on"))
     assert assert_one_ending_each(seen, results) == ["turn_aborted", "turn_aborted", "turn_completed"]

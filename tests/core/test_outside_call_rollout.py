@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent import Session
-from nbagent.protocol import ApprovalDecision, Event
+from nbagent.protocol import ApprovalDecision, CallTool, Event
 
 
 def rollout(home: Path, thread_id: str) -> list[dict[str, Any]]:
@@ -53,10 +53,10 @@ async def test_the_rollout_of_outside_calls_reads_line_for_line(home: Path, scri
             and session.submit(ApprovalDecision(call_id=e.msg.call_id, decision=next(answers)))
         )
         outputs = [
-            await session.call_tool(name, {"text": "x"} if name == "write" else {})
+            await session.perform(CallTool(name=name, arguments={"text": "x"} if name == "write" else {}))
             for name in ["noop", "write", "noop", "write", "write"]
         ]
-        thread_id = session.thread.id
+        thread_id = session._thread.id
     assert [o.status for o in outputs] == ["completed", "completed", "completed", "denied", "completed"]
     lines = rollout(home, thread_id)
     assert [shape(line) for line in lines] == [
@@ -80,12 +80,12 @@ async def test_an_approval_decided_during_a_call_is_written_after_its_start(home
 
         def answer(e: Event) -> None:
             if e.msg.type == "approval_requested":
-                on_disk_when_asked.append(rollout(home, session.thread.id))
+                on_disk_when_asked.append(rollout(home, session._thread.id))
                 session.submit(ApprovalDecision(call_id=e.msg.call_id, decision="approve"))
 
         session.subscribe(answer)
-        output = await session.call_tool("write", {"text": "x"})
-        thread_id = session.thread.id
+        output = await session.perform(CallTool(name="write", arguments={"text": "x"}))
+        thread_id = session._thread.id
     assert output.output == "x"
     assert [shape(line) for line in on_disk_when_asked[0]] == [("thread_meta",), started()]
     assert [shape(line) for line in rollout(home, thread_id)] == [
@@ -97,15 +97,16 @@ CHILD = textwrap.dedent(
     """
     import asyncio, sys
     from nbagent import Session
+    from nbagent.protocol import CallTool
 
     async def main():
         async with Session(model="replay:none", interactive=True, thread_name="outside") as session:
             session.register_tool(lambda: "ok", name="noop", read_only=True)
             session.register_tool(lambda text: text, name="write")
-            session.subscribe(lambda e: e.msg.type == "approval_requested" and print("ASKED", session.thread.id, flush=True))
+            session.subscribe(lambda e: e.msg.type == "approval_requested" and print("ASKED", session.snapshot().thread_id, flush=True))
             for _ in range(3):
-                await session.call_tool("noop", {})
-            await session.call_tool("write", {"text": "x"})  # waits for a person: killed here
+                await session.perform(CallTool(name="noop", arguments={}))
+            await session.perform(CallTool(name="write", arguments={"text": "x"}))  # waits for a person: killed here
 
     asyncio.run(main())
     """
@@ -124,9 +125,9 @@ async def test_a_kill_while_an_outside_call_waits_leaves_its_turn_for_resume_to_
         child.wait(timeout=30)
     assert [shape(line) for line in rollout(home, thread_id)] == [("thread_meta",), *[started(), completed()] * 3, started()]
     async with Session(model="replay:none", thread="outside") as session:
-        assert session.thread.id == thread_id
+        assert session._thread.id == thread_id
         session.register_tool(lambda: "ok", name="noop", read_only=True)
-        after = await session.call_tool("noop", {})
+        after = await session.perform(CallTool(name="noop", arguments={}))
     assert after.status == "completed"
     lines = rollout(home, thread_id)
     closed = lines.pop(8)

@@ -30,7 +30,7 @@ async def test_the_same_tool_on_two_servers_reaches_the_server_the_model_named(h
     )
     async with Session(model=model, policy="full-auto", mcp_servers=servers) as session:
         result = await asyncio.wait_for(session.run("read on both"), 60)
-        names = sorted(s.name for s in session.tools() if s.raw_name == "read_note")
+        names = sorted(s.name for s in session._tools() if s.raw_name == "read_note")
     assert result.ok
     assert names == ["mcp__left__read_note", "mcp__right__read_note"]
     assert [r["key"] for r in records(left)] == ["l1"]
@@ -62,7 +62,7 @@ async def test_on_a_name_clash_the_native_provider_wins_and_the_catalogue_lists_
     async with Session(model=model, policy="full-auto") as session:
         session.register_tool(lambda: ran.append("python") or "python", name="lookup", description="the user's")
         session.add_provider(native)
-        listed = [s for s in session.tools() if s.name == "lookup"]
+        listed = [s for s in session._tools() if s.name == "lookup"]
         result = await asyncio.wait_for(session.run("look up"), 10)
     assert [s.description for s in listed] == ["the notebook's own"]
     assert ran == ["native"]
@@ -80,7 +80,7 @@ async def test_an_unknown_name_is_an_output_naming_every_tool_and_the_turn_goes_
     async with Session(model=model, policy="full-auto", mcp_servers=servers) as session:
         session.register_tool(lambda: "hi", name="greet")
         result = await asyncio.wait_for(session.run("call a tool that is not there"), 60)
-        listed = {s.name for s in session.tools()}
+        listed = {s.name for s in session._tools()}
     assert result.ok and result.text == "found it"
     missing_tool, missing_server, found = outputs_by_call(result.items).values()
     for output, name in ((missing_tool, "mcp__feat__no_such_tool"), (missing_server, "mcp__nobody__read_note")):

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from nbagent import Session
+from nbagent.core.handlers import OpRejected
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRecord,
+    CallTool,
     Event,
     EventMsg,
     FunctionCall,
@@ -189,7 +191,8 @@ async def test_edited_arguments_are_what_runs_and_what_is_recorded(home: Path, s
             async for event in events:
                 if event.msg.type == "approval_requested":
                     bad = ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={"text": 5})
-                    assert session.approvals.answer(bad) is False  # refused: schema says string
+                    with pytest.raises(OpRejected, match="rejected"):  # refused: schema says string
+                        session.submit(bad)
                     session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments={"text": "mine"}))
                     return
 
@@ -246,7 +249,7 @@ async def test_abort_at_an_approval_aborts_the_turn_and_keeps_the_thread_valid(h
         )
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
-        assert_thread_valid(session.thread.items)
+        assert_thread_valid(session._thread.items)
         after = await asyncio.wait_for(session.run("go on"), 10)
     assert after.text == "next turn"
 
@@ -259,9 +262,9 @@ async def test_interrupt_while_waiting_for_approval_denies_it_and_the_thread_sta
         session.subscribe(lambda e: e.msg.type == "approval_requested" and session.submit(Interrupt()))
         result = await asyncio.wait_for(session.run("write"), 10)
         assert result.status == "aborted"
-        record = next(i for i in session.thread.items if isinstance(i, ApprovalRecord))
+        record = next(i for i in session._thread.items if isinstance(i, ApprovalRecord))
         assert (record.decision, record.by) == ("deny", "interrupt")
-        assert_thread_valid(session.thread.items)
+        assert_thread_valid(session._thread.items)
         after = await asyncio.wait_for(session.run("again"), 10)
     assert ran == [] and after.text == "fresh"
 
@@ -290,10 +293,10 @@ async def test_a_thread_resumes_in_a_new_session_with_the_same_history(home: Pat
     async with Session(model=model, policy="full-auto", thread_name="sums") as session:
         session.register_tool(lambda a, b: a + b, name="add")
         first = await session.run("add")
-        before = list(session.thread.items)
+        before = list(session._thread.items)
     async with Session(model=script({"text": "resumed"}), thread="sums") as again:
-        assert again.thread.id == first.thread_id
-        assert again.thread.items == before
+        assert again._thread.id == first.thread_id
+        assert again._thread.items == before
         result = await again.run("more")
     assert result.text == "resumed"
     assert isinstance(result.items[0], UserMessage)
@@ -307,7 +310,7 @@ async def test_a_script_that_runs_out_fails_the_turn_and_the_session_survives(ho
         assert (await session.run("one")).ok
         second = await session.run("two")
         assert second.status == "failed" and second.error_code == "replay_exhausted"
-        assert session.thread.items[-1].type == "user_message"
+        assert session._thread.items[-1].type == "user_message"
     assert errors and "script" in errors[0].message
 
 
@@ -328,8 +331,8 @@ async def test_rollout_holds_every_item_in_order(home: Path, script) -> None:
     async with Session(model=model, policy="full-auto") as session:
         session.register_tool(lambda a, b: a + b, name="add")
         await session.run("add")
-        history = list(session.thread.items)
-        thread_id = session.thread.id
+        history = list(session._thread.items)
+        thread_id = session._thread.id
     lines = [json.loads(line) for line in (home / "threads" / f"{thread_id}.jsonl").read_text().splitlines()]
     stored = [line["item"]["id"] for line in lines if line["type"] == "item"]
     assert stored == [item.id for item in history]
@@ -351,15 +354,15 @@ async def test_an_outside_caller_goes_through_the_same_approvals_and_events(home
             lambda e: e.msg.type == "approval_requested"
             and session.submit(ApprovalDecision(call_id=e.msg.call_id, decision="deny", message="no"))
         )
-        denied = await session.call_tool("write", {"text": "a"})
-        allowed = await session.call_tool("write", {"text": "b"}, policy="full-auto")
-        model_history = [i for i in session.thread.items if i.type in ("function_call", "function_call_output")]
+        denied = await session.perform(CallTool(name="write", arguments={"text": "a"}))
+        allowed = await session.perform(CallTool(name="write", arguments={"text": "b"}, policy="full-auto"))
+        model_history = [i for i in session._thread.items if i.type in ("function_call", "function_call_output")]
     assert ran == ["b"] and denied.status == "denied" and allowed.output == "written"
     kinds = [e.msg.type for e in seen]
     assert kinds.count("tool_call_begin") == 2 and kinds.count("approval_requested") == 1
     assert {e.msg.entry for e in seen if e.msg.type == "tool_call_begin"} == {"notebook_server"}
     assert model_history == []
-    rollout = (home / "threads" / f"{session.thread.id}.jsonl").read_text()
+    rollout = (home / "threads" / f"{session._thread.id}.jsonl").read_text()
     turns = [json.loads(line) for line in rollout.splitlines() if '"type":"turn"' in line]
     assert [(t["status"], t["entry"]) for t in turns] == [("started", "notebook_server"), ("completed", "notebook_server")] * 2
 
@@ -398,12 +401,12 @@ async def test_a_queued_turn_can_be_stopped_before_it_starts(home: Path, script)
     async with Session(model=model, policy="full-auto") as session:
         session.register_tool(wait_for_gate)
         ops = [UserTurn(prompt=p) for p in ("one", "two", "three")]
-        first, second, third = (session.start(op) for op in ops)
+        first, second, third = (session._start(op) for op in ops)
         session.submit(Interrupt(reason="not this one", turn_id=ops[1].turn_id))
-        assert session.interrupt("already gone", turn_id=ops[1].turn_id) is False
+        assert session._interrupt("already gone", turn_id=ops[1].turn_id) is False
         gate.set()
         results = await asyncio.wait_for(asyncio.gather(first, second, third), 10)
-        prompts = [i.text for i in session.thread.items if isinstance(i, UserMessage)]
+        prompts = [i.text for i in session._thread.items if isinstance(i, UserMessage)]
     assert [r.status for r in results] == ["completed", "aborted", "completed"]
     assert [r.text for r in results] == ["first", "", "third"]
     assert prompts == ["one", "three"]
@@ -441,7 +444,7 @@ async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, scrip
         # Turns run in order: had the second stayed queued, it would run before this one.
         third = await asyncio.wait_for(session.run("third"), 5)
         assert third.text == "third ran"
-        prompts = [i.text for i in session.thread.items if type(i).__name__ == "UserMessage"]
+        prompts = [i.text for i in session._thread.items if type(i).__name__ == "UserMessage"]
     assert prompts == ["first", "third"]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from nbagent import Session
-from nbagent.protocol import ApprovalDecision, ElicitationResponse, Event, EventMsg
+from nbagent.core.handlers import OpRejected
+from nbagent.protocol import ApprovalDecision, CallTool, ElicitationResponse, Event, EventMsg
 from tests.mcp.conftest import records, server_cfg
 from tests.waiting import until
 
@@ -101,8 +102,9 @@ async def test_an_elicitation_answer_is_validated_and_reaches_the_server_exactly
                 warnings.append(event.msg.message)
             if event.msg.type == "elicitation_requested":
                 bad = ElicitationResponse(request_id=event.msg.request_id, action="accept", content={"date": "2026-12-24", "seats": 50})
-                session.submit(bad)
-                assert event.msg.request_id in session.pending_elicitations()
+                with pytest.raises(OpRejected, match="seats"):
+                    session.submit(bad)
+                assert event.msg.request_id in session.snapshot().pending_elicitations
                 good = {"date": "2026-12-24", "seats": 4, "confirm": True}
                 session.submit(ElicitationResponse(request_id=event.msg.request_id, action="accept", content=good))
 
@@ -170,7 +172,7 @@ async def test_an_unanswered_question_times_out_to_cancel(home: Path, script, tm
     servers = {"ask": server_cfg("elicit_resolve.py", record)}
     model = script(call("mcp__ask__book", restaurant="Late"), {"text": "no answer"})
     async with Session(model=model, policy="full-auto", mcp_servers=servers, interactive=True) as session:
-        session.config.elicitation_timeout_sec = 0.5
+        session._config.elicitation_timeout_sec = 0.5
         result = await asyncio.wait_for(session.run("book"), 30)
     assert [r["action"] for r in records(record)] == ["cancel"]
     assert [(i.action, i.by) for i in result.items if i.type == "elicitation"] == [("cancel", "timeout")]
@@ -181,7 +183,7 @@ async def test_an_unanswered_approval_times_out_to_deny(home: Path, script, tmp_
     servers = {"feat": server_cfg("features.py", record)}
     model = script(call(FEATURES + "delete_note", key="k"), {"text": "not deleted"})
     async with Session(model=model, mcp_servers=servers, interactive=True) as session:
-        session.config.approval_timeout_sec = 0.5
+        session._config.approval_timeout_sec = 0.5
         result = await asyncio.wait_for(session.run("delete"), 30)
     assert records(record) == []
     assert [(i.decision, i.by) for i in result.items if i.type == "approval"] == [("deny", "timeout")]
@@ -212,9 +214,9 @@ async def test_a_tool_changed_after_approval_asks_again_and_says_what_changed(
         session.subscribe(front_end)
         await asyncio.wait_for(session.run("archive twice"), 30)
         assert len(asked) == 1  # the second call was remembered
-        reword = next(s for s in session.tools() if s.raw_name == "reword")
-        await session.call_tool(reword.name, {}, policy="full-auto")  # an outside caller changes the tool
-        await until(lambda: "delete every other" in next(s for s in session.tools() if s.raw_name == "archive").description,
+        reword = next(s for s in session._tools() if s.raw_name == "reword")
+        await session.perform(CallTool(name=reword.name, arguments={}, policy="full-auto"))  # an outside caller changes the tool
+        await until(lambda: "delete every other" in next(s for s in session._tools() if s.raw_name == "archive").description,
                     "the catalogue to refresh on the server's notification", 10)
         await asyncio.wait_for(session.run("archive again"), 30)
     assert len(asked) == 2

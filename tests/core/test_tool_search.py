@@ -12,7 +12,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import Config, ConfigError, ModelProviderConfig, load_config
 from nbagent.models import chat, responses
-from nbagent.protocol import ApprovalDecision, Event
+from nbagent.protocol import ApprovalDecision, Compact, ContextCompacted, Event
 from tests.core.test_openai_session import sent_outputs
 from tests.mcp.conftest import records, server_cfg
 from tests.trusting import TRUSTED
@@ -65,7 +65,7 @@ async def test_the_model_finds_a_tool_by_searching_calls_it_and_still_sees_it_af
     openai_server.script([call("search_tools", query="open a pull request"), call(FOUND, id="7"), {"text": "opened"}])
     async with Session(config=config) as session:
         result = await asyncio.wait_for(session.run("open a pull request"), 60)
-        assert len(session.tools()) == 301
+        assert len(session._tools()) == 301
     assert result.status == "completed", result.error
     first, second, third = (tool_names(body) for body in openai_server.requests)
     assert len(first) <= 128 and "search_tools" in first and FOUND not in first
@@ -92,7 +92,7 @@ async def test_a_found_tool_stays_in_view_after_the_thread_is_compacted(openai_s
         "You are compacting") else None
     async with Session(config=config) as session:
         await asyncio.wait_for(session.run("find the pull request tool"), 60)
-        assert await session.compact() is not None
+        assert isinstance(await session.perform(Compact()), ContextCompacted)
         result = await asyncio.wait_for(session.run("go on"), 60)
     assert result.status == "completed", result.error
     last = openai_server.requests[-1]
@@ -107,7 +107,7 @@ async def test_under_the_cap_the_request_carries_the_catalogue_unchanged(
     async with Session(config=config) as session:
         session.register_tool(lambda a, b: a + b, name="add")
         result = await asyncio.wait_for(session.run("add"), 60)
-        specs = list(session.tools())
+        specs = list(session._tools())
     assert result.status == "completed", result.error
     wire = responses.to_tools(specs) if wire_api == "responses" else chat.to_tools(specs)
     assert [body["tools"] for body in openai_server.requests] == [wire, wire]

@@ -43,7 +43,7 @@ async def test_a_model_that_never_stops_calling_fails_the_turn_at_max_tool_round
         session.register_tool(lambda: "once more", name="again")
         result = await asyncio.wait_for(session.run("loop"), 10)
         assert result.status == "failed" and "max_tool_rounds" in (result.error or "")
-        assert_thread_valid(session.thread.items)
+        assert_thread_valid(session._thread.items)
         after = await asyncio.wait_for(session.run("stop"), 10)
     assert after.text == "never reached"
 
@@ -96,8 +96,8 @@ async def test_a_server_that_reuses_call_ids_still_gets_one_id_per_call(home: Pa
         session.register_tool(lambda text: text, name="echo")
         await asyncio.wait_for(session.run("echo"), 10)
         await asyncio.wait_for(session.run("echo more"), 10)
-        history = list(session.thread.items)
-        thread_id = session.thread.id
+        history = list(session._thread.items)
+        thread_id = session._thread.id
     calls = [i for i in history if isinstance(i, FunctionCall)]
     ids = [c.call_id for c in calls]
     assert len(ids) == len(set(ids)) == 4 and ids[0] == "call_0"
@@ -165,8 +165,8 @@ async def test_abort_in_a_parallel_batch_cancels_the_other_calls_and_gives_each_
         )
         result = await asyncio.wait_for(session.run("read both"), 5)
         await asyncio.gather(*answers)
-        history = list(session.thread.items)
-        thread_id = session.thread.id
+        history = list(session._thread.items)
+        thread_id = session._thread.id
     assert result.status == "aborted"
     assert cancelled.is_set() and finished == []  # the sibling was stopped, not left running
     outputs = [i.call_id for i in history if isinstance(i, FunctionCallOutput)]
@@ -194,9 +194,9 @@ async def test_an_interrupted_call_gets_its_tool_call_end_before_the_turn_aborts
         session.subscribe(seen.append)
         turn = asyncio.ensure_future(session.run("hang"))
         await asyncio.wait_for(started.wait(), 5)
-        session.interrupt("stop pressed")
+        session._interrupt("stop pressed")
         result = await asyncio.wait_for(turn, 5)
-        assert_thread_valid(session.thread.items)
+        assert_thread_valid(session._thread.items)
     assert result.status == "aborted"
     kinds = [e.msg.type for e in seen]
     begins = [e.msg for e in seen if e.msg.type == "tool_call_begin"]

@@ -112,7 +112,7 @@ def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
     wire = (
         "from nbagent.notebook.extension import get_agent\n"
         "_session = await get_agent().ready()\n"
-        "print('tools:', ', '.join(sorted(s.name for s in _session.tools())))"
+        "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))"
     )
     notebook = root / "e2e.ipynb"
     notebook.write_text(json.dumps({
@@ -228,7 +228,7 @@ def _typing_fixture(root: Path, work: Path, openai_server: object) -> dict[str, 
         f'"--record", {json.dumps(str(record))}]\n'
         '[mcp_servers.demo.tools.log_experiment]\napproval_mode = "approve"\n'
     )
-    wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.tools()))"
+    wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.snapshot().tools))"
     cells = [_code("%load_ext nbagent"), _code(wire)]
     cells += [_code(f"{t['source']}\nWrite a note, then log an experiment ({t['mode']}).") for t in TYPING_TURNS]
     notebook = root / "typing.ipynb"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -57,12 +57,12 @@ async def test_a_model_request_carries_each_tool_with_its_sanitised_schema(
     config = Config(home=str(home), model=script(called, {"text": "ok"}), max_model_tools=2)
     servers = {"feat": server_cfg("features.py")}
     async with Session(config=config, mcp_servers=servers, thread_name="deferred") as session:
-        await session.servers.ready()
-        assert any(s.deferred for s in session.tools())
-        assert not any(s.deferred for s in session.tools(complete=True))
+        await session._servers.ready()
+        assert any(s.deferred for s in session._tools())
+        assert not any(s.deferred for s in session._tools(complete=True))
         result = await asyncio.wait_for(session.run("hello"), 60)
         assert result.status == "completed"
-        request = session.inspector.last_request(session.thread.id)
+        request = session._inspector.last_request(session._thread.id)
         assert request is not None
         sent = {tool["name"]: tool for tool in request.tools}
     assert set(sent) == {"search_tools", "mcp__feat__stats"}, "the called tool is in view, the others are not"

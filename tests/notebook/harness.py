@@ -211,7 +211,7 @@ class Kernel:
 
 
 SERVERS = REPO / "tests" / "servers"
-HISTORY = "[i.model_dump(mode='json') for i in __import__('nbagent.notebook', fromlist=['_']).session().thread.items]"
+HISTORY = "[i.model_dump(mode='json') for i in __import__('nbagent.notebook', fromlist=['_']).session().snapshot().items]"
 
 
 def script(path: Path, *responses: dict[str, Any]) -> Path:

@@ -48,7 +48,7 @@ async def test_threads_says_when_more_are_saved_than_it_lists(replay: str, capsy
     try:
         await session.run("in t0")  # a thread is saved from its first turn
         for n in range(1, 4):
-            await session.thread.new(f"t{n}")
+            await session._thread.new(f"t{n}")
             await session.run(f"in t{n}")
         run_line(agent, "threads 2")
         listed = capsys.readouterr().out.splitlines()
@@ -116,7 +116,7 @@ async def test_compact_by_hand_prints_what_the_model_sees_now(
     try:
         await session.run("hi")
         run_line(agent, "compact")
-        await until(lambda: any(i.type == "compaction" for i in session.thread.items), "the compaction item")
+        await until(lambda: any(i.type == "compaction" for i in session._thread.items), "the compaction item")
         out = await until(lambda: capsys.readouterr().out or None, "the printed line")
         assert "context compacted (asked)" in out and "2 items summarised" in out
     finally:

@@ -84,7 +84,7 @@ def test_background_turn_returns_at_once_and_text_approve_resolves_the_panel(mak
     reply = kernel.execute("%%agent\nWrite a hello note")
     assert reply["content"]["status"] == "ok" and time.monotonic() - t0 < 3
     kernel.wait_for("ButtonModel", description="Approve")  # the turn goes on after the cell ended
-    pending = kernel.eval("list(__import__('nbagent.notebook', fromlist=['_']).session().pending_approvals())")
+    pending = kernel.eval("list(__import__('nbagent.notebook', fromlist=['_']).session().snapshot().pending_approvals)")
     answer = kernel.execute(f"%agent approve {pending[0]}")
     assert pending[0] in kernel.outputs(answer["parent_header"]["msg_id"])
     deadline = time.monotonic() + 30
@@ -152,7 +152,7 @@ def test_a_command_given_an_argument_it_does_not_take_says_so_and_does_nothing(m
     then its usage; never a quiet run that ignores them."""
     kernel, _ = make_kernel({"text": "unused"})
     kernel.run("import nbagent.notebook as nb; from nbagent.notebook.extension import get_agent; _ = await nb.ready()")
-    before = kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().thread.id]")
+    before = kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().snapshot().thread_id]")
     for line, said in EXTRA:
         _, out = kernel.run(line)
         first, *rest = out.splitlines()
@@ -161,7 +161,7 @@ def test_a_command_given_an_argument_it_does_not_take_says_so_and_does_nothing(m
         assert any(r.startswith(f"  %agent {command} ") or r.startswith(f"  %agent [{command}] ") for r in rest), (line, out)
         assert "usage: %agent" in out and "Traceback" not in out, (line, out)
     kernel.pump(0.5)  # a command that ran anyway would be reporting by now
-    assert kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().thread.id]") == before
+    assert kernel.eval("[get_agent().frontend_override, get_agent().context_on, nb.session().snapshot().thread_id]") == before
 
 
 def test_approve_or_deny_with_nothing_pending_says_nothing_is_pending(make_kernel):

@@ -117,4 +117,4 @@ def test_bad_mcp_arguments_print_usage_not_a_traceback(make_kernel):
         _, out = kernel.run(line)
         assert "%agent: " in out and "usage: %agent" in out and "Traceback" not in out, (line, out)
     kernel.pump(0.5)  # anything started by mistake would be reporting by now
-    assert kernel.eval("sorted(nb.session().servers.names())") == ["demo"]
+    assert kernel.eval("sorted(nb.session().snapshot().servers)") == ["demo"]

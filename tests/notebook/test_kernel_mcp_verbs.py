@@ -38,7 +38,7 @@ def test_the_verbs_edit_the_config_file_and_the_running_session(make_kernel, tmp
     out = kernel.wait_output(msg_id, "mcp server feat removed")
     assert f"Removed MCP server 'feat' from {config}" in out
     assert config.read_text() == before
-    assert kernel.eval("sorted(nb.session().servers.names())") == ["demo"]
+    assert kernel.eval("sorted(nb.session().snapshot().servers)") == ["demo"]
 
     for line in ("%agent mcp get nosuch", "%agent mcp import emacs", "%agent mcp add x --url http://h/mcp -- python"):
         _, out = kernel.run(line)

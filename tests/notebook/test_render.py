@@ -12,8 +12,20 @@ from nbagent.notebook.text_render import TextTurn
 from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
-    AgentMessage, AgentMessageDelta, ApprovalRequested, ApprovalResolved, Event, ImageBlock, Interrupt, Progress,
-    TextBlock, TokenUsage, ToolCallBegin, ToolCallEnd, TurnAborted, TurnCompleted,
+    AgentMessage,
+    AgentMessageDelta,
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    ImageBlock,
+    Interrupt,
+    Progress,
+    TextBlock,
+    TokenUsage,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnAborted,
+    TurnCompleted,
 )
 from tests.waiting import until
 

@@ -16,7 +16,13 @@ from nbagent.notebook.render import WidgetTurn
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
 from nbagent.notebook.transform import rewrite
 from nbagent.protocol import (
-    ApprovalDecision, ApprovalRequested, ElicitationRequested, Event, ToolCallBegin, ToolCallEnd, TurnStarted,
+    ApprovalDecision,
+    ApprovalRequested,
+    ElicitationRequested,
+    Event,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnStarted,
 )
 
 BROKEN = {"type": "object", "properties": {"x": {"type": "frobnicate"}}}

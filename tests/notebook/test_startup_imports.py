@@ -19,9 +19,10 @@ FORMAT_EXTRAS = ("rfc3987_syntax", "lark", "rfc3986_validator", "rfc3339_validat
 
 READY_AND_CALL = """
 from nbagent.notebook.extension import get_agent
+from nbagent.protocol import CallTool, ListMcpTools
 _s = await get_agent().ready()
-await _s.servers.ready()
-_out = await _s.call_tool("mcp__demo__list_notes", {}, policy="full-auto")
+await _s.perform(ListMcpTools())
+_out = await _s.perform(CallTool(name="mcp__demo__list_notes", arguments={}, policy="full-auto"))
 print("CALLED", _out.status, _out.is_error)
 """
 

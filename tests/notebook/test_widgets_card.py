@@ -11,8 +11,17 @@ import pytest
 from nbagent.notebook.buttons import DECISION_CLASS
 from nbagent.notebook.render import WidgetTurn
 from nbagent.protocol import (
-    ApprovalDecision, ApprovalRequested, ApprovalResolved, ElicitationRequested, ElicitationResolved, Event,
-    TextBlock, ToolAnnotations, ToolCallBegin, ToolCallEnd, TurnFailed,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    ElicitationRequested,
+    ElicitationResolved,
+    Event,
+    TextBlock,
+    ToolAnnotations,
+    ToolCallBegin,
+    ToolCallEnd,
+    TurnFailed,
 )
 
 ARGS = {"name": "hello", "text": "# Hello"}

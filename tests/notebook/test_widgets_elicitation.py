@@ -6,7 +6,7 @@ import ipywidgets as W
 import pytest
 
 from nbagent.notebook.elicitation import ElicitationForm
-from nbagent.protocol import ElicitationRequested, ElicitationResolved, ElicitationResponse
+from nbagent.protocol import AskUnanswered, ElicitationRequested, ElicitationResolved, ElicitationResponse
 
 SCHEMA = {
     "type": "object",
@@ -139,8 +139,10 @@ def test_url_mode_shows_a_link_and_never_opens_it(sent):
 def test_bad_schema_shows_why_and_only_allows_decline(sent):
     form = ElicitationForm(event(requested_schema={"type": "object", "properties": {"o": {"type": "object"}}}), sent.append)
     assert form.buttons["accept"].disabled and "cannot be shown" in form.body.children[1].value
+    # no one can answer it here: the session is told at once, not left to wait out its timeout
+    assert sent[0] == AskUnanswered(id="el_1", reason=sent[0].reason) and "could not show" in sent[0].reason
     form.buttons["decline"].click()
-    assert sent[0].action == "decline"
+    assert sent[-1].action == "decline"
 
 
 def test_resolved_elsewhere(sent):

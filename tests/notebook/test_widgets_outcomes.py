@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from importlib.resources import files
 from pathlib import Path
+
 import mcp_types
 import pytest
 
@@ -91,7 +92,7 @@ async def test_the_quickstart_says_what_happened(tmp_path: Path, approval: str, 
 
 async def test_the_model_is_told_the_reason_too(tmp_path: Path) -> None:
     _, clicker = await walkthrough(tmp_path, "approve", "decline")
-    told = {i.call_id: i.output for i in clicker.session.thread.items if i.type == "function_call_output"}
+    told = {i.call_id: i.output for i in clicker.session._thread.items if i.type == "function_call_output"}
     log_call = next(c for c in clicker.view.cards.values() if c.call.raw_tool == "log_experiment").call_id
     assert told[log_call].startswith("The user declined the server's question, so log_experiment did not run.")
     assert "Resolver for parameter" in told[log_call]  # the server's own words are kept after it

@@ -6,8 +6,8 @@ hostile one (tests/servers/leaky.py): it hands its token back in its description
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -28,15 +28,15 @@ async def test_a_server_added_at_run_time_has_its_env_secrets_redacted(
         {"text": "done"},
     )
     async with Session(model=model, policy="full-auto", thread_name="added") as session:
-        assert "leaky" not in session.config.mcp_servers
+        assert "leaky" not in session._config.mcp_servers
         cfg = server_cfg("leaky.py", env={"LEAKY_TOKEN": SECRET, "LEAKY_SETTING": PLAIN})
-        assert await session.servers.add("leaky", cfg)
-        assert session.config.mcp_servers["leaky"] is cfg
+        assert await session._servers.add("leaky", cfg)
+        assert session._config.mcp_servers["leaky"] is cfg
         result = await asyncio.wait_for(session.run("who are you?"), 60)
         assert result.status == "completed", result
-        thread_id = session.thread.id
-        await session.servers.remove("leaky")
-        assert "leaky" not in session.config.mcp_servers
+        thread_id = session._thread.id
+        await session._servers.remove("leaky")
+        assert "leaky" not in session._config.mcp_servers
 
     rollout = next((home / "threads").rglob(f"*{thread_id}*.jsonl")).read_text()
     assert "function_call_output" in rollout and "said" in rollout, "the tool's result is not in the rollout"
@@ -47,7 +47,7 @@ async def test_a_server_added_at_run_time_has_its_env_secrets_redacted(
 
 async def test_a_server_name_the_manager_refuses_leaves_the_config_as_it_was(home: Path) -> None:  # noqa: F811
     async with Session(policy="full-auto") as session:
-        before = dict(session.config.mcp_servers)
+        before = dict(session._config.mcp_servers)
         with pytest.raises(ValueError, match="must match"):
-            await session.servers.add("bad name!", server_cfg("leaky.py"))
-        assert session.config.mcp_servers == before
+            await session._servers.add("bad name!", server_cfg("leaky.py"))
+        assert session._config.mcp_servers == before

@@ -1,7 +1,7 @@
 """Where an "Always" for a server added while nbagent runs is kept.
 
 A server ``%agent mcp add`` wrote to a file gets its "Always" in that same file, next to its own
-table; a server code handed to the session (``Session(mcp_servers=...)``, ``session.servers.add``)
+table; a server code handed to the session (``Session(mcp_servers=...)``, ``session._servers.add``)
 is in no file, so its "Always" holds for this session only, and a warning says so. No file ever
 gets a server table without ``command``/``url``, and none is created where nbagent will not read it.
 """
@@ -86,8 +86,8 @@ async def test_always_for_a_server_handed_in_under_a_name_a_file_uses_is_not_wri
     user.write_text(f'[mcp_servers.echo]\ncommand = "{sys.executable}"\nargs = ["{SERVERS / "echo.py"}", "2"]\n')
     before = user.read_text()
     async with Session(model=script(ECHO, {"text": "one"}, ECHO, {"text": "two"}), interactive=True) as session:
-        await session.servers.ready()
-        await session.servers.add("echo", server_cfg("echo.py"))  # another program under the file's name
+        await session._servers.ready()
+        await session._servers.add("echo", server_cfg("echo.py"))  # another program under the file's name
         front, warned, _ = await always_then_again(session)
     assert len(front.asked) == 1
     assert user.read_text() == before

@@ -64,7 +64,7 @@ async def test_agent_mcp_shows_what_a_call_does_under_the_sessions_policy(
     agent = KernelAgent(shell=None, session_factory=session)
     try:
         s = await agent.ready()
-        await s.servers.ready()
+        await s._servers.ready()
         capsys.readouterr()
         run_line(agent, "mcp")
         out = capsys.readouterr().out
@@ -73,7 +73,7 @@ async def test_agent_mcp_shows_what_a_call_does_under_the_sessions_policy(
         assert "approval asks" in lines["mcp__feat__delete_note"], out
         assert "approval runs" in lines["mcp__feat__read_note"], out
         assert "approval auto" not in out
-        s.approvals.memory.remember(next(t for t in s.tools() if t.name == "mcp__feat__delete_note"))
+        s._approvals.memory.remember(next(t for t in s._tools() if t.name == "mcp__feat__delete_note"))
         run_line(agent, "mcp")
         assert "approval runs" in next(line for line in capsys.readouterr().out.splitlines() if "delete_note" in line)
     finally:

@@ -56,7 +56,7 @@ class FrontEnd:
         self.asked.append(event.msg)
         decision = self.decisions.pop(0)
         if self.detach and not self.decisions:
-            self.session.interactive = False
+            self.session._interactive = False
         self.session.submit(ApprovalDecision(call_id=event.msg.call_id, decision=decision))
 
 
@@ -228,7 +228,7 @@ async def test_choosing_always_leaves_the_callers_config_unchanged(
     async with Session(config=mine, model=script(call(folder="a"), {"text": "ok"}), interactive=True) as session:
         FrontEnd(session, "always")
         await asyncio.wait_for(session.run("sweep"), 60)
-        assert session.config.mcp_servers["s"].tools["sweep"].approval_mode == "approve"
+        assert session._config.mcp_servers["s"].tools["sweep"].approval_mode == "approve"
     assert mine.model_dump() == before
     assert mine.mcp_servers["s"].tools == {}
 

@@ -59,7 +59,7 @@ async def test_the_text_front_end_and_agent_commands_print_a_call_id_as_one_line
     session.subscribe(turn.handle)
     try:
         run = asyncio.create_task(session.run("delete the note"))
-        assert list(await until(session.pending_approvals, "the approval to be asked", timeout=60)) == [CALL_ID]
+        assert list(await until(lambda: session.snapshot().pending_approvals, "the approval to be asked", timeout=60)) == [CALL_ID]
         run_line(agent, "")  # %agent: the status lists what is pending
         run_line(agent, "approve")  # the only pending call needs no id
         await asyncio.wait_for(run, 30)

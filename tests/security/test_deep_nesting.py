@@ -16,7 +16,7 @@ import pytest
 from nbagent import Session
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH
 from nbagent.config import Config
-from nbagent.protocol import ApprovalDecision, Event
+from nbagent.protocol import ApprovalDecision, CallTool, Event
 from nbagent.secrets import redacted
 from tests.mcp.conftest import server_cfg
 
@@ -62,7 +62,7 @@ async def test_deeply_nested_arguments_are_refused_and_the_model_is_told(tmp_pat
     asked: list[str] = []
     undrawable: list[str] = []
     async with Session(config=config, interactive=True) as session:
-        redactor = session.thread.redactor()
+        redactor = session._thread.redactor()
 
         def front_end(event: Event) -> None:
             """What a notebook card or panel does first: redact the event; then approve."""
@@ -96,9 +96,9 @@ async def test_an_outside_call_with_deeply_nested_arguments_is_refused(tmp_path:
     home = tmp_path / "home"
     config = Config(approval_policy="full-auto", home=str(home), mcp_servers={"echo": server_cfg("echo.py")})
     async with Session(config=config) as session:
-        await session.servers.ready()
-        refused = await session.call_tool(TOOL, {"text": "hi", "x": _nested(150)})
-        ran = await session.call_tool(TOOL, {"text": "hi", "x": _nested(MAX_ARGUMENT_DEPTH - 1)})
+        await session._servers.ready()
+        refused = await session.perform(CallTool(name=TOOL, arguments={"text": "hi", "x": _nested(150)}))
+        ran = await session.perform(CallTool(name=TOOL, arguments={"text": "hi", "x": _nested(MAX_ARGUMENT_DEPTH - 1)}))
     assert refused.status == "failed" and refused.is_error, refused
     assert f"could not call {TOOL}" in refused.output and f"nested deeper than {MAX_ARGUMENT_DEPTH}" in refused.output
     assert ran.status == "completed", ran

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from nbagent import Session
+from nbagent.mcp.elicitation import validate_content
 from nbagent.notebook import elicitation as form_module
 from nbagent.notebook.elicitation import ElicitationForm
 from nbagent.protocol import ElicitationRequested, ElicitationResolved, Event
-from nbagent.mcp.elicitation import validate_content
 from nbagent.protocol.elicitation import ElicitationSchemaError, elicitation_fields
 from tests.core.conftest import home  # noqa: F401 - fixture
 from tests.mcp.conftest import records, server_cfg
@@ -71,7 +71,7 @@ async def ask(tmp_path: Path, tool: str, person: Any = None, views: int = 1) -> 
                                                {"text": "done"}]}))
     servers = {"forms": server_cfg("elicit_forms.py", record, protocol="legacy")}
     async with Session(model=f"replay:{model}", policy="full-auto", mcp_servers=servers, interactive=True) as session:
-        session.config.elicitation_timeout_sec = WAIT
+        session._config.elicitation_timeout_sec = WAIT
         notebook = Notebook(session, views)
         run = asyncio.ensure_future(session.run("go"))
         if person is not None:
@@ -81,7 +81,7 @@ async def ask(tmp_path: Path, tool: str, person: Any = None, views: int = 1) -> 
             if notebook.asked.is_set():
                 person(notebook)
         result = await run
-        items = [i for i in session.thread.items if i.type == "elicitation"]
+        items = [i for i in session._thread.items if i.type == "elicitation"]
     assert result.ok, result.error
     return records(record), items, notebook
 

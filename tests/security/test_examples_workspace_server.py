@@ -11,6 +11,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import McpServerConfig
+from nbagent.protocol import CallTool
 
 SECRET = "top secret outside the root"
 
@@ -30,8 +31,8 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 async def _calls(root: Path, home: Path, calls: list[tuple[str, dict[str, str]]]) -> list:
     server = McpServerConfig(command=sys.executable, args=["-m", "nbagent.examples.workspace_server", "--root", str(root)])
     async with Session(model="replay:unused.json", home=home, cwd=root, mcp_servers={"workspace": server}) as session:
-        await session.servers.ready()
-        return [await session.call_tool(f"mcp__workspace__{tool}", args, policy="full-auto") for tool, args in calls]
+        await session._servers.ready()
+        return [await session.perform(CallTool(name=f"mcp__workspace__{tool}", arguments=args, policy="full-auto")) for tool, args in calls]
 
 
 HOSTILE = ["../secret.txt", "{outside}", "link.txt", "linkdir/secret.txt", "sub/../../secret.txt"]

@@ -136,12 +136,12 @@ async def test_a_rollout_holding_text_that_is_not_unicode_is_resumed_whole(
         {"name": "getMARK", "call_id": "call_MARK", "arguments": {}}]}, {"text": "done"})  # fmt: skip
     async with Session(model=first, policy="full-auto") as session:
         result = await session.run("go")
-        before = len(session.thread.items)
+        before = len(session._thread.items)
     path = home / "threads" / f"{result.thread_id}.jsonl"
     path.write_bytes(path.read_bytes().replace(b"MARK", written))
 
     async with Session(model=replay(tmp_path / "next.json", {"text": "again"}), thread=result.thread_id) as session:
-        items = list(session.thread.items)
+        items = list(session._thread.items)
         again = await session.run("more")
     assert len(items) == before
     assert [i.text for i in items if i.type == "assistant_message"] == [f"hello {read}", "done"]

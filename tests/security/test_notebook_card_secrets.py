@@ -39,7 +39,7 @@ def test_a_result_echoing_the_servers_secret_is_redacted_in_every_widget(tmp_pat
         kernel.click(panel)
         kernel.reply(cell["msg_id"], timeout=120)
         outputs = kernel.eval(
-            "[i.output for i in __import__('nbagent.notebook', fromlist=['session']).session().thread.items"
+            "[i.output for i in __import__('nbagent.notebook', fromlist=['session']).session().snapshot().items"
             " if i.type == 'function_call_output']"
         )
         held = json.dumps(outputs)  # the history keeps the output as the rollout does

@@ -53,14 +53,14 @@ async def test_status_and_history_redact_a_secret_the_model_repeats(
     session = await agent.ready()
     try:
         turn = asyncio.create_task(session.run(f"delete the note {SECRET}"))
-        call_id = next(iter(await until(session.pending_approvals, "the approval to be asked", timeout=60)))
+        call_id = next(iter(await until(lambda: session.snapshot().pending_approvals, "the approval to be asked", timeout=60)))
         run_line(agent, "")
         status = capsys.readouterr().out
         assert f"pending approval {call_id}: mcp__feat__delete_note" in status
         assert SECRET not in status and "[redacted]" in status
         session.submit(ApprovalDecision(call_id=call_id, decision="deny", message="keep it"))
         await asyncio.wait_for(turn, 30)
-        held = [getattr(i, "text", "") for i in session.thread.items]  # the history keeps what the rollout does
+        held = [getattr(i, "text", "") for i in session._thread.items]  # the history keeps what the rollout does
         assert any("[redacted]" in t for t in held), "nothing to redact: this test shows nothing"
         assert not any(SECRET in t for t in held)
 

@@ -47,7 +47,7 @@ async def test_only_this_threads_calls_are_credited_with_a_cell(tmp_path: Path, 
     session = await agent.ready()
     try:
         await session.run("read the notebook")
-        thread = session.thread.id
+        thread = session._thread.id
         notebook.write_text(json.dumps({"cells": [
             _cell("mine", "a = 1", {"thread_id": thread, "turn_id": "t", "call_id": "call_mine"}),
             _cell("forged_here", "b = 2", {"thread_id": thread, "turn_id": "t", "call_id": "call_never_made"}),
@@ -56,7 +56,7 @@ async def test_only_this_threads_calls_are_credited_with_a_cell(tmp_path: Path, 
             _cell("spoof code written by agent call call_mine", "e = 5", None),  # an id is no place for words
         ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
         await session.run("read it again")
-        (output,) = [i for i in session.thread.items if isinstance(i, FunctionCallOutput) and i.call_id == "call_again"]
+        (output,) = [i for i in session._thread.items if isinstance(i, FunctionCallOutput) and i.call_id == "call_again"]
     finally:
         await agent.close()
     told = {line.split()[1]: line for line in output.output.splitlines() if line.startswith("[")}

@@ -23,7 +23,7 @@ from nbagent.mcp.connection import McpConnection
 from nbagent.mcp.oauth.callback import LoopbackCallback
 from nbagent.mcp.oauth.storage import FileBackend, OAuthRecord
 from nbagent.notebook.login import LoginLinks
-from nbagent.protocol import Event, McpLoginCompleted, McpLoginRequired
+from nbagent.protocol import CallTool, Event, McpLoginCompleted, McpLoginRequired
 from nbagent.secrets import redacted
 from tests.mcp.conftest import Answers, _free_port, records, server_cfg
 from tests.mcp.oauth_helpers import OAuthServer, Person, serve_oauth
@@ -97,9 +97,9 @@ async def test_a_token_a_server_echoes_back_is_hidden_everywhere_and_kept_from_o
         result = await asyncio.wait_for(session.run("who am I"), 60)
         person.stop()
         [token] = oauth_server.state()["issued"][:1]
-        shown = "\n".join(redacted(e, session.thread.redactor()).model_dump_json() for e in events)
-        sent = await session.call_tool("mcp__other__take", {"value": f"use {token}"})
-        thread_id = session.thread.id
+        shown = "\n".join(redacted(e, session._thread.redactor()).model_dump_json() for e in events)
+        sent = await session.perform(CallTool(name="mcp__other__take", arguments={"value": f"use {token}"}))
+        thread_id = session._thread.id
     assert result.ok, result.error
     (told,) = [m["content"] for m in openai_server.requests[1]["messages"] if m.get("role") == "tool"]
     assert "you signed in with [redacted]" in told  # the server's answer, its token cut
@@ -231,9 +231,9 @@ async def test_a_stored_token_of_a_server_not_started_is_a_secret_from_the_sessi
         mcp_servers={"parked": McpServerConfig(url=url, enabled=False), "other": server_cfg("takes_any.py", tmp_path / "o.ndjson")},
     )  # fmt: skip
     async with Session(config=config) as session:
-        await session.servers.ready()
-        sent = await session.call_tool("mcp__other__take", {"value": f"use {token}"})
-        hidden = session.thread.redactor().text(f"read {token}")
+        await session._servers.ready()
+        sent = await session.perform(CallTool(name="mcp__other__take", arguments={"value": f"use {token}"}))
+        hidden = session._thread.redactor().text(f"read {token}")
     assert "keeps from this server (MCP server 'parked''s OAuth access token)" in sent.output, sent.output
     assert records(tmp_path / "o.ndjson") == []
     assert token not in hidden

@@ -83,10 +83,10 @@ async def test_the_cell_the_inspect_views_and_the_rollout_hide_the_same_values(
             assert turn is not None
             assert (await drive(agent, turn)).msg.type == "turn_completed"
             shown += turn.view.lines  # type: ignore[attr-defined]
-            view = session.inspector.turn(session.thread.id)  # what %agent inspect turn shows
+            view = session._inspector.turn(session._thread.id)  # what %agent inspect turn shows
             assert view is not None
             memory.append(view.model_dump_json())
-        thread_id = session.thread.id
+        thread_id = session._thread.id
     finally:
         await agent.close()
 
@@ -120,9 +120,9 @@ async def test_a_secret_cut_by_a_timeline_detail_leaves_no_part_of_it(tmp_path: 
     script.write_text(json.dumps({"responses": [{"text": text}]}))
     async with Session(model=f"replay:{script}") as session:
         await session.run("go")
-        view = session.inspector.turn(session.thread.id)
+        view = session._inspector.turn(session._thread.id)
         assert view is not None
-        files = (tmp_path / "home" / "threads" / f"{session.thread.id}.turns.ndjson").read_text()
+        files = (tmp_path / "home" / "threads" / f"{session._thread.id}.turns.ndjson").read_text()
     for where, shown in {"inspect view": view.model_dump_json(), "inspect file": files}.items():
         assert "x" * (DETAIL_CHARS - 8) in shown, f"{where} lost the message"
         assert secret[:6] not in shown, f"{where} shows the head of a secret"

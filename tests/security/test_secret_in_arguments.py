@@ -18,7 +18,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import Config, McpServerConfig, ModelProviderConfig
 from nbagent.mcp.wire import given_secrets, secret_sources
-from nbagent.protocol import ApprovalDecision, Event, ToolCallEnd
+from nbagent.protocol import ApprovalDecision, CallTool, Event, ToolCallEnd
 from nbagent.secrets import SecretsKept, add_process_secret, redacted
 from tests.mcp.conftest import records, server_cfg
 
@@ -80,7 +80,7 @@ async def test_a_secret_in_the_arguments_never_reaches_a_server_not_given_it(
     async with Session(config=config) as session:
         session.subscribe(events.append)
         result = await session.run("go")
-        redactor = session.thread.redactor()
+        redactor = session._thread.redactor()
     assert result.text == "done", result
 
     assert _received(tmp_path, "b") == ["plain"], "server b was sent a secret it was not given"
@@ -153,10 +153,10 @@ async def test_an_outside_call_holding_a_process_secret_is_refused(tmp_path: Pat
     home = tmp_path / "home"
     config = Config(approval_policy="full-auto", home=str(home), mcp_servers=_servers(tmp_path))
     async with Session(config=config) as session:
-        await session.servers.ready()
-        refused = await session.call_tool("mcp__b__take", {"value": {"headers": {"Authorization": f"Bearer {serve_token}"}}})
-        ran = await session.call_tool("mcp__b__take", {"value": TOKEN_B})
-        thread_id = session.thread.id
+        await session._servers.ready()
+        refused = await session.perform(CallTool(name="mcp__b__take", arguments={"value": {"headers": {"Authorization": f"Bearer {serve_token}"}}}))
+        ran = await session.perform(CallTool(name="mcp__b__take", arguments={"value": TOKEN_B}))
+        thread_id = session._thread.id
     assert refused.status == "denied" and refused.is_error and KEPT in refused.output, refused
     assert "a token of a server nbagent runs" in refused.output and serve_token not in refused.output
     assert ran.status == "completed", ran

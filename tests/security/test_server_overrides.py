@@ -156,8 +156,8 @@ async def test_notebook_server_calls_cannot_widen(tmp_path: Path, monkeypatch: p
     from mcp.client.streamable_http import streamable_http_client
 
     from nbagent import Session
-    from nbagent.protocol import Event
     from nbagent.kit.notebook_server import start_notebook_server
+    from nbagent.protocol import Event
 
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("NBAGENT_MODEL", raising=False)
@@ -199,5 +199,5 @@ async def test_notebook_server_calls_cannot_widen(tmp_path: Path, monkeypatch: p
                         assert result.is_error, (name, result)
         finally:
             await handle.stop()
-        assert session.policy == "on-request" and set(session.config.mcp_servers) == set()
+        assert session.snapshot().policy == "on-request" and set(session._config.mcp_servers) == set()
     assert asked == ["wipe", "wipe"] and ran == [] and not marker.exists()

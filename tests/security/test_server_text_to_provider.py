@@ -72,7 +72,7 @@ async def test_a_servers_own_token_never_reaches_the_provider_and_inspect_shows_
     async with Session(config=config) as session:
         session.subscribe(events.append)
         result = await session.run("look it up")
-        shown = session.inspector.last_request(result.thread_id)
+        shown = session._inspector.last_request(result.thread_id)
     assert result.text == "done", (result.status, result.error)
 
     assert openai_server.bodies and all(TOKEN.encode() not in body for body in openai_server.bodies)

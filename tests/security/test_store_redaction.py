@@ -91,7 +91,7 @@ async def test_settings_in_a_server_env_stay_in_history_and_secrets_do_not(
         session.subscribe(approve)
         result = await asyncio.wait_for(session.run(prompt), 60)
         assert result.ok, result.error
-        thread_id = session.thread.id
+        thread_id = session._thread.id
         live = disk_bytes(home)  # the WAL is still there while the session runs
     data = disk_bytes(home) + live
     for secret in SECRETS.values():
@@ -241,5 +241,5 @@ async def test_the_notebook_servers_token_never_reaches_history(tmp_path: Path, 
         token = handle.token
     data = live + disk_bytes(home)
     assert len(token) >= 32 and token.encode() not in data
-    (approval,) = [i for i in ThreadStore(home).load(session.thread.id).items if isinstance(i, ApprovalRecord)]
+    (approval,) = [i for i in ThreadStore(home).load(session._thread.id).items if isinstance(i, ApprovalRecord)]
     assert approval.arguments == {"text": f"token={REDACTED}"} and approval.decision == "approve"

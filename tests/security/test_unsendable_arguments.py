@@ -20,7 +20,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import Config
 from nbagent.notebook.approval import ApprovalPanel
-from nbagent.protocol import ApprovalDecision, ApprovalRequested, Event
+from nbagent.protocol import ApprovalDecision, ApprovalRequested, CallTool, Event
 from nbagent.store.rollout import read_rollout
 from tests.core.conftest import home, script  # noqa: F401 - fixtures
 from tests.mcp.conftest import records, server_cfg
@@ -158,7 +158,7 @@ async def test_always_is_recorded_and_runs_when_its_config_file_cannot_be_writte
 
         session.subscribe(front_end)
         result = await session.run("go")
-        items = session.thread.items
+        items = session._thread.items
     assert (result.status, result.error) == ("completed", None)
     assert [(i.decision, i.by) for i in items if i.type == "approval"] == [("always", "user")]
     assert [i.status for i in items if i.type == "function_call_output"] == ["completed"]
@@ -198,9 +198,9 @@ async def test_an_outside_call_with_arguments_json_cannot_carry_is_refused(tmp_p
     config, record = _session(tmp_path)
     config.approval_policy = "full-auto"
     async with Session(config=config) as session:
-        await session.servers.ready()
-        refused = [await session.call_tool(PUT, edit) for edit, _ in BAD_EDITS]
-        ran = await session.call_tool(PUT, {"value": 1.5})
+        await session._servers.ready()
+        refused = [await session.perform(CallTool(name=PUT, arguments=edit)) for edit, _ in BAD_EDITS]
+        ran = await session.perform(CallTool(name=PUT, arguments={"value": 1.5}))
     for result, (_, told) in zip(refused, BAD_EDITS, strict=True):
         assert result.status == "failed" and result.output.startswith(f"could not call {PUT}: {told}"), result
     assert ran.status == "completed", ran

@@ -35,7 +35,7 @@ def answer(session, event, seen):
             panel = ApprovalPanel(event.msg, session.submit)
             panel.arguments.value = json.dumps(edited)
             return panel.decide("approve")
-        return session.approvals.answer(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments=edited))
+        return session._approvals.answer(ApprovalDecision(call_id=event.msg.call_id, decision="approve", arguments=edited)) is None
     if event.msg.type == "elicitation_requested":
         if SCENARIO == "form":
             from nbagent.notebook.elicitation import ElicitationForm
@@ -43,9 +43,9 @@ def answer(session, event, seen):
             form = ElicitationForm(event.msg, session.submit)
             form.inputs["code"].value = BACKTRACKS
             return form.respond("accept")
-        return session.elicitations.answer(
+        return session._elicitations.answer(
             ElicitationResponse(request_id=event.msg.request_id, action="accept", content={{"code": BACKTRACKS}})
-        )
+        ) is None
     return None
 
 
@@ -73,7 +73,7 @@ async def main():
             if accepted is not None:
                 seen["before"], seen["accepted"] = ticks, accepted
             if accepted is False:  # refused: end the turn so the test reports it
-                session.interrupt("the answer was refused")
+                session._interrupt("the answer was refused")
             elif accepted is None and event.msg.type == "approval_requested":
                 session.submit(ApprovalDecision(call_id=event.msg.call_id, decision="approve"))
 

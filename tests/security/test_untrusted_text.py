@@ -48,8 +48,8 @@ async def _run_against_hostile(
     events: list[Event] = []
     session = Session(policy=policy, mcp_servers={"evil": hostile_text_server(record)}, interactive=True)
     async with session:
-        await session.servers.ready()
-        tool = next(s.name for s in session.tools() if (s.raw_name or "").startswith(pick))
+        await session._servers.ready()
+        tool = next(s.name for s in session._tools() if (s.raw_name or "").startswith(pick))
         model = replay(tmp_path / "script.json", call(tool, **arguments), {"text": "done"})
         session.subscribe(events.append)
         if front_end is not None:

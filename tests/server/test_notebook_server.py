@@ -14,8 +14,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from nbagent import Session
-from nbagent.protocol import ApprovalDecision, Event
 from nbagent.kit.notebook_server import connection_snippets, start_notebook_server
+from nbagent.protocol import ApprovalDecision, Event
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ async def test_a_served_tools_secret_reaches_the_caller_redacted(nb_home: Path) 
     leaky = Path(__file__).resolve().parents[1] / "servers" / "leaky.py"
     servers = {"leaky": McpServerConfig(command=sys.executable, args=[str(leaky)], env={"LEAKY_TOKEN": secret})}
     async with Session(model="replay:" + str(nb_home / "none.json"), policy="full-auto", mcp_servers=servers) as session:
-        await session.servers.ready()
+        await session._servers.ready()
         handle = await start_notebook_server(session)
         try:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {handle.token}"}) as hc:

@@ -21,10 +21,10 @@ work = workspace("01-two-roles", CONFIG)
 (work / "calls.jsonl").unlink(missing_ok=True)   # the servers' record starts empty on every run'''
 
 READY = '''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()          # the demo server is started in the background
+await session.perform(ListMcpTools())          # the demo server is started in the background
 
 def approve(msg):                      # what the Approve button sends, when nobody clicks
     if msg.type == "approval_requested":
@@ -34,7 +34,7 @@ autopilot(session, approve)
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 begins = []
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
-print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
+print("servers:", {name: status.state for name, status in session.snapshot().servers.items()})'''
 
 MODEL_SAW = '''import json
 from nbagent.models.responses import to_tools
@@ -43,20 +43,20 @@ sent = to_tools(requests[0].tools)       # the `tools` field of the first model 
 print("the model was offered:", [tool["name"] for tool in sent])
 print(json.dumps(next(t for t in sent if t["name"] == "mcp__demo__write_note"), indent=1))
 
-call = next(item for item in session.thread.items if item.type == "function_call")
+call = next(item for item in session.snapshot().items if item.type == "function_call")
 print("\\nthe model called:   ", call.name, call.arguments)
 begin = begins[0]
-print("the runtime routed: ", (begin.server, begin.raw_tool), "policy", session.policy)'''
+print("the runtime routed: ", (begin.server, begin.raw_tool), "policy", session.snapshot().policy)'''
 
 SERVER_GOT = '''from pathlib import Path
 
-spec = next(s for s in session.tools() if s.raw_name == "write_note")
+spec = next(s for s in session.snapshot().tools if s.raw_name == "write_note")
 print("the server listed:  ", spec.raw_name, json.dumps(spec.input_schema))
 received = [json.loads(line) for line in Path("calls.jsonl").read_text().splitlines()]
 print("the server executed:", received[0]["tool"], received[0]["arguments"])
-output = next(item for item in session.thread.items if item.type == "function_call_output")
+output = next(item for item in session.snapshot().items if item.type == "function_call_output")
 print("the model read back:", output.output)
-print("the thread recorded:", [item.type for item in session.thread.items])'''
+print("the thread recorded:", [item.type for item in session.snapshot().items])'''
 
 CLIENT = '''import os, sys
 from mcp import Client

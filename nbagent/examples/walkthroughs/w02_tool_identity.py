@@ -24,19 +24,19 @@ work = workspace("02-tool-identity", CONFIG)
 (work / "calls.jsonl").unlink(missing_ok=True)   # the servers' record starts empty on every run'''
 
 READY = '''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, CallTool, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 begins = []                          # and every routed call
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
-print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
+print("servers:", {name: status.state for name, status in session.snapshot().servers.items()})'''
 
-TABLE = '''mcp = [spec for spec in session.tools() if spec.source == "mcp"]
+TABLE = '''mcp = [spec for spec in session.snapshot().tools if spec.source == "mcp"]
 print(f"{'server':6} {'raw tool (as sent)':32} {'model-visible name':66} length")
 for spec in mcp:
     raw = spec.raw_name if len(spec.raw_name) <= 32 else spec.raw_name[:29] + "..."
@@ -66,8 +66,8 @@ MODEL_SAW = '''import json
 from nbagent.models.responses import to_tools
 
 print("the model was offered:", [t["name"] for t in to_tools(requests[0].tools) if t["name"].startswith("mcp__")])
-calls = [item for item in session.thread.items if item.type == "function_call"]
-outputs = {item.call_id: item for item in session.thread.items if item.type == "function_call_output"}
+calls = [item for item in session.snapshot().items if item.type == "function_call"]
+outputs = {item.call_id: item for item in session.snapshot().items if item.type == "function_call_output"}
 routed = {begin.call_id: (begin.server, begin.raw_tool) for begin in begins if begin.server}
 print()
 for call in calls:
@@ -80,11 +80,11 @@ received = [json.loads(line) for line in Path("calls.jsonl").read_text().splitli
 for line in received:
     print("server", line["server"], "received tools/call name=", repr(line["tool"]), line["arguments"])'''
 
-ROUTE = '''routes = {spec.name: (spec.server, spec.raw_name) for spec in session.tools() if spec.server}
+ROUTE = '''routes = {spec.name: (spec.server, spec.raw_name) for spec in session.snapshot().tools if spec.server}
 long_name = next(name for name, raw in routes.items() if len(raw[1]) > 60)
 
 # A caller outside the model (an agent connected through `%agent serve`) routes the same way.
-output = await session.call_tool(long_name, {})
+output = await session.perform(CallTool(name=long_name, arguments={}))
 print(long_name, "->", routes[long_name])
 print("output:", output.output)
 print("server received:", json.loads(Path("calls.jsonl").read_text().splitlines()[-1])["tool"])'''
@@ -143,7 +143,7 @@ identity (the `tool_call_begin` event carries it); the server receives its own r
 unknown name is not guessed at: the model reads an error and no server hears of it."""),
     ("code", MODEL_SAW),
     ("code", SERVER_GOT),
-    ("markdown", "### Routing a visible name back\n\nThe session's router maps each visible name to its spec, and the spec carries the raw identity. `session.call_tool` takes a visible name exactly as the model does:"),
+    ("markdown", "### Routing a visible name back\n\nThe session's router maps each visible name to its spec, and the spec carries the raw identity. a `CallTool` op (what `%agent serve` submits for an outside agent) takes a visible name exactly as the model does:"),
     ("code", ROUTE),
     ("markdown", """## Where this lives in Codex
 

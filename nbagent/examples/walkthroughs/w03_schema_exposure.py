@@ -20,18 +20,18 @@ work = workspace("03-schema-exposure", CONFIG)
 (work / "calls.jsonl").unlink(missing_ok=True)   # the servers' record starts empty on every run'''
 
 READY = '''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 
-specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "schema"}
+specs = {spec.raw_name: spec for spec in session.snapshot().tools if spec.server == "schema"}
 book, city = specs["book_trip"], specs["lookup_city"]
-print("servers:", {name: status.state for name, status in session.servers.status().items()})'''
+print("servers:", {name: status.state for name, status in session.snapshot().servers.items()})'''
 
 RAW_PROBLEMS = '''import json
 from nbagent.schema import openai_schema_problems
@@ -72,7 +72,7 @@ from nbagent.mcp.validation import compiled
 received = [json.loads(line) for line in Path("calls.jsonl").read_text().splitlines()]
 bookings = [line for line in received if line["tool"] == "book_trip"]
 booking = bookings[0]["arguments"]
-call = next(item for item in session.thread.items if item.type == "function_call" and item.name == book.name)
+call = next(item for item in session.snapshot().items if item.type == "function_call" and item.name == book.name)
 print("the server received the model's arguments unchanged:", booking == json.loads(call.arguments))
 print(json.dumps(booking))
 
@@ -86,7 +86,7 @@ for problem in problems(raw, booking):
 
 BACKFILL = '''for line in bookings:
     print("server:", line.get("rejected", "accepted"))
-for item in session.thread.items:
+for item in session.snapshot().items:
     if item.type == "function_call_output":
         print(f"model read (is_error={item.is_error}):", item.output[:110])'''
 

@@ -26,10 +26,10 @@ work = workspace("04-approval", CONFIG)
 READY = '''import json
 from pathlib import Path
 import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 
 # What a person would click, per raw tool; a tool whose definition changed is denied.
 CLICKS = {"wipe": "approve_session", "tidy": "always", "sweep": "approve_session"}
@@ -44,7 +44,7 @@ requests = model_requests(session)               # a tap: every model request of
 
 asked = []                                       # every panel shown, whoever answers it
 session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))
-specs = {spec.raw_name: spec for spec in session.tools() if spec.server == "approvals"}
+specs = {spec.raw_name: spec for spec in session.snapshot().tools if spec.server == "approvals"}
 for name, spec in specs.items():
     a = spec.annotations
     print(f"{name:6} readOnly={a and a.read_only_hint!s:5} destructive={a and a.destructive_hint!s:5} "
@@ -77,7 +77,7 @@ RECORDS = '''def approvals(items):
 
 print("panels shown:", [(m.raw_tool, m.reason) for m in asked])
 print("recorded decisions (tool, decision, by):")
-for row in approvals(session.thread.items):
+for row in approvals(session.snapshot().items):
     print("  ", row)
 print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])'''
 
@@ -86,7 +86,7 @@ from nbagent.core.approval import changed_parts, fingerprint
 print("\\nfingerprint(tidy as listed):", fingerprint(specs["tidy"]).model_dump())
 
 # A later session reads that entry back; a tidy whose description changed would be asked about again.
-recorded = session.approvals.recorded_always(specs["tidy"])
+recorded = session.snapshot().mcp_servers["approvals"].approved_definition_for("tidy")
 reworded = specs["tidy"].model_copy(update={"description": "Sort a folder's files, and delete the rest."})
 print("changed since 'Always', as listed:  ", changed_parts(recorded, fingerprint(specs["tidy"])))
 print("changed since 'Always', if reworded:", changed_parts(recorded, fingerprint(reworded)))'''
@@ -102,18 +102,18 @@ print("panel 2 ->", after.description)
 print("           arguments:", after.arguments, "| annotations:", after.annotations)
 print("           changed:", after.changed)
 
-spec = next(s for s in session.tools() if s.raw_name == "sweep")
+spec = next(s for s in session.snapshot().tools if s.raw_name == "sweep")
 print("\\nserver now serves sweep with schema:", json.dumps(spec.input_schema["properties"]))
 print("bound hash then / now:", specs["sweep"].definition_hash[:12], "/", spec.definition_hash[:12])
 
-outputs = [i for i in session.thread.items if i.type == "function_call_output"]
+outputs = [i for i in session.snapshot().items if i.type == "function_call_output"]
 print("\\nthe model read for the second sweep:", outputs[-1].status, "-", outputs[-1].output)
 print("the server's own record of sweep:", [(r["folder"], r["version"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines()) if r["tool"] == "sweep"])'''
 
-NEVER = '''last = [i for i in session.thread.items if i.type == "approval"][-1]
+NEVER = '''last = [i for i in session.snapshot().items if i.type == "approval"][-1]
 print((last.raw_tool, last.decision, last.by))
 print(last.message)
-print("the model read:", [i for i in session.thread.items if i.type == "function_call_output"][-1].output)'''
+print("the model read:", [i for i in session.snapshot().items if i.type == "function_call_output"][-1].output)'''
 
 EXERCISE = '''# Suppose `trusted = true` were deleted from the config. In a fresh session (nothing remembered),
 # which of the server's tools would still run without asking under `on-request`?

@@ -28,10 +28,10 @@ work = workspace("05-elicitation", CONFIG)
 READY = '''import asyncio, json
 from pathlib import Path
 import nbagent.notebook as nb
-from nbagent.protocol import ElicitationResponse
+from nbagent.protocol import ElicitationResponse, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 
 # What a person would do with each question, in order: (action, after how many seconds).
 # The first answer comes later than the tool timeout; the fourth question is left unanswered.
@@ -59,21 +59,21 @@ session.subscribe(lambda e: e.msg.type == "elicitation_requested" and asks.appen
 session.subscribe(lambda e: e.msg.type == "tool_call_end" and ends.append(e.msg))
 def received():
     return [json.loads(line) for line in Path("received.jsonl").read_text().splitlines()]
-print({name: status.state for name, status in session.servers.status().items()})'''
+print({name: status.state for name, status in session.snapshot().servers.items()})'''
 
 FORM_ASK = '''ask = asks[0].msg
 print("server:", ask.server, "| mode:", ask.mode, "| during call:", ask.call_id)
 print("message:", ask.message)
 print("requestedSchema:", json.dumps(ask.requested_schema, indent=1))'''
 
-TIMEOUT = '''resolved = [i for i in session.thread.items if i.type == "elicitation"]
+TIMEOUT = '''resolved = [i for i in session.snapshot().items if i.type == "elicitation"]
 print("the question for Ada ended:", resolved[0].action, "by", resolved[0].by, resolved[0].content)
 for end in ends:
     print(f"{end.tool:22} {end.status:9} {end.duration_ms / 1000:4.1f} s  {end.output[:70]}")
-print("\\ntool_timeout_sec:", session.config.mcp_servers["rooms"].tool_timeout_sec)'''
+print("\\ntool_timeout_sec:", session.snapshot().mcp_servers["rooms"].tool_timeout_sec)'''
 
 OUTCOMES = '''print("how each question ended (nbagent's record):")
-for item in [i for i in session.thread.items if i.type == "elicitation"]:
+for item in [i for i in session.snapshot().items if i.type == "elicitation"]:
     print(f"   {item.action:8} by {item.by:8} {item.message or ''}")
 print("\\nwhat the server received:")
 for line in received():
@@ -81,8 +81,8 @@ for line in received():
 
 MODEL_SAW = '''from nbagent.models.responses import to_input_items
 
-print("thread items, as nbagent keeps them:", [i.type for i in session.thread.items][-8:])
-sent = to_input_items(session.thread.items)
+print("thread items, as nbagent keeps them:", [i.type for i in session.snapshot().items][-8:])
+sent = to_input_items(session.snapshot().items)
 print("\\nthe same items projected for a model request:", [i["type"] for i in sent][-6:])
 print("\\nthe model read, call by call:")
 for item in sent:
@@ -92,7 +92,7 @@ for item in sent:
 URL = '''for event in asks:
     if event.msg.mode == "url":
         print("URL question shown:", event.msg.message, "->", event.msg.url)
-warnings = [i for i in session.thread.items if i.type == "elicitation"][-1]
+warnings = [i for i in session.snapshot().items if i.type == "elicitation"][-1]
 print("the javascript: link:", warnings.action, "by", warnings.by)
 print("the server received:", [(r["provider"], r["action"]) for r in received() if r["tool"] == "link_calendar"])'''
 

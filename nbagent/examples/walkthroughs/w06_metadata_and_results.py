@@ -24,8 +24,9 @@ READY = '''import json
 from pathlib import Path
 import nbagent.notebook as nb
 
+from nbagent.protocol import ListMcpTools
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 autopilot(session, lambda msg: None)    # nothing here asks: full-auto, and no questions
 
 progress = []                           # progress notifications, as nbagent routed them
@@ -34,11 +35,11 @@ def wire():
     """What the server recorded: per call, the _meta it received and the result it sent."""
     return [json.loads(line) for line in Path("wire.jsonl").read_text().splitlines()]
 def outputs():
-    return {i.call_id: i for i in session.thread.items if i.type == "function_call_output"}
-print({name: status.state for name, status in session.servers.status().items()})'''
+    return {i.call_id: i for i in session.snapshot().items if i.type == "function_call_output"}
+print({name: status.state for name, status in session.snapshot().servers.items()})'''
 
-META = '''calls = [i for i in session.thread.items if i.type == "function_call" and i.name == "mcp__meta__whoami"]
-print("thread:", session.thread.id)
+META = '''calls = [i for i in session.snapshot().items if i.type == "function_call" and i.name == "mcp__meta__whoami"]
+print("thread:", session.snapshot().thread_id)
 for call, line in zip(calls, [l for l in wire() if l["tool"] == "whoami"]):
     print(f"\\nnbagent's call {call.call_id} in turn {call.turn_id}; the server received _meta:")
     for key, value in line["meta"].items():
@@ -65,8 +66,8 @@ def short(value):
     return text if len(text) < 150 else text[:120] + f"... ({len(text)} characters)"
 
 by_call = outputs()
-sent_items = {i["call_id"]: i for i in to_input_items(session.thread.items) if i["type"] == "function_call_output"}
-rest = [i for i in session.thread.items if i.type == "function_call" and i.name != "mcp__meta__whoami"]
+sent_items = {i["call_id"]: i for i in to_input_items(session.snapshot().items) if i["type"] == "function_call_output"}
+rest = [i for i in session.snapshot().items if i.type == "function_call" and i.name != "mcp__meta__whoami"]
 for call, line in zip(rest, [l for l in wire() if l["tool"] != "whoami"]):
     out = by_call[call.call_id]
     print(f"== {line['tool']}")
@@ -79,7 +80,7 @@ STRUCTURED = '''import mcp_types
 from nbagent.core.tool_output import render_for_model
 from nbagent.mcp.results import from_call_result, explain_error
 
-schema = next(s for s in session.tools() if s.raw_name == "stats").output_schema
+schema = next(s for s in session.snapshot().tools if s.raw_name == "stats").output_schema
 print("stats declares outputSchema:", json.dumps(schema)[:100], "...")
 lying = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="41 passed")],
                                  structured_content={"passed": "many", "failed": 1, "slowest": "?"})
@@ -92,14 +93,14 @@ TRUNCATION = '''dump = next(l for l in wire() if l["tool"] == "dump")
 out = next(o for o in outputs().values() if "compiling" in o.output)
 sent = dump["sent"]["content"][0]["text"]
 print("server sent:", len(sent.encode()), "bytes; the model read:", len(out.output.encode()), "bytes",
-      f"(tool_output_max_bytes = {session.config.tool_output_max_bytes})")
+      f"(tool_output_max_bytes = {session.snapshot().tool_output_max_bytes})")
 lines = out.output.splitlines()
 cut = next(n for n, line in enumerate(lines) if "bytes cut" in line)
 print("\\n".join(["..."] + lines[cut - 2:cut + 3] + ["..."]))
 print("\\nthe rollout keeps the full block for the card:", len(out.content[0].text.encode()), "bytes")'''
 
 EXERCISE = '''from nbagent.calls.trace import new_traceparent, trace_id_for_turn
-second_turn = [i for i in session.thread.items if i.type == "function_call"][-1].turn_id
+second_turn = [i for i in session.snapshot().items if i.type == "function_call"][-1].turn_id
 # Write a traceparent a server would file under the same trace as the second turn's call.
 # (new_traceparent(trace_id) makes one; which trace id?)
 answer = ...'''

@@ -28,7 +28,7 @@ work = workspace("07-events-and-state", CONFIG)
 (work / "server-record.jsonl").unlink(missing_ok=True)'''
 
 TAPS = r'''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, NewThread, ResumeThread
 
 session = await nb.ready()
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
@@ -41,10 +41,10 @@ requests = []                        # every model request: a tap on the scripte
 client = session.model_client()
 play = client.stream
 def tapped(request):
-    requests.append((session.current_turn_id, request))
+    requests.append((session.snapshot().current_turn_id, request))
     return play(request)
 client.stream = tapped
-print("thread:", session.thread.id, "| model:", client.label)'''
+print("thread:", session.snapshot().thread_id, "| model:", client.label)'''
 
 EVENT_TABLE = r'''def show_events(turn_id):
     """One row per event of a turn (runs of deltas folded): seq, ms since the turn began, type."""
@@ -81,7 +81,7 @@ for n, (turn_id, request) in enumerate(requests, 1):
 # The request is a projection of the thread: its items are the thread's items, in order.
 last = requests[-1][1]
 print("\nlast request's items are the thread's items:",
-      [i.id for i in last.items] == [i.id for i in session.thread.items[:len(last.items)]])'''
+      [i.id for i in last.items] == [i.id for i in session.snapshot().items[:len(last.items)]])'''
 
 SAW = r'''from nbagent.models.responses import to_input_items
 
@@ -89,7 +89,7 @@ sent = [json.loads(line) for line in (work / "server-record.jsonl").read_text().
 print("What the server sent (its own record of the execution):")
 print("   ", json.dumps(sent[0], indent=None)[:300])
 
-output = next(i for i in session.thread.items if isinstance(i, FunctionCallOutput))
+output = next(i for i in session.snapshot().items if isinstance(i, FunctionCallOutput))
 print("\nThe item the runtime backfilled into the thread:")
 print("   ", output.model_dump_json(include={"type", "call_id", "output", "is_error", "status", "duration_ms"}))
 
@@ -100,7 +100,7 @@ for w in wire:
     print("   ", json.dumps(w)[:300])'''
 
 HIERARCHY = r'''from nbagent.store import read_rollout
-rollout = work / "home" / "threads" / f"{session.thread.id}.jsonl"
+rollout = work / "home" / "threads" / f"{session.snapshot().thread_id}.jsonl"
 lines, warnings = read_rollout(rollout)
 meta = lines[0]
 print(f"thread {meta.thread_id}  (cwd {meta.cwd})")
@@ -120,7 +120,7 @@ for text in raw[:3]:
 
 db = sqlite3.connect(f"file:{work / 'home' / 'state.sqlite'}?mode=ro", uri=True)   # read-only
 db.row_factory = sqlite3.Row
-row = dict(db.execute("SELECT * FROM threads WHERE id = ?", (session.thread.id,)).fetchone())
+row = dict(db.execute("SELECT * FROM threads WHERE id = ?", (session.snapshot().thread_id,)).fetchone())
 db.close()
 print("\nstate.sqlite, its row for this thread:")
 for key in ("id", "turns", "items", "first_prompt", "last_prompt", "rollout_path"):
@@ -130,8 +130,8 @@ derived = {"turns": sum(1 for l in lines if l.type == "turn" and l.status == "st
 print("\ncounted from the rollout:", derived, "| the index agrees:", all(row[k] == v for k, v in derived.items()))'''
 
 RESUME = r'''import subprocess
-thread_id = session.thread.id
-await session.thread.new()          # this kernel lets go of the thread (and its lock)
+thread_id = session.snapshot().thread_id
+await session.perform(NewThread())          # this kernel lets go of the thread (and its lock)
 
 cli = [sys.executable, "-m", "nbagent.cli", "resume", thread_id, "Read the README again.",
        "-m", f"replay:{data('07-resume.json')}", "--json"]
@@ -161,7 +161,7 @@ lines, warnings = read_rollout(rollout)
 print("\nloading it:", warnings)'''
 
 REPAIR = r'''seen = len(events)
-await session.thread.resume(thread_id)       # the kernel takes the thread back
+await session.perform(ResumeThread(thread=thread_id))       # the kernel takes the thread back
 for e in events[seen:]:
     if e.msg.type == "warning":
         print("warning event:", e.msg.message)
@@ -177,7 +177,7 @@ for n, text in enumerate(tail[-4:-1], len(tail) - 3):
     what = (f"item {line.item.type} status={line.item.status} {line.item.output!r}" if line.type == "item"
             else f"turn {line.status} reason={line.reason!r}")
     print(f"   line {n}: {what}")
-repaired = [i for i in session.thread.items if isinstance(i, FunctionCallOutput) and i.output == ABORTED_OUTPUT]
+repaired = [i for i in session.snapshot().items if isinstance(i, FunctionCallOutput) and i.output == ABORTED_OUTPUT]
 print("\nrepaired call:", [(i.call_id, i.status) for i in repaired])'''
 
 CODEX = """## Where this lives in Codex

@@ -56,7 +56,7 @@ session.subscribe(events.append)
 requests = model_requests(session)          # every model request the turns build'''
 
 CALLS = r'''from nbagent.protocol import ApprovalRecord, FunctionCall, FunctionCallOutput
-items = session.thread.items
+items = session.snapshot().items
 outputs = {i.call_id: i for i in items if isinstance(i, FunctionCallOutput)}
 approvals = {i.call_id: i for i in items if isinstance(i, ApprovalRecord)}
 for call in (i for i in items if isinstance(i, FunctionCall)):
@@ -64,7 +64,7 @@ for call in (i for i in items if isinstance(i, FunctionCall)):
     asked = f"approval: {ok.decision} by {ok.by}" if ok else "no approval asked"
     print(f"{call.raw_tool:<12} {call.arguments:<72.72} -> {out.status:<9} error={out.is_error!s:<5} {asked}")'''
 
-SAW = r'''spec = next(t for t in session.tools() if t.raw_name == "apply_patch")
+SAW = r'''spec = next(t for t in session.snapshot().tools if t.raw_name == "apply_patch")
 print("The tool as the server named it, and as the model sees it:")
 print(f"    raw identity   ({spec.server!r}, {spec.raw_name!r})    model-visible name  {spec.name!r}")
 print(f"    annotations    {spec.annotations.model_dump(exclude_none=True)}    trusted={spec.trusted}")
@@ -102,10 +102,10 @@ resolved = [e.msg for e in mine if e.msg.type == "approval_resolved"]
 texts = [e.msg.text for e in mine if e.msg.type == "agent_message"]
 mcp_tools = sorted({t.name for t in requests[0].tools if t.server})
 
-rollout = work / "home" / "threads" / f"{session.thread.id}.jsonl"
+rollout = work / "home" / "threads" / f"{session.snapshot().thread_id}.jsonl"
 lines, _ = read_rollout(rollout)
 db = sqlite3.connect(f"file:{work / 'home' / 'state.sqlite'}?mode=ro", uri=True)
-row = db.execute("SELECT turns, items FROM threads WHERE id = ?", (session.thread.id,)).fetchone()
+row = db.execute("SELECT turns, items FROM threads WHERE id = ?", (session.snapshot().thread_id,)).fetchone()
 db.close()
 
 def calls_line():
@@ -117,8 +117,8 @@ def calls_line():
 
 rows = [
     ("User input", f"“{started.prompt}”",
-     f"thread `{session.thread.id}` bound; entry `{started.entry}`, policy `{started.policy}`, "
-     f"cwd `{session.cwd}`; MCP tools offered: {', '.join(f'`{t}`' for t in mcp_tools)}"),
+     f"thread `{session.snapshot().thread_id}` bound; entry `{started.entry}`, policy `{started.policy}`, "
+     f"cwd `{session.snapshot().cwd}`; MCP tools offered: {', '.join(f'`{t}`' for t in mcp_tools)}"),
     ("Model understanding", f"“{texts[0]}”",
      f"request 1: {len(requests[0].items)} item(s) of history, {len(requests[0].tools)} tools, "
      f"{len(requests[0].instructions)} chars of instructions; {len(requests)} requests in this turn"),
@@ -228,7 +228,7 @@ typed in by hand. Run the turn again and deny the patch, and the table changes w
 Only one of the agent's calls needed a **recorded decision** before it ran. Which one? Give the
 model-visible name, as a string."""),
     ("code", "answer = ..."),
-    ("code", r'''asked_for = {i.tool for i in session.thread.items if isinstance(i, ApprovalRecord)}
+    ("code", r'''asked_for = {i.tool for i in session.snapshot().items if isinstance(i, ApprovalRecord)}
 check(answer, lambda a: {a} == asked_for,
       hint="look for the call with an `approval` item in the thread (the cell listing each call shows it)",
       why="apply_patch is marked destructive, so it waits for a decision, which is recorded before it runs; "

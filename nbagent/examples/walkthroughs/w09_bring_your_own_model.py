@@ -71,10 +71,10 @@ work = workspace("09-bring-your-own-model", CONFIG)
 (work / "calls.jsonl").unlink(missing_ok=True)    # the server's record starts empty on every run'''
 
 READY = '''import nbagent.notebook as nb
-from nbagent.protocol import ApprovalDecision
+from nbagent.protocol import ApprovalDecision, ListMcpTools
 
 session = await nb.ready()
-await session.servers.ready()
+await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None)
 http_model = session.model_client()
@@ -89,11 +89,11 @@ print("tools it offered:", [t["function"]["name"] for t in first["tools"]])
 print("the list_notes result, as the second request carried it back:",
       [m["content"] for m in second["messages"] if m["role"] == "tool"])
 print()
-print("the MCP server's own names:", [(s.server, s.raw_name) for s in session.tools() if s.server])
+print("the MCP server's own names:", [(s.server, s.raw_name) for s in session.snapshot().tools if s.server])
 for line in (work / "calls.jsonl").read_text().splitlines():
     print("demo server executed:", json.loads(line)["tool"], json.loads(line)["arguments"])'''
 
-ROLLOUT = '''recorded_thread = session.thread.id
+ROLLOUT = '''recorded_thread = session.snapshot().thread_id
 rollout = (work / "home" / "threads" / f"{recorded_thread}.jsonl").read_text()
 for line in rollout.splitlines():
     record = json.loads(line)
@@ -118,8 +118,8 @@ def calls_and_texts(items):
 
 with ThreadStore(work / "home") as store:
     recorded = store.load(recorded_thread)
-replayed = session.thread.items
-print("replayed thread:", session.thread.id, "(recorded:", recorded_thread + ")")
+replayed = session.snapshot().items
+print("replayed thread:", session.snapshot().thread_id, "(recorded:", recorded_thread + ")")
 for was, now in zip(calls_and_texts(recorded.items), calls_and_texts(replayed)):
     print("same" if was == now else "DIFFERENT", "|", now)
 print("\\nidentical calls and texts:", calls_and_texts(recorded.items) == calls_and_texts(replayed))

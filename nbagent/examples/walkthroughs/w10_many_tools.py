@@ -23,16 +23,17 @@ work = workspace("10-many-tools", CONFIG)
 
 READY = '''import nbagent.notebook as nb
 
+from nbagent.protocol import ListMcpTools
 session = await nb.ready()
-await session.servers.ready()                  # full-auto: no approval is asked, nobody need click
+await session.perform(ListMcpTools())                  # full-auto: no approval is asked, nobody need click
 requests = model_requests(session)             # a tap: every request the runtime builds for the model
 
-catalogue = session.tools()
+catalogue = session.snapshot().tools
 platform = [spec for spec in catalogue if spec.server == "platform"]
 others = [spec.name for spec in catalogue if spec.server is None]
 print(f"{len(catalogue)} tools in the catalogue: {len(platform)} from the platform server, "
       f"{len(others)} of nbagent's own and the notebook's: {others}")
-print("at most", session.config.max_model_tools, "go into one request")'''
+print("at most", session.snapshot().max_model_tools, "go into one request")'''
 
 DEFERRED = '''import json
 
@@ -54,9 +55,9 @@ for n, request in enumerate(requests, 1):
           f"search_tools: {'search_tools' in names} | create_pull_request: {pr.name in names}")
 print("\\nthe instructions tell the model to search:", all(SEARCH_HINT in (r.instructions or "") for r in requests))'''
 
-SEARCH = '''search = next(item for item in session.thread.items
+SEARCH = '''search = next(item for item in session.snapshot().items
               if item.type == "function_call" and item.name == "search_tools")
-found = next(item for item in session.thread.items
+found = next(item for item in session.snapshot().items
              if item.type == "function_call_output" and item.call_id == search.call_id)
 print("the model asked:", search.arguments)
 print("\\nand read:\\n" + found.output)
@@ -86,8 +87,8 @@ CHECK = '''from nbagent.core.request_tools import RequestTools
 
 def next_request(cap):
     """The very selection a turn makes, on this session's catalogue and thread."""
-    entries = {spec.name: (spec, None) for spec in session.tools()}
-    _, picked = RequestTools(cap).select(entries, session.thread.items)
+    entries = {spec.name: (spec, None) for spec in session.snapshot().tools}
+    _, picked = RequestTools(cap).select(entries, session.snapshot().items)
     return [spec.raw_name for spec, _ in picked if spec.server is not None]
 
 check(answer, next_request(4),
