@@ -24,6 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from nbagent._version import __version__
+from nbagent.config.requirements import load_requirements
 from nbagent.kit.http import HttpHandle, check_bind, check_token, http_app, new_token, start_http
 from nbagent.mcp.convert import output_to_mcp, tool_to_mcp
 from nbagent.protocol import CallTool, ListMcpTools, McpListToolsResponse, ToolCallEnd
@@ -96,6 +97,7 @@ async def start_notebook_server(
 
     ``ui=False``: no notebook UI shows the approval panels (``frontend_kind`` says ``headless``),
     so no one can answer an ask: each is settled at once as such, and the caller reads why."""
+    load_requirements().check_switch("allow_serve", "%agent serve")
     check_bind(host, allow_remote=False)
     token = check_token(token, "token=") if token else new_token()
     add_process_secret(token)  # a caller may send it back in arguments: rollouts redact it
