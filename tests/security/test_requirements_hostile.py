@@ -158,3 +158,17 @@ def test_a_requirements_file_the_user_can_change_is_not_read(tmp_path: Path, mon
     config = load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")}, overrides={"approval_policy": "never"})
     assert config.approval_policy == "never"
     assert any(f"{file}: not read: {etc} can be changed by the user running nbagent" in w for w in config.warnings)
+
+
+async def test_serving_a_session_is_refused_when_the_requirements_forbid_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbagent import Session
+    from nbagent.kit.notebook_server import start_notebook_server
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / req.REQUIREMENTS_FILE).write_text("allow_serve = false\n")
+    monkeypatch.setattr(req, "SEARCH_PATH", (etc,))
+    async with Session(cwd=tmp_path, home=tmp_path / "home") as session:
+        with pytest.raises(RequirementError, match=f"%agent serve is not allowed by requirements: allow_serve = false in {etc}"):
+            await start_notebook_server(session)
+        assert not (tmp_path / "home" / "run").exists()  # no token written, nothing listening
