@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from nbagent.config import Config, McpServerConfig
+from nbagent.config import Config, ConfigError, McpServerConfig
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.context import compact, text_tokens, tools_tokens
 from nbagent.core.elicitation import ElicitationDesk
@@ -143,6 +143,10 @@ def ending_event(op: Op) -> Callable[[Event], bool] | None:
 
 
 async def override_turn_context(session: Session, op: OverrideTurnContext) -> EventMsg:
+    try:
+        session._config.requirements.check_turn(policy=op.policy, model=op.model)
+    except ConfigError as exc:
+        raise OpFailed(str(exc)) from None
     if op.model is not None:
         session._config.model = op.model
     if op.policy is not None:
@@ -249,6 +253,10 @@ async def call_tool(session: Session, op: CallTool) -> EventMsg:
     """Run one catalogue tool for a caller outside the model; an "abort" at its approval denies
     this call only. Ends with the call's ``tool_call_end`` (built here when the call was refused
     before it ran), which holds all an MCP client's answer needs."""
+    try:
+        session._config.requirements.check_turn(policy=op.policy)
+    except ConfigError as exc:
+        raise OpFailed(str(exc)) from None
     turn = session._turn(new_id("call_turn"), None, "", op.policy or session._config.approval_policy, op.entry,
                          op.interactive)
     turn.state.catalogue = session._router.catalogue()

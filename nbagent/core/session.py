@@ -25,6 +25,7 @@ from nbagent.config import (
     load_config,
 )
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
+from nbagent.config.requirements import hold
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextBudget
@@ -108,6 +109,7 @@ class Session:
         if config is None:
             self._config = load_config(self._cwd, overrides=overrides)
         else:  # a copy (keeping its sources and key): per-session settings never leak back
+            config.requirements.check_turn(policy=policy, model=model)
             self._config = config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
         if mcp_servers:
             configure_servers(self._config, mcp_servers, self._config)
@@ -485,7 +487,7 @@ class Session:
     def _adopt(self, meta: ThreadMeta) -> None:
         """The thread this session opened runs on as it ran, but for what the caller named."""
         for message in adopt(self._config, meta, model_given="model" in self._given,
-                             policy_given="approval_policy" in self._given):
+                             policy_given="approval_policy" in self._given) + hold(self._config):
             self._warn(message)
 
     def _configured(self, resumed: int) -> SessionConfigured:
@@ -552,6 +554,7 @@ class Session:
     async def _run_turn(self, op: UserTurn) -> TurnOutcome:
         try:
             name = op.model or self._config.require_model()
+            self._config.requirements.check_turn(policy=op.policy, model=op.model)
             client = self.model_client(name)
         except (ConfigError, ModelError) as exc:
             code = exc.code if isinstance(exc, ModelError) else "config"

@@ -44,6 +44,7 @@ def configure_servers(config: Config, servers: Mapping[str, McpServerConfig | No
         if cfg is None:
             configured.pop(name, None)
             continue
+        cfg, _ = config.requirements.admit(name, cfg)  # a server the allowlist does not admit stays off
         configured[name] = cfg
         if files is not None and name in files.sources and files.mcp_servers.get(name) == cfg:
             sources[name] = files.sources[name]

@@ -172,3 +172,32 @@ async def test_serving_a_session_is_refused_when_the_requirements_forbid_it(tmp_
         with pytest.raises(RequirementError, match=f"%agent serve is not allowed by requirements: allow_serve = false in {etc}"):
             await start_notebook_server(session)
         assert not (tmp_path / "home" / "run").exists()  # no token written, nothing listening
+
+
+async def test_a_session_holds_turns_ops_and_added_servers_to_the_requirements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbagent import Session
+    from nbagent.config import ConfigError
+    from nbagent.protocol import AddMcpServer, OverrideTurnContext
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    file = etc / req.REQUIREMENTS_FILE
+    file.write_text('allowed_approval_policies = ["on-request", "untrusted"]\n'
+                    f'[mcp_servers.echo.identity]\ncommand = {json.dumps(sys.executable)}\n'
+                    f'args = [{json.dumps(str(SERVERS / "echo.py"))}]\n')
+    monkeypatch.setattr(req, "SEARCH_PATH", (etc,))
+    hello = f"replay:{ROOT / 'tests' / 'fixtures' / 'replay_hello.json'}"
+    async with Session(cwd=tmp_path, home=tmp_path / "home", model=hello) as session:
+        refused = await session.run("hi", policy="full-auto")
+        assert refused.status == "failed" and refused.error_code == "config"
+        assert f"approval_policy = 'full-auto' is not allowed by requirements: allowed_approval_policies in {file}" in (refused.error or "")
+        assert (await session.run("hi", policy="untrusted")).status == "completed"
+        with pytest.raises(Exception, match="approval_policy = 'never' is not allowed by requirements"):
+            await session.perform(OverrideTurnContext(policy="never"))
+        await session.perform(AddMcpServer(name="lookalike", config={"command": sys.executable,
+                                                                      "args": [str(SERVERS / "echo.py")]}))
+        status = session.snapshot().servers["lookalike"]
+        assert (status.state, status.error) == ("disabled", f"disabled by requirements ({file})")
+        config = load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+    with pytest.raises(ConfigError, match="approval_policy = 'full-auto' is not allowed"):
+        Session(cwd=tmp_path, config=config, policy="full-auto")
