@@ -6,7 +6,9 @@ A front end wires them into its session::
     notebook_tools, python_tools = native_tools(get_bridge(), calls=lambda: session.snapshot().call_ids)
     session.add_provider(notebook_tools)
     session.add_provider(python_tools)
-    session.add_provider(ShellTools(shell_policy(load_config(cwd))))   # the sandboxed `shell`
+    policy = shell_policy(load_config(cwd))
+    session.add_provider(ShellTools(policy))          # the sandboxed `shell`
+    session.add_provider(PatchTools.within(policy))   # `apply_patch`, writing where `shell` may
     with notebook_tools.awaited():      # only around a turn awaited in its cell (--wait)
         await session.run(goal)
 """
@@ -17,10 +19,11 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from nbagent.tools.notebook import BridgeClient, NotebookTools
+from nbagent.tools.patch import PatchTools
 from nbagent.tools.python import PythonTools
 from nbagent.tools.shell import ShellTools, shell_policy
 
-__all__ = ["NotebookTools", "PythonTools", "ShellTools", "native_tools", "shell_policy"]
+__all__ = ["NotebookTools", "PatchTools", "PythonTools", "ShellTools", "native_tools", "shell_policy"]
 
 
 def native_tools(
