@@ -16,7 +16,15 @@ from nbagent import Session
 from nbagent.config import load_config
 from nbagent.kit.turn import TurnModel
 from nbagent.mcp.proctree import alive
-from nbagent.protocol import ApprovalDecision, ApprovalRequested, Event, ExecCommandOutputDelta, Policy, ToolCallEnd
+from nbagent.protocol import (
+    ApprovalDecision,
+    ApprovalRequested,
+    Event,
+    ExecCommandOutputDelta,
+    Interrupt,
+    Policy,
+    ToolCallEnd,
+)
 from nbagent.sandbox import available
 from nbagent.tools import ShellTools, shell_policy
 from tests.core.conftest import home, script
@@ -157,6 +165,30 @@ async def test_a_timeout_kills_the_whole_tree(home: Path, script) -> None:
     assert end.is_error and "command timed out after 1000 milliseconds" in end.output, end.output
     assert end.duration_ms < 15_000
     for _ in range(100):  # swept with SIGKILL; a zombie is not alive
+        if not _running(seconds):
+            break
+        await asyncio.sleep(0.05)
+    assert not _running(seconds)
+
+
+async def test_an_interrupt_kills_the_whole_tree(home: Path, script) -> None:
+    """Interrupted once its output shows it started: the command and its detached grandchild die,
+    and the turn ends aborted."""
+    seconds = f"61.{os.getpid()}{os.urandom(2).hex().translate(str.maketrans('abcdef', '123456'))}"
+    model = script(shell("bash", "-c", f"setsid sleep {seconds} & echo started; sleep {seconds}", timeout_ms=60_000), {"text": "done"})
+    events: list[Event] = []
+    async with Session(model=model, policy="on-request") as session:
+        session.add_provider(ShellTools(shell_policy(load_config(os.getcwd(), overrides={"sandbox_mode": "workspace-write"}))))
+
+        def seen(event: Event) -> None:
+            events.append(event)
+            if isinstance(event.msg, ExecCommandOutputDelta) and "started" in event.msg.chunk:
+                session.submit(Interrupt(reason="stop"))
+
+        session.subscribe(seen)
+        result = await asyncio.wait_for(session.run("go"), 30)
+    assert result.status == "aborted"
+    for _ in range(100):
         if not _running(seconds):
             break
         await asyncio.sleep(0.05)
