@@ -22,7 +22,7 @@ _sink: ContextVar[Sink | None] = ContextVar("nbagent_call_events", default=None)
 
 @contextmanager
 def events_to(sink: Sink) -> Iterator[None]:
-    """Around one call: what it ``emit``\\s goes to ``sink`` (the turn's, with its turn id)."""
+    """Around one call: every ``emit`` inside it goes to ``sink`` (the turn's, with its turn id)."""
     token = _sink.set(sink)
     try:
         yield
