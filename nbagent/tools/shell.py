@@ -46,6 +46,8 @@ KEPT_CHARS = 1_000_000
 """Output kept for the result: the first and the last half of this (the model's cap is applied after)."""
 STREAMED_CHARS = 1_000_000
 """Output streamed into the card; past it the card says the rest is in the result."""
+HELD_CHARS = 65_536
+"""A line without its end yet is held until it ends or grows this long."""
 SANDBOX_FAILED = 126
 """``nbagent.mcp.launcher.SANDBOX_FAILED`` (that module is a script, not imported): the sandbox
 could not be entered and the command did not run."""
@@ -167,10 +169,16 @@ class _Run:
 
 
 async def _pump(reader: asyncio.StreamReader, stream: Literal["stdout", "stderr"], run: _Run) -> None:
+    """Read one stream to its end, passing on whole lines: a line (a secret in it, a path a denial
+    names) is never split between two events, unless it runs past :data:`HELD_CHARS`."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    held = ""
     while data := await reader.read(65536):
-        run.add(stream, decoder.decode(data))
-    run.add(stream, decoder.decode(b"", final=True))
+        text = held + decoder.decode(data)
+        cut = text.rfind("\n") + 1 or (len(text) if len(text) >= HELD_CHARS else 0)
+        held = text[cut:]
+        run.add(stream, text[:cut])
+    run.add(stream, held + decoder.decode(b"", final=True))
 
 
 class ShellTools(ToolProvider):

@@ -205,3 +205,11 @@ def _running(argument: str) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+async def test_a_line_written_in_pieces_reaches_the_card_whole(home: Path, script) -> None:
+    """A secret or a denied path in one line is never split between two events (each event is
+    redacted whole)."""
+    model = script(shell("bash", "-c", "printf 'tok'; sleep 0.3; printf 'en-1234\\nnext'"), {"text": "done"})
+    events = await run(model, "on-request")
+    assert [d.chunk for d in of(events, ExecCommandOutputDelta)] == ["token-1234\n", "next"]
