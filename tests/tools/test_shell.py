@@ -213,3 +213,25 @@ async def test_a_line_written_in_pieces_reaches_the_card_whole(home: Path, scrip
     model = script(shell("bash", "-c", "printf 'tok'; sleep 0.3; printf 'en-1234\\nnext'"), {"text": "done"})
     events = await run(model, "on-request")
     assert [d.chunk for d in of(events, ExecCommandOutputDelta)] == ["token-1234\n", "next"]
+
+
+async def test_under_untrusted_a_denied_command_is_asked_about_twice_on_one_card(home: Path, script, tmp_path: Path) -> None:
+    outside = tmp_path / "twice.txt"
+    model = script(shell("touch", str(outside)), {"text": "done"})
+    asked: list[ApprovalRequested] = []
+
+    def answer(request: ApprovalRequested) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(call_id=request.call_id, decision="approve")
+
+    events = await run(model, "untrusted", answer)
+    assert asked[0].reason == "policy 'untrusted' asks before every call"
+    assert asked[1].reason.startswith("it asks to run outside the sandbox: the sandbox refused it (touch: cannot touch")
+    assert asked[0].call_id == asked[1].call_id
+    [end] = of(events, ToolCallEnd)
+    assert end.status == "completed" and outside.exists()
+    turn = TurnModel()
+    for event in events:
+        turn.apply(event)
+    [card] = turn.cards.values()
+    assert card.status == "completed" and card.approval is not None and card.approval.ask is asked[1]
