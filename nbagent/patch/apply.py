@@ -162,9 +162,11 @@ def plan_patch(
 
 def derive(old: str, chunks: Sequence[Chunk], path: str) -> str:
     """``old`` with each hunk's lines replaced, as Codex does it (``compute_replacements``): hunks
-    in order, each found after the previous one; every line ends with a newline. (Codex drops a
-    file's last line when it is empty; here a blank last line stays.)"""
-    lines = old.split("\n")
+    in order, each found after the previous one; every line ends with a newline, ``\\r\\n`` in a
+    file whose every line ended so. (Codex drops a file's last line when it is empty and ends
+    the lines it adds to a CRLF file with a bare ``\\n``; here neither happens.)"""
+    eol = "\r\n" if "\r\n" in old and old.count("\r\n") == old.count("\n") else "\n"  # a CRLF file stays so
+    lines = old.split(eol)
     if lines and lines[-1] == "":
         lines.pop()
     replacements: list[tuple[int, int, list[str]]] = []
@@ -193,7 +195,7 @@ def derive(old: str, chunks: Sequence[Chunk], path: str) -> str:
         index = found + len(pattern)
     for at, length, new in sorted(replacements, key=lambda r: r[0], reverse=True):
         lines[at : at + length] = new
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + eol for line in lines)
 
 
 def _mismatch(path: str, number: int, chunk: Chunk, why: str) -> str:

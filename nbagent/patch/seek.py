@@ -21,7 +21,11 @@ def _ascii(line: str) -> str:
     return line.strip().translate(_ASCII)
 
 
-_PASSES: tuple[Callable[[str], str], ...] = (lambda s: s, str.rstrip, str.strip, _ascii)
+def _same(line: str) -> str:
+    return line
+
+
+_PASSES: tuple[Callable[[str], str], ...] = (_same, str.rstrip, str.strip, _ascii)
 
 
 def seek_sequence(lines: Sequence[str], pattern: Sequence[str], start: int, end_of_file: bool) -> int | None:
@@ -32,9 +36,11 @@ def seek_sequence(lines: Sequence[str], pattern: Sequence[str], start: int, end_
     if len(pattern) > len(lines):
         return None
     first = len(lines) - len(pattern) if end_of_file else start
+    size = len(pattern)
     for same in _PASSES:
-        wanted = [same(p) for p in pattern]
-        for i in range(first, len(lines) - len(pattern) + 1):
-            if all(same(lines[i + k]) == w for k, w in enumerate(wanted)):
+        seen = list(map(same, lines))  # each line made comparable once, then compared in C
+        wanted = list(map(same, pattern))
+        for i in range(first, len(lines) - size + 1):
+            if seen[i] == wanted[0] and seen[i : i + size] == wanted:
                 return i
     return None

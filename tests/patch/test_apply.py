@@ -145,6 +145,12 @@ def test_a_failure_while_writing_puts_back_the_files_already_written(work: Path)
     assert sorted(p.name for p in work.iterdir()) == ["a.txt", "b.txt"]  # no temporary file left
 
 
+def test_a_crlf_file_keeps_its_line_endings(work: Path) -> None:
+    (work / "win.txt").write_bytes(b"a\r\nb\r\nc\r\n")
+    apply(work, "*** Update File: win.txt", "@@", " a", "-b", "+B", "+B2", " c")
+    assert (work / "win.txt").read_bytes() == b"a\r\nB\r\nB2\r\nc\r\n"
+
+
 def test_the_mode_of_an_updated_file_is_kept(work: Path) -> None:
     script = work / "run.sh"
     script.write_text("echo a\n")
