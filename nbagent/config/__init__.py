@@ -34,7 +34,6 @@ from nbagent.config.requirements import (
     RequirementError,
     Requirements,
     check_chosen,
-    hold,
     load_managed,
     load_requirements,
 )
@@ -54,6 +53,7 @@ __all__ = [
     "Requirements",
     "ToolConfig",
     "default_home",
+    "hold",
     "load_config",
     "provider_key",
 ]
@@ -569,6 +569,42 @@ def load_config(
     except ConfigError as exc:
         raise ConfigError(f"{_origin_of('model_provider', layers, overrides) or origin}: {exc}") from None
     return config
+
+
+def hold(config: Config) -> list[str]:
+    """Bring ``config`` (a ``Config``, changed in place) within its requirements: each value a
+    file or the environment set that they rule out falls back to an allowed one, each server
+    they do not admit is disabled; a warning for each."""
+    req: Requirements = config.requirements
+    notes: list[str] = []
+    for key, field in (("allowed_approval_policies", "approval_policy"), ("allowed_sandbox_modes", "sandbox_mode")):
+        value, note = req.fallback(key, field, getattr(config, field))
+        if note:
+            setattr(config, field, value)
+            notes.append(note)
+    if config.model:
+        config.model, note = req.fallback("allowed_models", "model", config.model)
+        notes += [note] if note else []
+    if req.model_providers is not None:
+        if config.model_provider not in req.model_providers:
+            notes.append(f"{req.check_provider(config.model_provider, None)}: using {next(iter(req.model_providers))!r}")
+            config.model_provider = next(iter(req.model_providers))
+        pinned = req.model_providers[config.model_provider].base_url
+        provider = config.model_providers.get(config.model_provider)
+        if provider is None:
+            config.model_providers = {**config.model_providers,
+                                      config.model_provider: ModelProviderConfig(base_url=pinned)}
+        elif why := req.check_provider(config.model_provider, provider.base_url):
+            notes.append(f"{why}: using it")
+            config.model_providers = {**config.model_providers,
+                                      config.model_provider: provider.model_copy(update={"base_url": pinned})}
+    servers = dict(config.mcp_servers)
+    for name, cfg in config.mcp_servers.items():
+        servers[name], here = req.admit(name, cfg)
+        where = config.sources.get(name)
+        notes += [f"{where}: {note}" if where else note for note in here]
+    config.mcp_servers = servers
+    return notes
 
 
 def _no_trusting(requirements: Requirements) -> str:

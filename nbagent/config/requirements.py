@@ -20,7 +20,7 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -30,9 +30,8 @@ from nbagent.config.files import present, read_toml
 from nbagent.protocol import Policy
 from nbagent.sandbox.policy import SandboxMode
 
-if TYPE_CHECKING:
-    from nbagent.config import McpServerConfig
-
+McpServerConfig = Any
+"""``nbagent.config.McpServerConfig``, named loosely: that module imports this one."""
 REQUIREMENTS_FILE = "requirements.toml"
 MANAGED_FILE = "managed_config.toml"
 SEARCH_PATH: tuple[Path, ...] = (Path("/etc/nbagent"), Path(sys.prefix) / "etc" / "nbagent")
@@ -106,7 +105,7 @@ class Requirements(_Strict):
     allow_serve: bool = True
     """``false``: ``%agent serve`` is refused."""
     audit_dir: str | None = None
-    """Where each user's audit log goes (``{user}`` is the user's name); ``audit/`` under the home when unset."""
+    """Where audit logs go, a folder per user (``audit_dir/USER/``); ``audit/`` under each user's home when unset."""
 
     _files: dict[str, str] = PrivateAttr(default_factory=dict)
     """Key -> the file that set it."""
@@ -288,9 +287,9 @@ def load_managed(notes: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def audit_folder(requirements: Requirements, home: Path, user: str) -> Path:
-    """Where ``user``'s audit log goes: ``audit_dir`` (``{user}`` replaced) or ``home/audit``."""
+    """Where ``user``'s audit log goes: ``audit_dir/USER`` or ``home/audit``."""
     if requirements.audit_dir:
-        return Path(requirements.audit_dir.replace("{user}", user)).expanduser()
+        return Path(requirements.audit_dir).expanduser() / user
     return home / "audit"
 
 
@@ -312,41 +311,3 @@ def check_chosen(requirements: Requirements, chosen: dict[str, Any]) -> None:
             raise RequirementError(why)
     if chosen.get("projects"):
         requirements.check_switch("allow_trusting_folders", "trusting a folder")
-
-
-def hold(config: Any) -> list[str]:
-    """Bring ``config`` (a ``Config``, changed in place) within its requirements: each value a
-    file or the environment set that they rule out falls back to an allowed one, each server
-    they do not admit is disabled; a warning for each."""
-    from nbagent.config import ModelProviderConfig
-
-    req: Requirements = config.requirements
-    notes: list[str] = []
-    for key, field in (("allowed_approval_policies", "approval_policy"), ("allowed_sandbox_modes", "sandbox_mode")):
-        value, note = req.fallback(key, field, getattr(config, field))
-        if note:
-            setattr(config, field, value)
-            notes.append(note)
-    if config.model:
-        config.model, note = req.fallback("allowed_models", "model", config.model)
-        notes += [note] if note else []
-    if req.model_providers is not None:
-        if config.model_provider not in req.model_providers:
-            notes.append(f"{req.check_provider(config.model_provider, None)}: using {next(iter(req.model_providers))!r}")
-            config.model_provider = next(iter(req.model_providers))
-        pinned = req.model_providers[config.model_provider].base_url
-        provider = config.model_providers.get(config.model_provider)
-        if provider is None:
-            config.model_providers = {**config.model_providers,
-                                      config.model_provider: ModelProviderConfig(base_url=pinned)}
-        elif why := req.check_provider(config.model_provider, provider.base_url):
-            notes.append(f"{why}: using it")
-            config.model_providers = {**config.model_providers,
-                                      config.model_provider: provider.model_copy(update={"base_url": pinned})}
-    servers = dict(config.mcp_servers)
-    for name, cfg in config.mcp_servers.items():
-        servers[name], here = req.admit(name, cfg)
-        where = config.sources.get(name)
-        notes += [f"{where}: {note}" if where else note for note in here]
-    config.mcp_servers = servers
-    return notes

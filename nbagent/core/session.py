@@ -22,11 +22,13 @@ from nbagent.config import (
     Config,
     ConfigError,
     McpServerConfig,
+    hold,
     load_config,
 )
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
-from nbagent.config.requirements import hold
+from nbagent.config.requirements import audit_folder
 from nbagent.core.approval import ApprovalDesk
+from nbagent.core.audit import AuditTrail, os_user
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextBudget
 from nbagent.core.elicitation import ElicitationDesk
@@ -75,6 +77,7 @@ from nbagent.protocol import (
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.secrets import EventRedactor, redacted
 from nbagent.store import RolloutWriteError, ThreadStore
+from nbagent.store.audit import AuditLog
 from nbagent.store.inspect_files import InspectFiles
 
 log = logging.getLogger(__name__)
@@ -144,6 +147,11 @@ class Session:
         self._inspector.follow(lambda: self._thread.items, lambda: self._current_turn_id)
         self._bus.watch(self._inspector.on_event)
         self._router.add(self._mcp)
+        self._bus.subscribe(AuditTrail(  # every decision, call end, answer and sign-in, one line each
+            AuditLog(audit_folder(self._config.requirements, self._config.home_path, os_user())),
+            spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
+            policy=lambda: self._config.approval_policy,
+        ))
         self._request_tools = RequestTools(self._config.max_model_tools, lambda text: self._thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
         self._interrupt_reason: str | None = None

@@ -23,7 +23,7 @@ from nbagent.protocol import unicode_text
 from nbagent.protocol.rollout import RolloutLine, RolloutLineAdapter
 from nbagent.secrets import Redactor, process_secrets, process_secrets_version
 
-__all__ = ["RolloutWriteError", "RolloutWriter", "read_rollout"]
+__all__ = ["RolloutWriteError", "RolloutWriter", "read_rollout", "write_whole"]
 
 log = logging.getLogger(__name__)
 
@@ -99,25 +99,10 @@ class RolloutWriter:
                 self._write_all(b"\n")
 
     def _write_all(self, data: bytes) -> None:
-        """All of ``data`` or none of it: a short write is continued, a failed one cut back, so a
-        full disk never leaves half a line for the next append to glue onto."""
-        fd = self._fd
-        assert fd is not None
-        done = 0
+        assert self._fd is not None
         try:
-            done = os.write(fd, data)  # nearly always whole at once
-            if done == len(data):
-                return
-            view = memoryview(data)
-            while done < len(data):
-                n = os.write(fd, view[done:])
-                if n <= 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                done += n
+            write_whole(self._fd, data)
         except OSError as exc:
-            if done:
-                with contextlib.suppress(OSError):  # not a regular file: nothing to cut back
-                    os.ftruncate(fd, os.fstat(fd).st_size - done)
             raise RolloutWriteError(self.path, exc) from exc
 
     @property
@@ -157,6 +142,27 @@ class RolloutWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_whole(fd: int, data: bytes) -> None:
+    """All of ``data`` or none of it on the append-only ``fd``: a short write is continued, a
+    failed one cut back, so a full disk never leaves half a line for the next append to glue onto."""
+    done = 0
+    try:
+        done = os.write(fd, data)  # nearly always whole at once
+        if done == len(data):
+            return
+        view = memoryview(data)
+        while done < len(data):
+            n = os.write(fd, view[done:])
+            if n <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            done += n
+    except OSError:
+        if done:
+            with contextlib.suppress(OSError):  # not a regular file: nothing to cut back
+                os.ftruncate(fd, os.fstat(fd).st_size - done)
+        raise
 
 
 def _open_nofollow(path: Path, flags: int) -> int:

@@ -188,3 +188,10 @@ def test_the_first_file_to_set_a_key_wins(admin, tmp_path: Path, monkeypatch: py
     assert config.approval_policy == "untrusted"
     assert config.requirements.allowed_models == ["m"]
     assert config.requirements.source("allowed_models") == str(env / req.REQUIREMENTS_FILE)
+
+
+def test_audit_logs_go_to_a_folder_per_user_under_audit_dir(admin, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert req.audit_folder(admin.load().requirements, home, "alice") == home / "audit"
+    admin.require(f'audit_dir = "{tmp_path / "var-log"}"\n')
+    assert req.audit_folder(admin.load().requirements, home, "alice") == tmp_path / "var-log" / "alice"

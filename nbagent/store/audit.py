@@ -1,0 +1,47 @@
+"""The audit log: one JSON object per line, a file per UTC day (``YYYY-MM-DD.jsonl``) in a
+folder of the user's own (mode 0700, files 0600), for an administrator to collect.
+
+Each line is written whole on an append-only file opened for that line (``write_whole``, as the
+rollout writes), so lines of two sessions of the same user never interleave and a line once
+written survives a SIGKILL. What goes in a line is the caller's: never arguments, output or
+answers, only names, decisions and timings.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from nbagent.store.rollout import write_whole
+
+__all__ = ["AuditLog"]
+
+
+class AuditLog:
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def path_for(self, at: float) -> Path:
+        return self.folder / (time.strftime("%Y-%m-%d", time.gmtime(at)) + ".jsonl")
+
+    def write(self, record: dict[str, Any], at: float | None = None) -> Path:
+        """Append ``record`` (JSON-able) as one line to the day's file; raises ``OSError``."""
+        at = time.time() if at is None else at
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.path_for(at)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, "an audit log is a regular file, not a symbolic link", str(path)) from None
+            raise
+        try:
+            write_whole(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+        return path
