@@ -29,7 +29,7 @@ from nbagent.config import McpServerConfig
 from nbagent.config.oauth import OAuthSettings
 from nbagent.core.session import Session
 from nbagent.mcp.elicitation import apply_defaults
-from nbagent.protocol import ElicitationResponse, Event
+from nbagent.protocol import ElicitationResponse, Event, ListMcpTools, McpListToolsResponse
 
 SERVER = "conf"
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
@@ -136,13 +136,14 @@ async def _run(url: str, cwd: str) -> int:
     report: dict[str, Any] = {"scenario": os.environ.get("MCP_CONFORMANCE_SCENARIO")}
     try:
         async with session:
-            await session.servers.ready()
-            server = session.servers.status()[SERVER]
+            listed = await session.perform(ListMcpTools())
+            assert isinstance(listed, McpListToolsResponse)
+            server = listed.servers[SERVER]
             report["server"] = server.state
             if server.state != "ready":  # a scenario may still pass: what it checks can be a refusal
                 print(f"server {server.state}: {server.error}", file=sys.stderr)
                 return 1
-            specs = [spec for spec in session.tools() if spec.server == SERVER]
+            specs = [spec for spec in listed.tools if spec.server == SERVER]
             calls = [{"name": s.name, "arguments": sample_arguments(s.input_schema or s.parameters)} for s in specs]
             responses: list[dict[str, Any]] = ([{"tool_calls": calls}] if calls else []) + [{"text": "done"}]
             script.write_text(json.dumps({"responses": responses}))
