@@ -48,9 +48,9 @@ EVENTS_KEPT = 5000
 """Events kept in memory for ``inspect turn``: the last few turns of any size."""
 ENTRIES_PER_TURN = 1000
 """A turn's timeline as written to disk is cut after this many entries (deltas coalesced)."""
-_COALESCED = frozenset({"agent_message_delta", "reasoning_delta", "progress", "mcp_log"})
+_COALESCED = frozenset({"agent_message_delta", "reasoning_delta", "progress", "exec_command_output_delta", "mcp_log"})
 _TURN_ENDS = frozenset({"turn_completed", "turn_aborted", "turn_failed"})
-_DETAIL_FIELDS = ("tool", "server", "status", "decision", "action", "message", "text", "delta", "reason", "error")
+_DETAIL_FIELDS = ("tool", "server", "status", "decision", "action", "message", "text", "delta", "chunk", "reason", "error")
 DETAIL_CHARS = 120
 
 

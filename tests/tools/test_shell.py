@@ -14,6 +14,7 @@ import pytest
 
 from nbagent import Session
 from nbagent.config import load_config
+from nbagent.core.inspect import timeline
 from nbagent.kit.turn import TurnModel
 from nbagent.mcp.proctree import alive
 from nbagent.protocol import (
@@ -235,3 +236,11 @@ async def test_under_untrusted_a_denied_command_is_asked_about_twice_on_one_card
         turn.apply(event)
     [card] = turn.cards.values()
     assert card.status == "completed" and card.approval is not None and card.approval.ask is asked[1]
+
+
+async def test_inspect_turn_folds_a_commands_output_into_one_entry(home: Path, script) -> None:
+    model = script(shell("bash", "-c", "for i in 1 2 3; do echo line $i; sleep 0.05; done"), {"text": "done"})
+    events = await run(model, "on-request")
+    view = timeline("t", "u", [e for e in events if e.turn_id is not None], redact=lambda text: text)
+    [entry] = [e for e in view.entries if e.type == "exec_command_output_delta"]
+    assert entry.count == len(of(events, ExecCommandOutputDelta)) > 1 and "line 1" in entry.detail
