@@ -63,7 +63,9 @@ class McpConnectionManager:
     ) -> None:
         for name in servers:
             check_server_name(name)
-        self._configs: dict[str, McpServerConfig] = dict(servers)
+        self._configs: dict[str, McpServerConfig] = dict(servers) if config is None else {
+            name: config.requirements.admit(name, cfg)[0] for name, cfg in servers.items()
+        }  # a server the administrator's requirements do not admit never starts, whoever built the list
         self._on_event = on_event
         self._on_elicit = on_elicit
         self._log_dir = Path(log_dir)

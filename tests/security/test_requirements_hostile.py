@@ -201,3 +201,24 @@ async def test_a_session_holds_turns_ops_and_added_servers_to_the_requirements(t
         config = load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
     with pytest.raises(ConfigError, match="approval_policy = 'full-auto' is not allowed"):
         Session(cwd=tmp_path, config=config, policy="full-auto")
+
+
+async def test_the_connection_manager_never_starts_a_server_the_requirements_do_not_admit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbagent.config import McpServerConfig
+    from nbagent.mcp.manager import McpConnectionManager
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / req.REQUIREMENTS_FILE).write_text('[mcp_servers.echo.identity]\ncommand = "/nowhere/echo"\n')
+    monkeypatch.setattr(req, "SEARCH_PATH", (etc,))
+    config = load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
+    record = tmp_path / "started"
+    servers = {"echo": McpServerConfig(command=sys.executable, args=["-c", f"open({str(record)!r}, 'w')"])}
+
+    async def no_one(_request: object) -> object:
+        raise AssertionError("nothing asks")
+
+    async with McpConnectionManager(servers, lambda _event: None, no_one, tmp_path / "logs", config) as mcp:  # type: ignore[arg-type]
+        status = mcp.status()["echo"]
+    assert (status.state, status.error) == ("disabled", f"disabled by requirements ({etc / req.REQUIREMENTS_FILE})")
+    assert not record.exists()
