@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import time
 from collections.abc import Callable
 from typing import Any
 
+from nbagent.config import Config
+from nbagent.config.requirements import audit_folder
 from nbagent.protocol import (
     ApprovalRequested,
     ApprovalResolved,
@@ -36,6 +39,7 @@ TOOL_DECISION = "codex.tool_decision"
 TOOL_RESULT = "codex.tool_result"
 ELICITATION = "nbagent.elicitation_answer"
 LOGIN = "nbagent.mcp_login"
+LOGOUT = "nbagent.mcp_logout"
 
 
 def os_user() -> str:
@@ -44,6 +48,21 @@ def os_user() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return str(os.getuid())
+
+
+def audit_log(config: Config) -> AuditLog:
+    """The running user's audit log, where ``config``'s requirements put it."""
+    return AuditLog(audit_folder(config.requirements, config.home_path, os_user()))
+
+
+def record_outside(config: Config, name: str, **fields: Any) -> None:
+    """One line for what is done outside any session (``nbagent mcp login``); a log that cannot
+    be written is logged, as a session's is."""
+    at = time.time()
+    try:
+        audit_log(config).write({"event": name, "at": at, "user": os_user(), "uid": os.getuid(), **fields}, at)
+    except OSError as exc:
+        log.warning("audit log: cannot write: %s", exc)
 
 
 class AuditTrail:

@@ -26,9 +26,8 @@ from nbagent.config import (
     load_config,
 )
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
-from nbagent.config.requirements import audit_folder
 from nbagent.core.approval import ApprovalDesk
-from nbagent.core.audit import AuditTrail, os_user
+from nbagent.core.audit import AuditTrail, audit_log
 from nbagent.core.bus import EventBus
 from nbagent.core.context import ContextBudget
 from nbagent.core.elicitation import ElicitationDesk
@@ -77,7 +76,6 @@ from nbagent.protocol import (
 from nbagent.protocol.elicitation import ElicitOutcome
 from nbagent.secrets import EventRedactor, redacted
 from nbagent.store import RolloutWriteError, ThreadStore
-from nbagent.store.audit import AuditLog
 from nbagent.store.inspect_files import InspectFiles
 
 log = logging.getLogger(__name__)
@@ -148,7 +146,7 @@ class Session:
         self._bus.watch(self._inspector.on_event)
         self._router.add(self._mcp)
         self._bus.subscribe(AuditTrail(  # every decision, call end, answer and sign-in, one line each
-            AuditLog(audit_folder(self._config.requirements, self._config.home_path, os_user())),
+            audit_log(self._config),
             spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
             policy=lambda: self._config.approval_policy,
         ))

@@ -388,19 +388,25 @@ def _import(found: Plan, cwd: Path, target: Path, doc: TOMLDocument, *, dry_run:
 
 async def login(config: Config, name: str, scopes: str | None, on_link: Callable[[str], Awaitable[None]]) -> str:
     """Sign in to ``name`` now; ``on_link`` shows the person the link (never opened here)."""
+    from nbagent.core.audit import LOGIN, record_outside
     from nbagent.mcp import oauth
 
     cfg = server_named(config, name)
+    if cfg.disabled_by:
+        raise UsageProblem(f"MCP server {name!r} is {cfg.disabled_by}: nothing to sign in to")
     if scopes is not None:
         cfg = cfg.model_copy(update={"scopes": [s.strip() for s in scopes.split(",") if s.strip()]})
     await oauth.login(name, cfg, config, on_link=on_link)
+    record_outside(config, LOGIN, server=name, outcome="completed")
     return f"Logged in to MCP server '{name}'"
 
 
 def logout(config: Config, name: str) -> str:
+    from nbagent.core.audit import LOGOUT, record_outside
     from nbagent.mcp import oauth
 
     if oauth.logout(name, server_named(config, name), config):
+        record_outside(config, LOGOUT, server=name, outcome="completed")
         return f"Logged out of MCP server '{name}': its stored OAuth tokens are removed"
     return f"No OAuth tokens stored for MCP server '{name}'"
 

@@ -262,9 +262,14 @@ def test_login_prints_the_link_and_logout_forgets_the_tokens(tmp_path: Path) -> 
         stored = home / "oauth" / "web.json"
         assert stat.S_IMODE(stored.stat().st_mode) == 0o600
         assert "oauth (logged in)" in nbagent("mcp", "list", home=home, cwd=tmp_path).stdout
+        tokens = json.loads(stored.read_text())
 
         logout = nbagent("mcp", "logout", "web", home=home, cwd=tmp_path)
         assert logout.returncode == 0 and "its stored OAuth tokens are removed" in logout.stdout
         assert not stored.exists()
+        audit = "".join(path.read_text() for path in (home / "audit").glob("*.jsonl"))
+        assert [(line["event"], line["server"]) for line in map(json.loads, audit.splitlines())] == [
+            ("nbagent.mcp_login", "web"), ("nbagent.mcp_logout", "web")]
+        assert not any(isinstance(v, str) and len(v) > 8 and v in audit for v in json.dumps(tokens).split('"'))
         again = nbagent("mcp", "logout", "web", home=home, cwd=tmp_path)
         assert "No OAuth tokens stored for MCP server 'web'" in again.stdout

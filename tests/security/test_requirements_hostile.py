@@ -116,6 +116,8 @@ def test_servers_not_in_the_allowlist_show_disabled_by_requirements(admin_env: P
     assert tools.returncode == 0, tools.stderr
     assert f"server lookalike: disabled by requirements ({file})" in tools.stdout
     assert "<- echo/" in tools.stdout and "<- lookalike/" not in tools.stdout
+    login = _nbagent(admin_env, "mcp", "login", "lookalike", home=home, cwd=work)
+    assert login.returncode != 0 and f"is disabled by requirements ({file}): nothing to sign in to" in login.stderr
 
 
 def test_an_mcp_callers_overrides_do_not_loosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
