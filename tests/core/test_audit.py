@@ -25,7 +25,7 @@ def _call(tool: str, **arguments: object) -> dict:
 
 
 async def test_a_session_writes_each_decision_call_and_answer_and_no_value(home: Path, script, tmp_path: Path) -> None:
-    record = tmp_path / "record.jsonl"
+    record = Path.cwd() / "record.jsonl"  # in the workspace, where a sandboxed server may write
     servers = {"feat": server_cfg("features.py", record, trusted=True), "ask": server_cfg("elicit_resolve.py", record)}
     model = script(
         {"tool_calls": [_call("mcp__feat__read_note", key="r"), _call("mcp__feat__delete_note", key=SECRET_KEY)]},
