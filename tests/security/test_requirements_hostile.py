@@ -200,6 +200,9 @@ async def test_a_session_holds_turns_ops_and_added_servers_to_the_requirements(t
                                                                       "args": [str(SERVERS / "echo.py")]}))
         status = session.snapshot().servers["lookalike"]
         assert (status.state, status.error) == ("disabled", f"disabled by requirements ({file})")
+        from nbagent.notebook.startup import status_line
+
+        assert status_line(status) == f"disabled by requirements ({file})"  # as %agent lists it
         config = load_config(tmp_path, environ={"NBAGENT_HOME": str(tmp_path / "home")})
     with pytest.raises(ConfigError, match="approval_policy = 'full-auto' is not allowed"):
         Session(cwd=tmp_path, config=config, policy="full-auto")
