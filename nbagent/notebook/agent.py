@@ -37,9 +37,12 @@ from nbagent.protocol.ops import OUTSIDE_ENTRY
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from nbagent.config import Config
     from nbagent.core.session import Session
     from nbagent.kit.notebook_server import NotebookServerHandle
+    from nbagent.sandbox import SandboxMode, SandboxPolicy
     from nbagent.tools.notebook import NotebookTools
+    from nbagent.tools.shell import ShellTools
 
 T = TypeVar("T")
 _log = logging.getLogger("nbagent.notebook")
@@ -72,6 +75,11 @@ class KernelAgent:
         """What ``%agent serve`` is serving, until ``--stop``."""
         self.notebook_tools: NotebookTools | None = None
         """The session's ``NotebookTools`` (``None`` with a custom session factory)."""
+        self.shell_tools: ShellTools | None = None
+        """The session's ``shell`` tool (``None`` with a custom session factory)."""
+        self.config: Config | None = None
+        """The config the native tools were made from: the sandbox keys a turn's own sandbox
+        and ``%agent`` status start from."""
         self._outside_turns: set[str] = set()
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
         self.context_on = False
@@ -103,9 +111,37 @@ class KernelAgent:
         self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.snapshot().call_ids)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
-        policy = shell_policy(load_config(cwd))
-        session.add_provider(ShellTools(policy))
+        self.config = load_config(cwd)
+        policy = shell_policy(self.config)
+        self.shell_tools = ShellTools(policy)
+        session.add_provider(self.shell_tools)
         session.add_provider(PatchTools.within(policy))
+
+    def turn_sandbox(self, mode: SandboxMode | None) -> SandboxPolicy | None:
+        """The sandbox of a turn's ``shell`` commands in ``mode`` (``%%agent --sandbox``), with
+        the session's other sandbox keys; refused (``RequirementError``) where the
+        administrator's requirements rule ``mode`` out. ``None``: the session's."""
+        config = self.config
+        if mode is None or config is None:
+            return None
+        from nbagent.tools import shell_policy
+
+        config.requirements.check("allowed_sandbox_modes", "sandbox_mode", mode)
+        return shell_policy(config.model_copy(update={"sandbox_mode": mode}))
+
+    @contextlib.contextmanager
+    def sandboxed(self, turn_id: str, policy: SandboxPolicy | None) -> Iterator[None]:
+        """Around a turn: its ``shell`` commands run in ``policy``; MCP servers already started
+        keep the sandbox they started in."""
+        tools = self.shell_tools
+        if policy is None or tools is None:
+            yield
+            return
+        tools.sandbox_turn(turn_id, policy)
+        try:
+            yield
+        finally:
+            tools.sandbox_turn(turn_id, None)
 
     def show_context(self, on: bool) -> None:
         """Turn on or off what the model sees of this notebook at each turn's start."""

@@ -131,6 +131,7 @@ def status(agent: KernelAgent) -> None:
         lines.append(f"instructions: nbagent config ({len(now.instructions.encode()):,} B)")
     lines.extend(f"instructions: {line}" for line in now.project_docs.describe())
     lines.append("mcp:      " + (", ".join(f"{n} {status_line(st)}" for n, st in now.servers.items()) or "no servers"))
+    lines.extend(_sandbox_lines(agent, now))
     lines.extend(f"warning:  {one_line(w)}" for w in agent.session_warnings)  # e.g. a config file not read
     for call_id, req in now.pending_approvals.items():
         asked = _shown(now, f"{req.tool} {json.dumps(req.arguments, ensure_ascii=False)}")
@@ -139,6 +140,21 @@ def status(agent: KernelAgent) -> None:
     for rid, question in now.pending_elicitations.items():
         lines.append(f"pending question {rid} from {question.server}: {_shown(now, question.message)}")
     _out("\n".join(lines))
+
+
+def _sandbox_lines(agent: KernelAgent, now: SessionSnapshot) -> list[str]:
+    """The ``shell`` tool's sandbox and each stdio server's, in ``nbagent mcp list``'s words."""
+    config = agent.config
+    if config is None:
+        return []
+    from nbagent.kit.servers import sandbox_text
+
+    lines = [f"sandbox:  shell {agent.shell_tools.policy.describe()}"] if agent.shell_tools else []
+    lines.extend(
+        f"sandbox:  {name} {sandbox_text(name, cfg, config)}"
+        for name, cfg in now.mcp_servers.items() if name in now.servers and cfg.transport == "stdio"
+    )  # fmt: skip
+    return lines
 
 
 THREADS_SHOWN = 50

@@ -9,10 +9,15 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from nbagent.protocol.ops import POLICIES, Policy
+from nbagent.sandbox.policy import SANDBOX_MODES, SandboxMode
 
 CELL_USAGE = (
-    "usage: %%agent [-t THREAD] [-m MODEL] [--policy " + "|".join(POLICIES) + "] [--new] [--wait] [-i]\n"
-    "       <the goal, in words>"
+    "usage: %%agent [-t THREAD] [-m MODEL] [--policy " + "|".join(POLICIES) + "] [--sandbox "
+    + "|".join(SANDBOX_MODES) + "]\n"
+    "               [--new] [--wait] [-i]\n"
+    "       <the goal, in words>\n"
+    "  --sandbox: the sandbox of this turn's shell commands, and what the model is told of it;\n"
+    "             MCP servers already started keep theirs (sandbox_mode in the config, then %agent mcp restart)"
 )
 LINE_USAGE = (
     "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME [--env K=V]... -- CMD ARGS... | "
@@ -41,6 +46,7 @@ def _cell_parser() -> _Parser:
     p.add_argument("-t", "--thread")
     p.add_argument("-m", "--model")
     p.add_argument("--policy", choices=POLICIES)
+    p.add_argument("--sandbox", choices=SANDBOX_MODES)
     p.add_argument("--new", action="store_true")
     p.add_argument("--wait", action="store_true")
     p.add_argument("-i", "--interpolate", action="store_true")
@@ -52,6 +58,7 @@ class CellOptions:
     thread: str | None = None
     model: str | None = None
     policy: Policy | None = None
+    sandbox: SandboxMode | None = None
     new: bool = False
     wait: bool = False
     interpolate: bool = False
@@ -63,7 +70,7 @@ def parse_cell_line(line: str) -> CellOptions:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     ns = _cell_parser().parse_args(words)
-    return CellOptions(ns.thread, ns.model, ns.policy, ns.new, ns.wait, ns.interpolate)
+    return CellOptions(ns.thread, ns.model, ns.policy, ns.sandbox, ns.new, ns.wait, ns.interpolate)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:

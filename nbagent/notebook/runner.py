@@ -89,7 +89,9 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
                 f"no notebook UI detected: an approval or a question waits {HEADLESS_ASK_TIMEOUT:g} s for an answer from Python"
                 " (session.submit) and is then declined"
             )
-    elif frontend == "text" and not wait:
+    if options.sandbox is not None:
+        notes.append(f"sandbox {options.sandbox} for this turn's shell commands (MCP servers keep the sandbox they started in)")
+    if frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(
         prompt=goal, entry="magic", model=options.model, policy=policy,
@@ -123,6 +125,7 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
     try:
         session = await agent.ready()
         await _switch_thread(agent, turn.options)
+        sandbox = agent.turn_sandbox(turn.options.sandbox)
     except Exception as exc:
         failed = TurnFailed(message=agent.error or f"{type(exc).__name__}: {exc}", code="config")
         event = Event(turn_id=turn.op.turn_id, msg=failed)
@@ -134,7 +137,7 @@ async def drive(agent: KernelAgent, turn: PreparedTurn) -> Event:
     ending = agent.watch_turn(turn.op.turn_id, turn.view)
     if now.running:
         turn.view.handle_queued()
-    with agent.awaited(turn.wait):
+    with agent.awaited(turn.wait), agent.sandboxed(turn.op.turn_id, sandbox):
         session.submit(turn.op)
         return await ending
 

@@ -181,19 +181,34 @@ async def _pump(reader: asyncio.StreamReader, stream: Literal["stdout", "stderr"
     run.add(stream, held + decoder.decode(b"", final=True))
 
 
+def _spec(policy: SandboxPolicy) -> ToolSpec:
+    spec = own_tool_spec(
+        "shell", describe(policy), _PARAMETERS, source="native", title="Run a command",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=policy.network_access),
+    )  # fmt: skip
+    return spec.model_copy(update={"sandboxed": policy.sandboxed})
+
+
 class ShellTools(ToolProvider):
     """A ``ToolProvider`` with one tool, ``shell``, run under ``policy`` (:func:`shell_policy`)."""
 
     generation = 0
-    """The list never changes."""
+    """Bumped when a turn's own sandbox changes the tool's description."""
 
     def __init__(self, policy: SandboxPolicy) -> None:
         self.policy = policy
-        spec = own_tool_spec(
-            "shell", describe(policy), _PARAMETERS, source="native", title="Run a command",
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=policy.network_access),
-        )  # fmt: skip
-        self._spec = spec.model_copy(update={"sandboxed": policy.sandboxed})
+        self._turns: dict[str, SandboxPolicy] = {}
+        self._spec = _spec(policy)
+
+    def sandbox_turn(self, turn_id: str, policy: SandboxPolicy | None) -> None:
+        """Run ``turn_id``'s commands under ``policy`` (``None``: the session's again), and tell
+        the model so in the tool's description from its next request (``%%agent --sandbox``)."""
+        if policy is None:
+            self._turns.pop(turn_id, None)
+        else:
+            self._turns[turn_id] = policy
+        self._spec = _spec(next(reversed(self._turns.values()), self.policy))
+        self.generation += 1
 
     def list_tools(self) -> Sequence[ToolSpec]:
         return [self._spec]
@@ -204,7 +219,7 @@ class ShellTools(ToolProvider):
         problem = _problem(arguments)
         if problem is not None:
             return ToolResult.error(f"shell: {problem}")
-        policy = self.policy
+        policy = self._turns.get(call.turn_id, self.policy)
         if arguments.get(ESCALATE) is True:  # approved by a person (core/approval.py), or full-auto
             policy = policy.model_copy(update={"sandbox_mode": "danger-full-access", "network_access": True})
         try:
