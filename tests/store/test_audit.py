@@ -1,0 +1,46 @@
+"""The audit log's file: whole lines from writers in several processes, private modes, and no
+link followed at its name."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nbagent.store.audit import AuditLog
+
+WRITER = """
+import sys
+from pathlib import Path
+from nbagent.store.audit import AuditLog
+log = AuditLog(Path(sys.argv[1]))
+for i in range(int(sys.argv[3])):
+    log.write({"event": "codex.tool_result", "writer": sys.argv[2], "i": i, "pad": "x" * 3000})
+"""
+
+
+def test_lines_of_processes_writing_at_once_stay_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "audit"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(n), "300"]) for n in range(3)]
+    assert [w.wait(60) for w in writers] == [0, 0, 0]
+    path = AuditLog(folder).path_for(time.time())
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted((line["writer"], line["i"]) for line in lines) == sorted((str(n), i) for n in range(3) for i in range(300))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_link_at_the_days_file_is_refused(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit")
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("")
+    (tmp_path / "audit").mkdir()
+    os.symlink(elsewhere, log.path_for(time.time()))
+    with pytest.raises(OSError, match="an audit log is a regular file, not a symbolic link"):
+        log.write({"event": "x"})
+    assert elsewhere.read_text() == ""
