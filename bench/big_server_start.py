@@ -205,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if "plain" in wall and "nbagent" in wall:
         ok = wall["nbagent"] <= wall["plain"] + TARGET_EXTRA_SEC
         print(f"target nbagent <= plain + {TARGET_EXTRA_SEC:g} s (wall): {'OK' if ok else 'MISSED'}")
+        return 0 if ok else 1
     return 0
 
 

@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target nbagent/sdk <= {TARGET_CPU} cpu, <= {TARGET_WALL} wall: {'OK' if ok else 'MISSED'}")
         if peers:
             print(f"target nbagent <= every peer (wall and cpu): {'OK' if beats else 'MISSED'}")
+        return 0 if ok and beats else 1
     return 0
 
 

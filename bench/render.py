@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import queue
+import sys
 import time
 
 from jupyter_client.manager import KernelManager
@@ -70,7 +71,7 @@ def run_cell(kc, code: str, timeout: float = 300) -> tuple[dict, int]:
     raise TimeoutError("benchmark cell did not finish")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=20_000)
     args = parser.parse_args()
@@ -96,11 +97,12 @@ def main() -> None:
         print(f"kernel CPU time:          {on['cpu']:.3f} s with rendering, {off['cpu']:.3f} s without")
         print(f"CPU overhead:             {100 * extra_cpu:.2f}% of one core while streaming (target < 5%)")
         ok = per_second <= 25 and extra_cpu < 0.05
-        print("PASS" if ok else "FAIL")
+        print("targets: OK" if ok else "targets: MISSED")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

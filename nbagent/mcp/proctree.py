@@ -14,7 +14,6 @@ Standard library only: the launcher runs next to this file under ``python -I -S`
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 from collections.abc import Iterable
 
@@ -28,6 +27,8 @@ _PROC = "/proc"
 
 
 def new_tag() -> str:
+    import secrets  # here, not at the top: the launcher imports this module and never calls it
+
     return secrets.token_hex(16)
 
 

@@ -33,7 +33,10 @@ import errno
 import os
 import struct
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # what type checkers read as True: importing typing costs the launcher's start
+if TYPE_CHECKING:
+    from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
