@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -218,6 +218,8 @@ def url_within(url: str, allowed: str) -> bool:
         return False
     if (ports[0] or default.get(got.scheme.lower())) != (ports[1] or default.get(want.scheme.lower())):
         return False
+    if any(unquote(part) in (".", "..") for part in got.path.split("/")):
+        return False  # /mcp/../admin is /admin once a client or server resolves it
     base = want.path.rstrip("/")
     return got.path.rstrip("/") == base or got.path.startswith(base + "/")
 

@@ -92,6 +92,8 @@ url = "http://good.example/mcp"
     ('[mcp_servers.web]\nurl = "http://good.example@evil.example/mcp"', False),
     ('[mcp_servers.web]\nurl = "http://good.example:8080/mcp"', False),
     ('[mcp_servers.web]\nurl = "https://good.example/mcp"', False),
+    ('[mcp_servers.web]\nurl = "http://good.example/mcp/../admin"', False),
+    ('[mcp_servers.web]\nurl = "http://good.example/mcp/%2e%2e/admin"', False),
     ('[mcp_servers.other]\ncommand = "/usr/bin/python"\nargs = ["-m", "good_server"]', False),  # name not listed
 ])
 def test_server_allowlist_matches_name_and_identity(admin, table: str, runs: bool) -> None:
