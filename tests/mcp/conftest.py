@@ -21,6 +21,7 @@ from nbagent.config import McpServerConfig
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.protocol import CallInfo, ElicitationRequested
 from nbagent.protocol.elicitation import ElicitOutcome
+from nbagent.sandbox import SandboxWorkspaceWrite
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
@@ -28,10 +29,14 @@ EVERYTHING = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-every
 
 
 def server_cfg(script: str, record: Path | None = None, **kw: Any) -> McpServerConfig:
-    """A stdio config running one of tests/servers/*.py with this interpreter."""
+    """A stdio config running one of tests/servers/*.py with this interpreter.
+
+    The record file's folder is outside the workspace: it is a writable root of the server's
+    sandbox, as a user would give it."""
     env = dict(kw.pop("env", {}))
     if record is not None:
         env["RECORD_FILE"] = str(record)
+        kw.setdefault("sandbox_workspace_write", SandboxWorkspaceWrite(writable_roots=[str(record.parent)]))
     return McpServerConfig(command=sys.executable, args=[str(SERVERS / script)], env=env, **kw)
 
 
@@ -59,6 +64,30 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def host_pids(root: int, inside: dict[str, int]) -> dict[str, int]:
+    """The pids, as seen here, of the processes under ``root`` that a sandboxed server reports by
+    their pids inside its own PID namespace (``NSpid``'s last entry); a name not found is left out."""
+    children: dict[int, list[int]] = {}
+    innermost: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        children.setdefault(int(fields["PPid"]), []).append(int(entry))
+        innermost[int(entry)] = int(fields["NSpid"].split()[-1])
+    under, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        under.append(pid)
+        todo += children.get(pid, [])
+    by_inner = {innermost[pid]: pid for pid in under[1:] if pid in innermost}
+    return {name: by_inner[pid] for name, pid in inside.items() if pid in by_inner}
 
 
 @dataclass

@@ -6,23 +6,29 @@ from __future__ import annotations
 import asyncio
 import time
 
-from nbagent.mcp.manager import McpConnectionManager
+import pytest
 
+from nbagent.mcp.manager import McpConnectionManager
+from nbagent.sandbox import SandboxMode
 from tests.waiting import until
 
-from .conftest import Harness, alive, call_info
+from .conftest import Harness, alive, call_info, host_pids
 
 
 def _spec(manager, raw: str):
     return next(s for s in manager.list_tools() if s.raw_name == raw)
 
 
-async def test_no_child_alive_after_aclose(harness: Harness) -> None:
+@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
+async def test_no_child_alive_after_aclose(harness: Harness, sandbox: SandboxMode) -> None:
+    """Without the sandbox nbagent finds the tree by pid; in it, killing the PID namespace's
+    process 1 takes everything (the grandchild reports its pid inside the namespace)."""
     servers = {
-        "a": harness.cfg("crashy.py"),
-        "b": harness.cfg("features.py", protocol="legacy"),
-        "c": harness.cfg("elicit_resolve.py"),
-        "starting": harness.cfg("slow_start.py", env={"SLOW_START_SEC": "60"}, startup_timeout_sec=30),
+        "a": harness.cfg("crashy.py", sandbox_mode=sandbox),
+        "b": harness.cfg("features.py", protocol="legacy", sandbox_mode=sandbox),
+        "c": harness.cfg("elicit_resolve.py", sandbox_mode=sandbox),
+        "starting": harness.cfg("slow_start.py", env={"SLOW_START_SEC": "60"}, startup_timeout_sec=30,
+                                sandbox_mode=sandbox),
     }
     manager = McpConnectionManager(servers, harness.events.append, harness.answers, harness.tmp / "logs")
     harness.managers.append(manager)
@@ -32,6 +38,8 @@ async def test_no_child_alive_after_aclose(harness: Harness) -> None:
     grandchild = int(
         next(b.text for b in (await manager.call_tool(_spec(manager, "spawn_child"), {}, call_info())).content)
     )
+    if sandbox != "danger-full-access":
+        grandchild = host_pids(manager.status()["a"].pid, {"grandchild": grandchild})["grandchild"]
     in_flight = asyncio.ensure_future(manager.call_tool(_spec(manager, "sleepy"), {"seconds": 60}, call_info("c2")))
     await until(lambda: any(r["tool"] == "sleepy" for r in harness.records()), "the call to be running in the server", 10)
     pids = manager.pids()

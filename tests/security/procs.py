@@ -41,17 +41,22 @@ def spawned(record: Path) -> dict[str, int]:
     return {name: entry[name] for name in LEFT_BEHIND}
 
 
-def write_project(work: Path, record: Path, *, env_clear_parent: bool | None = None) -> None:
-    """``nbagent.toml`` with the spawner as server ``procs``."""
+def write_project(
+    work: Path, record: Path, *, env_clear_parent: bool | None = None, sandbox_mode: str | None = None
+) -> None:
+    """``nbagent.toml`` with the spawner as server ``procs``, its record file's folder writable."""
     work.mkdir(parents=True, exist_ok=True)
     lines = [
         "[mcp_servers.procs]",
         f"command = {json.dumps(sys.executable)}",
         f"args = [{json.dumps(str(SPAWNER))}]",
         f"env = {{ RECORD_FILE = {json.dumps(str(record))} }}",
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(record.parent))}] }}",
     ]
     if env_clear_parent is not None:
         lines.append(f"env_clear_parent = {str(env_clear_parent).lower()}")
+    if sandbox_mode is not None:
+        lines.append(f"sandbox_mode = {json.dumps(sandbox_mode)}")
     (work / "nbagent.toml").write_text("\n".join(lines) + "\n")
 
 

@@ -27,7 +27,9 @@ def _ancestors(tmp_path: Path, env_clear_parent: bool | None) -> list[dict[str, 
     """What the server saw walking up from its parent, run under ``nbagent run`` holding the canary."""
     record = tmp_path / "records.jsonl"
     work = tmp_path / "work"
-    write_project(work, record, env_clear_parent=env_clear_parent)
+    # The launcher as the server's visible parent is the unsandboxed path: in the sandbox the
+    # server sees no process outside its own PID namespace (tests/security/test_sandbox_matrix.py).
+    write_project(work, record, env_clear_parent=env_clear_parent, sandbox_mode="danger-full-access")
     model = replay(tmp_path / "script.json", tool_call("ancestors_env", name="OPENAI_API_KEY"), {"text": "done"})
     env = clean_environ()
     env |= {"NBAGENT_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": CANARY}

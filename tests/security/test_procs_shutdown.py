@@ -1,6 +1,11 @@
 """Nothing a stdio server started outlives nbagent: not a setsid child, not a double-forked daemon,
 not a server that ignores SIGTERM and the end of its stdin; not when the CLI is sent SIGTERM or
-SIGHUP in the middle of a turn, nor when it is killed outright."""
+SIGHUP in the middle of a turn, nor when it is killed outright.
+
+Most tests run the server with ``sandbox_mode = "danger-full-access"``: they are about how
+nbagent finds and kills an unconfined tree by its pids. The ``sandboxed`` tests show the same
+for the default sandbox, where the server's PID namespace holds the whole tree.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +25,18 @@ import pytest
 
 from nbagent.mcp import landlock
 from nbagent.mcp.manager import McpConnectionManager
-from tests.mcp.conftest import Answers, call_info, records, server_cfg
+from tests.mcp.conftest import Answers, call_info, host_pids, records, server_cfg
 from tests.security.procs import (
-    kill_leftovers, replay, spawned, survivors, tool_call, write_project,
+    LEFT_BEHIND,
+    kill_leftovers,
+    replay,
+    spawned,
+    survivors,
+    tool_call,
+    write_project,
 )  # fmt: skip
-from tests.waiting import until, wait_for
 from tests.trusting import clean_environ
+from tests.waiting import until, wait_for
 
 
 async def _call(manager: McpConnectionManager, tool: str) -> None:
@@ -34,19 +45,30 @@ async def _call(manager: McpConnectionManager, tool: str) -> None:
     assert not result.is_error, result
 
 
+UNSANDBOXED = "danger-full-access"
+
+
 async def _started(tmp_path: Path, **cfg: object) -> tuple[McpConnectionManager, dict[str, int]]:
+    """The spawner started and its ``spawn_all`` run: the pids of all it left, as seen here."""
     record = tmp_path / "records.jsonl"
+    cfg.setdefault("sandbox_mode", UNSANDBOXED)
     servers = {"procs": server_cfg("spawner.py", record, **cfg)}
     manager = McpConnectionManager(servers, lambda event: None, Answers(), tmp_path / "logs")
     await manager.start()
     await _call(manager, "spawn_all")
-    pids = {**spawned(record), "launched": manager.pids()[0]}
+    launched = manager.pids()[0]
+    left = spawned(record)
+    if cfg["sandbox_mode"] != UNSANDBOXED:  # reported by their pids inside the sandbox
+        left = host_pids(launched, left)
+        assert set(left) == set(LEFT_BEHIND)
+    pids = {**left, "launched": launched}
     assert survivors(pids, within=0) == pids  # all five really run before the close
     return manager, pids
 
 
-async def test_close_kills_setsid_children_daemons_and_a_server_ignoring_sigterm(tmp_path: Path) -> None:
-    manager, pids = await _started(tmp_path)
+@pytest.mark.parametrize("sandbox", [UNSANDBOXED, "workspace-write"])
+async def test_close_kills_setsid_children_daemons_and_a_server_ignoring_sigterm(tmp_path: Path, sandbox: str) -> None:
+    manager, pids = await _started(tmp_path, sandbox_mode=sandbox)
     try:
         await manager.aclose()
         assert survivors(pids) == {}
@@ -83,7 +105,8 @@ async def test_a_server_that_kills_its_launcher_leaves_nothing_behind(tmp_path: 
     """The server leaves the launcher's session, leaves a daemon without environment (so neither
     the group nor the tag finds it) and SIGKILLs its launcher (so no parent chain leads to it)."""
     record = tmp_path / "records.jsonl"
-    manager = McpConnectionManager({"procs": server_cfg("spawner.py", record)}, lambda event: None, Answers(), tmp_path / "logs")
+    servers = {"procs": server_cfg("spawner.py", record, sandbox_mode=UNSANDBOXED)}
+    manager = McpConnectionManager(servers, lambda event: None, Answers(), tmp_path / "logs")
     await manager.start()
     pids: dict[str, int] = {}
     try:
@@ -98,13 +121,36 @@ async def test_a_server_that_kills_its_launcher_leaves_nothing_behind(tmp_path: 
         kill_leftovers(pids.values())
 
 
+async def test_sandboxed_a_server_cannot_kill_its_launcher_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """In the sandbox the same escape fails at the kill (the launcher is outside the server's PID
+    namespace), and the daemon it left dies with the namespace at close."""
+    record = tmp_path / "records.jsonl"
+    manager = McpConnectionManager({"procs": server_cfg("spawner.py", record)}, lambda event: None, Answers(), tmp_path / "logs")
+    await manager.start()
+    pids: dict[str, int] = {}
+    try:
+        spec = next(s for s in manager.list_tools() if s.raw_name == "escape")
+        result = await manager.call_tool(spec, {}, call_info())
+        assert not result.is_error and result.structured is not None, result
+        assert result.structured["kill"] != "done"
+        entry = next(r for r in records(record) if r["tool"] == "escape")
+        pids = {**host_pids(manager.pids()[0], {name: entry[name] for name in ("server", "daemon_clean_env")}),
+                "launched": manager.pids()[0]}
+        assert survivors(pids, within=0) == pids and len(pids) == 3  # all really run before the close
+        await manager.aclose()
+        assert survivors(pids) == {}
+    finally:
+        await manager.aclose()
+        kill_leftovers(pids.values())
+
+
 # ----- the CLI ---------------------------------------------------------------------------
 
 
-def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
+def _cli(tmp_path: Path, *argv: str, sandbox: str = UNSANDBOXED) -> tuple[subprocess.Popen[str], Path]:
     record = tmp_path / "records.jsonl"
     work = tmp_path / "work"
-    write_project(work, record)
+    write_project(work, record, sandbox_mode=sandbox)
     env = clean_environ()
     env["NBAGENT_HOME"] = str(tmp_path / "home")
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
@@ -115,8 +161,9 @@ def _cli(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen[str], Path]:
     return proc, record
 
 
-def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
-    """Wait until the server left its processes behind and sleeps in a tool call."""
+def _mid_turn(proc: subprocess.Popen[str], record: Path, sandboxed: bool = False) -> dict[str, int]:
+    """Wait until the server left its processes behind and sleeps in a tool call: their pids as
+    seen here (``sandboxed``: mapped from the sandbox's PID namespace, under the CLI)."""
     try:
         wait_for(lambda: any(r["tool"] == "sleepy" for r in records(record)) or proc.poll() is not None,
                  "the turn to reach the sleeping tool call", 60)
@@ -124,7 +171,11 @@ def _mid_turn(proc: subprocess.Popen[str], record: Path) -> dict[str, int]:
         proc.kill()
         raise
     assert proc.poll() is None, proc.communicate()
-    return spawned(record)
+    if not sandboxed:
+        return spawned(record)
+    pids = host_pids(proc.pid, spawned(record))
+    assert set(pids) == set(LEFT_BEHIND)
+    return pids
 
 
 def _script(tmp_path: Path) -> str:
@@ -169,10 +220,11 @@ def test_run_sent_a_signal_mid_turn_leaves_no_server_process(tmp_path: Path) -> 
             assert kinds[-1] == "shutdown_complete", sig.name  # the same orderly end as a normal exit
 
 
-def test_run_killed_outright_leaves_no_server_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", [UNSANDBOXED, "workspace-write"])
+def test_run_killed_outright_leaves_no_server_process(tmp_path: Path, sandbox: str) -> None:
     """SIGKILL cannot be caught: the launcher notices its parent died and cleans up itself."""
-    proc, record = _cli(tmp_path, "run", "-m", _script(tmp_path), "--policy", "full-auto", "--json", "go")
-    pids = _mid_turn(proc, record)
+    proc, record = _cli(tmp_path, "run", "-m", _script(tmp_path), "--policy", "full-auto", "--json", "go", sandbox=sandbox)
+    pids = _mid_turn(proc, record, sandboxed=sandbox != UNSANDBOXED)
     try:
         proc.kill()
         proc.communicate(timeout=60)
