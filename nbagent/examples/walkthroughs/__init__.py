@@ -4,7 +4,7 @@ Each ``wNN_slug.py`` module here defines one notebook as a ``WALKTHROUGH`` (its 
 ``nbagent.examples.cells``); ``notebooks/NN-slug.ipynb`` is written from it by
 ``python -m nbagent.examples.walkthroughs write``. Every walkthrough runs offline (the replay
 model and real MCP servers from ``nbagent.examples``), names where its mechanism lives in Codex
-(one of ``SEED_FILES``) and in nbagent (module paths, checked to exist), and ends with an
+(one of ``SEED_FILES``, or for the sandbox ``SANDBOX_FILES``) and in nbagent (module paths, checked to exist), and ends with an
 exercise: a cell holding ``answer = ...`` whose next cell checks the answer against the runtime.
 """
 
@@ -32,6 +32,14 @@ SEED_FILES = (
 """The Codex source files the lesson these walkthroughs teach ("Codex 101 | 07 | MCP Runtime")
 anchors its mechanisms in; a walkthrough names only these when it says where a thing lives in
 Codex."""
+
+SANDBOX_FILES = (
+    "codex-rs/protocol/src/protocol.rs",
+    "codex-rs/linux-sandbox/src/landlock.rs",
+    "codex-rs/linux-sandbox/src/linux_run_main.rs",
+)
+"""The Codex files beyond ``SEED_FILES`` the sandbox walkthrough names: the lesson's files pass
+the sandbox along to a server, these define its policies and enforce them."""
 
 PLACEHOLDER = "answer = ..."
 """The line of an exercise cell the reader replaces with an answer."""
