@@ -7,6 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+from nbagent.config import requirements as req
+from nbagent.config.requirements import RequirementError
+from nbagent.notebook.agent import KernelAgent
 from tests.notebook.harness import SERVERS, Kernel, call, outputs_of, script
 
 WRITE = ["sh", "-c", "echo hi > made.txt"]
@@ -44,3 +49,22 @@ def test_a_cells_sandbox_holds_for_its_turn_only_and_status_names_each_sandbox(t
         assert "sandbox:  echo workspace-write, network off" in status
     finally:
         kernel.close()
+
+
+async def test_a_cells_sandbox_outside_the_requirements_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--sandbox`` is a choice for this turn: the administrator's ``allowed_sandbox_modes`` holds it."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / req.REQUIREMENTS_FILE).write_text('allowed_sandbox_modes = ["read-only", "workspace-write"]\n')
+    monkeypatch.setattr(req, "SEARCH_PATH", (etc,))
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    agent = KernelAgent(shell=None)
+    await agent.ready()
+    try:
+        with pytest.raises(RequirementError, match="sandbox_mode = 'danger-full-access' is not allowed"):
+            agent.turn_sandbox("danger-full-access")
+        policy = agent.turn_sandbox("read-only")
+        assert policy is not None and policy.sandbox_mode == "read-only"
+    finally:
+        await agent.close()
