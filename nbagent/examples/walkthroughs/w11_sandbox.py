@@ -95,6 +95,8 @@ MATRIX = '''PROBES = {
     "write outside the workspace": ("write_file",  {"path": str(OUTSIDE / "probe.txt")}),
     "write into .git":             ("write_file",  {"path": str(work / ".git" / "probe")}),
     "connect to 127.0.0.1":        ("connect_tcp", {"port": PORT}),
+    "send UDP to 127.0.0.1":       ("send_udp",    {"port": PORT}),
+    "signal this kernel":          ("signal_process", {"pid": os.getpid()}),
 }
 SERVERS = {"boxed": "workspace-write", "locked": "read-only", "open": "danger-full-access"}
 
@@ -107,7 +109,8 @@ for label, (tool, arguments) in PROBES.items():
 
 print("\\nwhat the sandboxed server was told, word for word:")
 print("  ", await probe("boxed", "read_file", path=str(SECRET)))
-print("  ", await probe("boxed", "connect_tcp", port=PORT))'''
+print("  ", await probe("boxed", "connect_tcp", port=PORT))
+print("  ", await probe("boxed", "signal_process", pid=os.getpid()))'''
 
 MATRIX_CHECK = '''expected = {
     "read the planted secret":     {"boxed": "blocked", "locked": "blocked", "open": "allowed"},
@@ -115,9 +118,12 @@ MATRIX_CHECK = '''expected = {
     "write outside the workspace": {"boxed": "blocked", "locked": "blocked", "open": "allowed"},
     "write into .git":             {"boxed": "blocked", "locked": "blocked", "open": "allowed"},
     "connect to 127.0.0.1":        {"boxed": "blocked", "locked": "blocked", "open": "allowed"},
+    "send UDP to 127.0.0.1":       {"boxed": "blocked", "locked": "blocked", "open": "allowed"},
+    "signal this kernel":          {"boxed": "blocked", "locked": "blocked", "open": "blocked"},
 }
 assert matrix == expected, f"the sandbox did not hold as this notebook says: {matrix}"
-print("Every probe came out as the table above says: blocked in both sandboxes, allowed outside.")'''
+print("Every probe came out as the table above says: blocked in both sandboxes, allowed outside,")
+print("but the signal, which even the server with no sandbox cannot send to this kernel.")'''
 
 META = '''states = {server: json.loads(await probe(server, "sandbox_state")) for server in SERVERS}
 for server, state in states.items():
@@ -229,14 +235,21 @@ policy decides when a person is asked."""),
     ("code", "%agent"),
     ("markdown", """## The probe matrix
 
-The same five probes, called on each server. Nothing here asks the model: the calls go through
+The same probes, called on each server (the signal is `SIGCONT`, which does nothing to a running
+process). Nothing here asks the model: the calls go through
 the session as an outside caller's would (`CallTool`), so the table is what the servers did."""),
     ("code", MATRIX),
     ("markdown", "The notebook fails here if any cell of that table is not what this page says:"),
     ("code", MATRIX_CHECK),
     ("markdown", """Under `workspace-write` the secret's folder is an empty read-only mount, `.git` is bound
 read-only, Landlock refuses writes outside the workspace, and the server has a network namespace
-of its own with nothing in it, loopback included. `read-only` writes nothing but its `$TMPDIR`.
+of its own with nothing in it, loopback included. Its own PID namespace (and Landlock's signal
+scope) leaves it no process of this kernel to signal, nor a `/proc/PID/environ` to read. `read-only`
+writes nothing but its `$TMPDIR`.
+
+The signal is refused to `open` too: that is not the sandbox but the launcher every stdio server
+starts under, in every mode, which keeps a server's signals inside its own process tree
+(docs/security.md, "Processes servers start").
 
 ## The sandbox a server is told: `codex/sandbox-state-meta`
 
