@@ -40,7 +40,10 @@ class EventBus:
         self._seq += 1
         event = Event.wrap(msg, seq=self._seq, thread_id=self.thread_id, turn_id=turn_id)
         for watcher in self._watchers:
-            _deliver(watcher, event)
+            try:
+                watcher(event)
+            except Exception:  # boundary: a broken watcher must not break the turn
+                logger.exception("event watcher %r failed on %s", watcher, msg.type)
         try:
             shown_events = list(self.shown(event))
         except Exception:  # boundary: shown as nothing rather than as it was made
@@ -48,7 +51,10 @@ class EventBus:
             shown_events = []
         for shown in shown_events:
             for subscriber in self._subscribers:
-                _deliver(subscriber, shown)
+                try:
+                    subscriber(shown)
+                except Exception:  # boundary: a broken renderer must not break the turn
+                    logger.exception("event subscriber %r failed on %s", subscriber, msg.type)
             for queue in self._queues:
                 queue.put_nowait(shown)
         return event
@@ -85,10 +91,3 @@ class EventBus:
     def close(self) -> None:
         for queue in self._queues:
             queue.put_nowait(_CLOSED)
-
-
-def _deliver(subscriber: Subscriber, event: Event) -> None:
-    try:
-        subscriber(event)
-    except Exception:  # boundary: a broken renderer must not break the turn
-        logger.exception("event subscriber %r failed on %s", subscriber, event.msg.type)

@@ -244,14 +244,11 @@ class KernelAgent:
 
     def _on_event(self, event: Event) -> None:
         """``event`` comes as the rollout holds it (``Session.subscribe``): a cell's output is
-        saved with the notebook, and what it shows while text streams is seen."""
-        if isinstance(event.msg, SessionConfigured):
-            self.configured = event.msg
-        self._deliver(event)
-
-    def _deliver(self, event: Event) -> None:
-        """To the view of the event's turn (and to startup displays); its turn's end closes it."""
+        saved with the notebook, and what it shows while text streams is seen. It goes to the view
+        of its turn (and to startup displays); its turn's end closes it."""
         msg = event.msg
+        if isinstance(msg, SessionConfigured):
+            self.configured = msg
         turn_id = event.turn_id
         # A session's own warning (a config file not read, a key not honoured) comes before any
         # turn: the startup display shows it, else nobody would.
