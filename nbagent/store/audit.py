@@ -24,24 +24,40 @@ __all__ = ["AuditLog"]
 class AuditLog:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._day: tuple[str, str] | None = None
+        """The last line's UTC day and its file: a call writes two lines, a path is made once a day."""
 
     def path_for(self, at: float) -> Path:
-        return self.folder / (time.strftime("%Y-%m-%d", time.gmtime(at)) + ".jsonl")
+        return Path(self._path(at))
+
+    def _path(self, at: float) -> str:
+        day = time.strftime("%Y-%m-%d", time.gmtime(at))
+        if self._day is None or self._day[0] != day:
+            self._day = (day, os.path.join(self.folder, day + ".jsonl"))
+        return self._day[1]
 
     def write(self, record: dict[str, Any], at: float | None = None) -> Path:
-        """Append ``record`` (JSON-able) as one line to the day's file; raises ``OSError``."""
+        """Append ``record`` (JSON-able) as one line to the day's file; raises ``OSError``. The
+        folder is made (0700) when the file cannot be opened for want of it, not per line."""
         at = time.time() if at is None else at
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = self.path_for(at)
+        path = self._path(at)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise OSError(errno.ELOOP, "an audit log is a regular file, not a symbolic link", str(path)) from None
-            raise
+            fd = self._open(path)
+        except FileNotFoundError:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = self._open(path)
         try:
             write_whole(fd, line.encode("utf-8"))
         finally:
             os.close(fd)
-        return path
+        return Path(path)
+
+    @staticmethod
+    def _open(path: str) -> int:
+        try:
+            return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, "an audit log is a regular file, not a symbolic link", path) from None
+            raise
