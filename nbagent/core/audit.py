@@ -95,7 +95,8 @@ class AuditTrail:
             self._calls.setdefault(msg.call_id, {"tool": msg.tool, "server": msg.server, "raw_tool": msg.raw_tool})
             self._calls[msg.call_id]["reason"] = msg.reason
         elif isinstance(msg, ApprovalResolved):
-            self._decision(event, msg.call_id, self._calls.get(msg.call_id, {}), msg.decision, msg.by)
+            self._append([self._decision(event, msg.call_id, self._calls.get(msg.call_id, {}), msg.decision, msg.by)],
+                         event.at)
         elif isinstance(msg, ToolCallEnd):
             self._ended(event, msg)
         elif isinstance(msg, ElicitationRequested):
@@ -107,26 +108,34 @@ class AuditTrail:
         elif isinstance(msg, McpLoginCompleted):
             self._write(event, LOGIN, server=msg.server, outcome="completed")
 
-    def _decision(self, event: Event, call_id: str, call: dict[str, Any], decision: str, by: str) -> None:
-        self._write(event, TOOL_DECISION, call_id=call_id, decision=decision, by=by, **_identity(call),
-                    reason=call.get("reason"))
+    def _decision(self, event: Event, call_id: str, call: dict[str, Any], decision: str, by: str) -> dict[str, Any]:
+        return self._record(event, TOOL_DECISION, call_id=call_id, decision=decision, by=by, **_identity(call),
+                            reason=call.get("reason"))
 
     def _ended(self, event: Event, msg: ToolCallEnd) -> None:
         call = self._calls.pop(msg.call_id, {"tool": msg.tool})
         asked = msg.call_id in self._asked
         self._asked.discard(msg.call_id)
+        records = []
         if not asked and call.get("parsed") and call.get("definition_hash") is not None and msg.status != "denied":
             # ran with no ask: the policy and the tool's approval mode let it
-            self._decision(event, msg.call_id, call, "approve", "policy")
-        self._write(event, TOOL_RESULT, call_id=msg.call_id, **_identity(call), status=msg.status,
-                    success=msg.status == "completed" and not msg.is_error, duration_ms=round(msg.duration_ms, 3))
+            records.append(self._decision(event, msg.call_id, call, "approve", "policy"))
+        records.append(self._record(event, TOOL_RESULT, call_id=msg.call_id, **_identity(call), status=msg.status,
+                                    success=msg.status == "completed" and not msg.is_error,
+                                    duration_ms=round(msg.duration_ms, 3)))
+        self._append(records, event.at)
 
     def _write(self, event: Event, name: str, **fields: Any) -> None:
+        self._append([self._record(event, name, **fields)], event.at)
+
+    def _record(self, event: Event, name: str, **fields: Any) -> dict[str, Any]:
         policy = self._turn_policy.get(event.turn_id or "") or self._policy()
-        record = {"event": name, "at": event.at, **self._who, "thread_id": event.thread_id,
-                  "turn_id": event.turn_id, "policy": policy, **fields}
+        return {"event": name, "at": event.at, **self._who, "thread_id": event.thread_id,
+                "turn_id": event.turn_id, "policy": policy, **fields}
+
+    def _append(self, records: list[dict[str, Any]], at: float) -> None:
         try:
-            self._log.write(record, event.at)
+            self._log.write_many(records, at)
         except OSError as exc:  # the session goes on; the log says once that its trail has a gap
             if not self._failed:
                 log.warning("audit log %s: cannot write: %s", self._log.folder, exc)

@@ -36,11 +36,15 @@ class AuditLog:
             self._day = (day, os.path.join(self.folder, day + ".jsonl"))
         return self._day[1]
 
-    def write(self, record: dict[str, Any], at: float | None = None) -> Path:
-        """Append ``record`` (JSON-able) as one line to the day's file; raises ``OSError``. The
+    def write(self, record: dict[str, Any], at: float | None = None) -> None:
+        """Append ``record`` (JSON-able) as one line to the day's file; raises ``OSError``."""
+        self.write_many([record], at)
+
+    def write_many(self, records: list[dict[str, Any]], at: float | None = None) -> None:
+        """Append ``records`` as lines in one write (a call's decision and result together). The
         folder is made (0700) when the file cannot be opened for want of it, not per line."""
         at = time.time() if at is None else at
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        line = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":"), default=str) + "\n" for r in records)
         path = self._path(at)
         try:
             fd = self._open(path)
@@ -51,7 +55,6 @@ class AuditLog:
             write_whole(fd, line.encode("utf-8"))
         finally:
             os.close(fd)
-        return Path(path)
 
     @staticmethod
     def _open(path: str) -> int:
