@@ -77,9 +77,12 @@ def stdio_server(name: str, script: Path, *args: str, **keys: object) -> str:
 
 
 def demo_server(name: str, notes: Path, **keys: object) -> str:
-    """The quickstart's notes server (read-only, destructive and eliciting tools)."""
+    """The quickstart's notes server (read-only, destructive and eliciting tools); its notes
+    folder, outside the workspace, is made and given as a writable root of its sandbox."""
+    notes.mkdir(parents=True, exist_ok=True)
     script = ROOT / "nbagent" / "examples" / "demo_server.py"
-    return stdio_server(name, script, "--dir", str(notes), "--record", str(notes / "record.jsonl"), **keys)
+    table = stdio_server(name, script, "--dir", str(notes), "--record", str(notes / "record.jsonl"), **keys)
+    return table + f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(notes))}] }}\n"
 
 
 def failing_server(name: str, reason: str, **keys: object) -> str:

@@ -68,6 +68,7 @@ async def test_always_is_written_to_the_project_config_and_the_next_session_does
         f"command = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(Path(__file__).parents[1] / 'servers' / 'features.py'))}]\n"
         f"env = {{ RECORD_FILE = {json.dumps(str(record))} }}\n"
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(record.parent))}] }}\n"
     )
     asked: list[str] = []
     for turn in range(2):

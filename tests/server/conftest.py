@@ -55,10 +55,15 @@ class ServerEnv:
         path.write_text(json.dumps({"responses": list(responses)}))
         return f"replay:{path}"
 
+    def recorder(self, **settings: Any) -> dict[str, Any]:
+        """The recorder's ``[mcp_servers.rec]`` table: its record file's folder, outside the
+        workspace, is a writable root of its sandbox."""
+        return {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(self.record)},
+                "sandbox_workspace_write": {"writable_roots": [str(self.record.parent)]}, **settings}
+
     def recorder_config(self) -> dict[str, Any]:
         """``config`` for an ``agent`` call: the inner session gets the recorder MCP server."""
-        return {"mcp_servers": {"rec": {"command": sys.executable, "args": [str(RECORDER)],
-                                        "env": {"RECORD_FILE": str(self.record)}}}}
+        return {"mcp_servers": {"rec": self.recorder()}}
 
     def records(self) -> list[dict[str, Any]]:
         if not self.record.exists():

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from nbagent.store import ThreadStore
-from tests.server.conftest import RECORDER, HttpServer, ServerEnv, connect, start_http_server
+from tests.server.conftest import HttpServer, ServerEnv, connect, start_http_server
 from tests.server.test_session_lifetime import recorders
 from tests.waiting import until, wait_for
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _recorder(senv: ServerEnv, **settings: str) -> str:
-    servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)},
-                       **settings}}
+    servers = {"rec": senv.recorder(**settings)}
     return f"mcp_servers={json.dumps(servers)}"
 
 

@@ -5,7 +5,6 @@ on live sessions needs room; its thread stays resumable from the rollout."""
 from __future__ import annotations
 
 import json
-import sys
 
 import psutil
 import pytest
@@ -33,7 +32,7 @@ def recorders(server: HttpServer) -> list[psutil.Process]:
 
 def serve(senv: ServerEnv, *extra: str) -> HttpServer:
     model = senv.script({"text": "Done."}, {"text": "Resumed."})
-    servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)}}}
+    servers = {"rec": senv.recorder()}
     return start_http_server(senv, "--model", model, "-c", f"mcp_servers={json.dumps(servers)}", *extra)
 
 
@@ -91,8 +90,7 @@ async def test_cap_on_live_sessions_closes_the_oldest_idle(senv: ServerEnv, serv
 async def test_cap_refuses_when_every_session_is_busy(senv: ServerEnv, servers: list[HttpServer]) -> None:
     slow = senv.script({"tool_calls": [{"name": "mcp__rec__slow", "arguments": {"seconds": 30}}]}, {"text": "ok"})
     server = start_http_server(senv, "--model", slow, "--policy", "full-auto", "--max-sessions", "1", "-c",
-                               "mcp_servers=" + json.dumps({"rec": {"command": sys.executable, "args": [str(RECORDER)],
-                                                                    "env": {"RECORD_FILE": str(senv.record)}}}))
+                               "mcp_servers=" + json.dumps({"rec": senv.recorder()}))
     servers.append(server)
     import anyio
 
