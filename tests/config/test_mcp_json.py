@@ -46,7 +46,7 @@ async def call_add(config, tmp_path: Path) -> str:
 
 
 async def test_type_stdio_runs_the_expanded_command_args_and_env(tmp_path: Path) -> None:
-    record = tmp_path / "record.jsonl"
+    record = tmp_path / "work" / "record.jsonl"  # in the workspace, which its sandbox lets it write
     environ = {**TRUSTED, "NBAGENT_HOME": str(tmp_path / "home"), "PYTHON": sys.executable, "SERVERS": str(SERVERS),
                "RECORD": str(record)}  # fmt: skip
     config = load_config(project(tmp_path, "stdio.json"), environ=environ)
