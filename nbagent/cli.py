@@ -41,6 +41,7 @@ from nbagent.kit.turn import (
     UsageChanged,
     Warned,
     change_lines,
+    denial_line,
 )
 from nbagent.models.base import ModelError
 from nbagent.protocol import (
@@ -80,6 +81,8 @@ def _text(change: Change | None) -> str:
             return delta  # the command's output as it comes, between the call's -> and <- lines
         case CardChanged(card=card, part="changes") if card.applied:
             return "".join(f"  {line}\n" for line in change_lines(card))  # the files a patch changed
+        case CardChanged(card=card, part="sandbox_denied"):
+            return f"  {denial_line(card)}\n"
         case CardChanged(card=Card(end=ToolCallEnd() as end), part="ended"):
             mark = "x" if end.is_error else "<-"
             first = end.output.splitlines()[0][:200] if end.output else ""

@@ -79,6 +79,7 @@ EVENTS = {
     "ElicitationResolved": "elicitation_resolved",
     "ErrorEvent": "error",
     "ExecCommandOutputDelta": "exec_command_output_delta",
+    "SandboxDenied": "sandbox_denied",
     "InspectResult": "inspect_result",
     "McpListToolsResponse": "mcp_list_tools_response",
     "McpLog": "mcp_log",

@@ -95,6 +95,8 @@ JUSTIFICATION = "justification"
 SANDBOX_DENIAL = "nbagent/sandbox_denial"
 """Key of a sandboxed tool's ``ToolResult.meta``: what the sandbox refused the call (the line
 naming the path or host), so the person can be offered to run it again outside."""
+SANDBOX_USED = "nbagent/sandbox"
+"""Beside ``SANDBOX_DENIAL``: the sandbox the call ran in, as the model is told."""
 
 
 def escalation(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:

@@ -26,6 +26,7 @@ from nbagent.protocol import (
     ElicitationResolved,
     Event,
     McpLoginCompleted,
+    SandboxDenied,
     ToolCallBegin,
     ToolCallEnd,
     ToolSpec,
@@ -40,6 +41,7 @@ TOOL_RESULT = "codex.tool_result"
 ELICITATION = "nbagent.elicitation_answer"
 LOGIN = "nbagent.mcp_login"
 LOGOUT = "nbagent.mcp_logout"
+SANDBOX_DENIAL = "nbagent.sandbox_denial"
 
 
 def os_user() -> str:
@@ -107,6 +109,9 @@ class AuditTrail:
                         by=msg.by, fields=fields)
         elif isinstance(msg, McpLoginCompleted):
             self._write(event, LOGIN, server=msg.server, outcome="completed")
+        elif isinstance(msg, SandboxDenied):
+            self._write(event, SANDBOX_DENIAL, call_id=msg.call_id, **_identity(self._calls.get(msg.call_id, {"tool": msg.tool})),
+                        sandbox=msg.sandbox, denied=msg.denied)
 
     def _decision(self, event: Event, call_id: str, call: dict[str, Any], decision: str, by: str) -> dict[str, Any]:
         return self._record(event, TOOL_DECISION, call_id=call_id, decision=decision, by=by, **_identity(call),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.calls.events import events_to
 from nbagent.calls.trace import new_traceparent
-from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, escalation
+from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, SANDBOX_USED, escalation
 from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.core.tool_output import to_model_output
@@ -26,6 +26,7 @@ from nbagent.protocol import (
     FunctionCallOutput,
     Policy,
     Progress,
+    SandboxDenied,
     TextBlock,
     ToolCallBegin,
     ToolCallEnd,
@@ -219,8 +220,12 @@ async def _outside_after_denial(
     person to run again outside it, the ask saying what was denied; it runs only if they approve.
     Under ``never`` and ``full-auto`` (and when no one can answer) the model reads the denial and
     may ask for escalated permissions itself."""
-    denial = (result.meta or {}).get(SANDBOX_DENIAL)
-    if not isinstance(denial, str) or turn.policy not in ASK_TO_LEAVE_SANDBOX:
+    meta = result.meta or {}
+    denial = meta.get(SANDBOX_DENIAL)
+    if not isinstance(denial, str):
+        return result
+    turn.emit(SandboxDenied(call_id=call.call_id, tool=call.name, sandbox=str(meta.get(SANDBOX_USED, "")), denied=denial))
+    if turn.policy not in ASK_TO_LEAVE_SANDBOX:
         return result
     if not resolved.spec.sandboxed or escalation(resolved.spec, arguments) is not None:
         return result

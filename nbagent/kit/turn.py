@@ -39,6 +39,7 @@ from nbagent.protocol import (
     Progress,
     Reasoning,
     ReasoningDelta,
+    SandboxDenied,
     SessionConfigured,
     TokenUsage,
     ToolCallBegin,
@@ -189,6 +190,8 @@ class Card:
     """The files a patch it applies changes (``apply_patch``), from before they are written."""
     applied: bool | None = None
     """Whether those changes were written; ``None`` until the patch says."""
+    denied: SandboxDenied | None = None
+    """What the sandbox refused the call's command, when its output says so (``shell``)."""
 
     @property
     def label(self) -> str:
@@ -259,7 +262,7 @@ class ReasoningChanged:
     delta: str
 
 
-CardPart = Literal["begun", "progress", "output", "asked", "decided", "changes", "ended"]
+CardPart = Literal["begun", "progress", "output", "asked", "decided", "changes", "sandbox_denied", "ended"]
 
 
 @dataclass(frozen=True)
@@ -406,6 +409,10 @@ class TurnModel:
                 card.changes = list(e.changes)
                 card.applied = e.success if isinstance(e, PatchApplyEnd) else None
                 return CardChanged(card, "changes")
+            case SandboxDenied() as e:
+                card = self.card(e.call_id, e.tool)
+                card.denied = e
+                return CardChanged(card, "sandbox_denied")
             case ToolCallEnd() as e:
                 card = self.card(e.call_id, e.tool)
                 card.end = e
@@ -492,6 +499,12 @@ def change_lines(card: Card) -> list[str]:
         moved = f" → {one_line(change.move_path)}" if change.move_path else ""
         lines.append(f"{_MARKS[change.kind]} {one_line(change.path)}{moved} +{added} −{removed}")
     return lines
+
+
+def denial_line(card: Card) -> str:
+    """What the sandbox refused a call, as every front end shows it."""
+    denied = card.denied
+    return f"sandbox ({denied.sandbox}) denied: {one_line(denied.denied)}" if denied is not None else ""
 
 
 def _fold(text: Text, event: AgentMessageDelta | AgentMessage | ReasoningDelta | Reasoning) -> str:

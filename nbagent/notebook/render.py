@@ -173,6 +173,8 @@ class WidgetTurn:
             shown.on_output()
         elif part == "changes" and shown is not None:
             shown.on_changes()
+        elif part == "sandbox_denied" and shown is not None:
+            shown.on_denied()
         elif part == "ended" and shown is not None and card.end is not None:
             shown.on_end(card.end)
         elif part == "asked" and card.approval is not None and card.approval.ask is not None:

@@ -31,6 +31,7 @@ from nbagent.kit.turn import (
     UsageChanged,
     Warned,
     change_lines,
+    denial_line,
     header_text,
 )
 from nbagent.notebook.cellctx import CellContext
@@ -163,6 +164,8 @@ class TextTurn:
         elif part == "changes" and card.applied:
             for line in change_lines(card):
                 self._line(f"  {line}")
+        elif part == "sandbox_denied":
+            self._line(f"  ⛔ {denial_line(card)}")
         elif part == "ended" and card.end is not None:
             e = card.end
             mark = "✖" if e.is_error or e.status != "completed" else "✔"

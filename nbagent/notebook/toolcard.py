@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbagent.kit.turn import Card, Step, change_lines
+from nbagent.kit.turn import Card, Step, change_lines, denial_line
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre, pretty_json
 from nbagent.notebook.throttle import Coalescer
 from nbagent.protocol import ImageBlock, ResourceBlock, TextBlock, ToolCallEnd
@@ -52,6 +52,7 @@ class ToolCard:
         self.progress_label = W.HTML(layout=W.Layout(display="none"))
         self.output = W.HTML(layout=W.Layout(display="none"))
         self.changes = W.HTML(layout=W.Layout(display="none"))
+        self.denied = W.HTML(layout=W.Layout(display="none"))
         self.result = W.HTML()
         self.outcome_note: str | None = None
         """Why the call ended as it did, when the user's answer decided it."""
@@ -61,7 +62,7 @@ class ToolCard:
         self._progress_coalescer = Coalescer(self._push_progress)
         self._output_coalescer = Coalescer(self._push_output)
         self.widget = W.VBox(
-            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.output, self.changes, self.result],
+            [self.header, self.arguments, self.asks, W.HBox([self.progress, self.progress_label]), self.output, self.changes, self.denied, self.result],
             layout=W.Layout(border=_BORDER, padding="2px 8px", margin="4px 0"),
         )
         self._render_header()
@@ -133,6 +134,11 @@ class ToolCard:
         note = muted(" (not written)") if self.call.applied is False else ""
         self.changes.value = pre("\n".join(change_lines(self.call))) + note
         self.changes.layout.display = ""
+
+    def on_denied(self) -> None:
+        """What the sandbox refused the command, in the card above its result."""
+        self.denied.value = f"<div style='color:{COLORS['warn']}'>⛔ {esc(denial_line(self.call))}</div>"
+        self.denied.layout.display = ""
 
     def on_end(self, end: ToolCallEnd) -> None:
         self._progress_coalescer.flush()

@@ -208,6 +208,21 @@ class ExecCommandOutputDelta(_Msg):
     chunk: str
 
 
+class SandboxDenied(_Msg):
+    """The sandbox refused something a call's command tried (a path written, a host reached),
+    as far as the runtime can tell from what the command wrote: its card says so, the audit log
+    records it, and under ``untrusted`` / ``on-request`` the person is offered to run it again
+    outside."""
+
+    type: Literal["sandbox_denied"] = "sandbox_denied"
+    call_id: str
+    tool: str
+    sandbox: str
+    """The sandbox it ran in, as the model is told (``workspace-write, network off``)."""
+    denied: str
+    """What was refused, in the command's own words (the path or host it names)."""
+
+
 class PatchChange(ProtocolModel):
     """What a patch does to one file, as ``patch_apply_begin``/``_end`` carry it."""
 
@@ -384,6 +399,7 @@ EventMsg = Annotated[
     | PatchApplyBegin
     | PatchApplyEnd
     | ExecCommandOutputDelta
+    | SandboxDenied
     | TokenUsage
     | ContextCompacted
     | TurnCompleted

@@ -30,6 +30,7 @@ from nbagent.kit.turn import (
     TurnModel,
     Warned,
     change_lines,
+    denial_line,
 )
 from nbagent.protocol import (
     ApprovalRequested,
@@ -73,6 +74,9 @@ def describe(change: Change | None, kind: str) -> tuple[str | None, str | None, 
                     {"event": kind, "call_id": answer.call_id, "decision": answer.decision, "by": answer.by})
         case CardChanged(card=card, part="changes") if card.applied:
             return _clip(f"{one_line(card.call_id)}: " + "; ".join(change_lines(card))), None, None
+        case CardChanged(card=card, part="sandbox_denied"):
+            return (_clip(f"{one_line(card.call_id)}: {denial_line(card)}"), "warning",
+                    {"event": kind, "call_id": card.call_id, "tool": card.tool, "denied": card.denied and card.denied.denied})
         case CardChanged(card=Card(progress=Step() as step) as card, part="progress"):
             total = f"/{step.total:g}" if step.total else ""
             return f"{one_line(card.call_id)}: {step.progress:g}{total}" + (f" {step.message}" if step.message else ""), None, None

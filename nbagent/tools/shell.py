@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from nbagent.calls.events import emit
 from nbagent.config import Config
-from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL
+from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, SANDBOX_USED
 from nbagent.core.function_tools import own_tool_spec
 from nbagent.core.provider import ToolProvider
 from nbagent.mcp import proctree
@@ -318,5 +318,5 @@ def _result(
         text += f"\nSandbox ({policy.describe()}) denied: {denial}"
     return ToolResult(
         content=ToolResult.text(text).content, is_error=timed_out or code != 0,
-        meta={SANDBOX_DENIAL: denial} if denial is not None else None,
+        meta={SANDBOX_DENIAL: denial, SANDBOX_USED: policy.describe()} if denial is not None else None,
     )  # fmt: skip

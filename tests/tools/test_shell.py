@@ -5,6 +5,7 @@ Each test answers the asks as a person would and reads what the model was given.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from nbagent.protocol import (
     ExecCommandOutputDelta,
     Interrupt,
     Policy,
+    SandboxDenied,
     ToolCallEnd,
 )
 from nbagent.sandbox import available
@@ -244,3 +246,38 @@ async def test_inspect_turn_folds_a_commands_output_into_one_entry(home: Path, s
     view = timeline("t", "u", [e for e in events if e.turn_id is not None], redact=lambda text: text)
     [entry] = [e for e in view.entries if e.type == "exec_command_output_delta"]
     assert entry.count == len(of(events, ExecCommandOutputDelta)) > 1 and "line 1" in entry.detail
+
+
+async def test_a_denial_is_an_event_a_line_in_every_front_end_and_an_audit_line(home: Path, script, tmp_path: Path) -> None:
+    """The runtime sees the sandbox refuse a write: a ``sandbox_denied`` event naming the path,
+    drawn once by the turn model and shown by the widget card, the text view, ``nbagent run``'s
+    printer and an MCP caller's progress, and written to the audit log."""
+    from nbagent.cli import _text
+    from nbagent.notebook.render import WidgetTurn
+    from nbagent.notebook.text_render import TextTurn
+    from nbagent.server.forward import describe
+    from tests.notebook.test_command_output import shown
+
+    outside = tmp_path / "denied.txt"
+    events = await run(script(shell("touch", str(outside)), {"text": "done"}), "never")
+    [denied] = of(events, SandboxDenied)
+    assert str(outside) in denied.denied and denied.tool == "shell" and "workspace-write" in denied.sandbox
+    assert not outside.exists()
+
+    widget = WidgetTurn(lambda op: None, model_label="replay: x", scripted=True, thread="t", policy="never")
+    lines: list[str] = []
+    text = TextTurn(lambda op: None, model_label="replay: x", scripted=True, thread="t", policy="never", out=lines.append)
+    model, printed, forwarded = TurnModel(), [], []
+    for event in events:
+        widget.handle(event)
+        text.handle(event)
+        change = model.apply(event)
+        printed.append(_text(change))
+        forwarded.append(describe(change, event.msg.type)[0] or "")
+    [card] = widget.cards.values()
+    for where, said in [("widget", shown(card.widget)), ("text", "".join(lines)), ("run", "".join(printed)),
+                        ("mcp", "\n".join(forwarded))]:
+        assert "sandbox (workspace-write" in said and str(outside) in said, (where, said)
+    audit = [json.loads(line) for f in (home / "audit").glob("*.jsonl") for line in f.read_text().splitlines()]
+    [line] = [a for a in audit if a["event"] == "nbagent.sandbox_denial"]
+    assert str(outside) in line["denied"] and line["tool"] == "shell"
