@@ -68,7 +68,8 @@ def project(record: Path, *, version: int = 1, notify: bool = True, tools: str =
         "# my project\n[mcp_servers.s]\n"
         f"command = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(SERVERS / 'shifty.py'))}]\n"
-        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n" + tools
+        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n"
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(record.parent))}] }}\n" + tools
     )
     return path
 
@@ -298,6 +299,7 @@ async def always_for_a_titled_tool(script, record: Path) -> tomlkit.TOMLDocument
     path.write_text(
         f"[mcp_servers.s]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVERS / 'verbatim.py'))}]\n"
         "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n"
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(record.parent))}] }}\n"
     )
     await choose_always(script, record)
     return tomlkit.parse(path.read_text())
