@@ -22,11 +22,11 @@ from jupyter_client.manager import KernelManager
 KERNEL_CODE = r"""
 import asyncio, json, time
 from IPython.display import display
-from nbagent.notebook.render import TurnView
+from nbagent.notebook.render import WidgetTurn
 from nbagent.protocol import AgentMessage, AgentMessageDelta, Event, TurnCompleted
 
 async def _bench(render, n, burst=10, pause=0.002):
-    view = TurnView(lambda op: None, model_label="bench", scripted=True, thread="bench", policy="never", render_text=render)
+    view = WidgetTurn(lambda op: None, model_label="bench", scripted=True, thread="bench", policy="never", render_text=render)
     display(view.widget)
     await asyncio.sleep(0.2)
     words = [f"w{k} " for k in range(n)]
