@@ -10,7 +10,6 @@ from pathlib import Path
 from nbagent.config import Config
 from nbagent.config.project_docs import ProjectDocs, find_project_docs
 from nbagent.core.request_tools import SEARCH_HINT
-from nbagent.mcp.sandboxed import permissions
 
 BASE_INSTRUCTIONS = (
     "You are an agent working inside a Jupyter notebook session. Use the tools you are given to "
@@ -29,16 +28,19 @@ def project_docs(config: Config, cwd: str) -> ProjectDocs:
 
 
 def instructions(
-    config: Config, docs: ProjectDocs, *, capped: bool, servers: Mapping[str, str], redact: Callable[[str], str]
+    config: Config, docs: ProjectDocs, sandbox: str, *, capped: bool, servers: Mapping[str, str],
+    redact: Callable[[str], str],
 ) -> str:
-    """``capped``: the catalogue is past ``max_model_tools``, so the model is told to search it;
-    ``servers``: each MCP server's instructions as it sent them."""
+    """``sandbox``: the permissions paragraph (``permissions``, made once per turn: resolving the
+    sandbox's paths costs a millisecond, a turn may make a thousand requests); ``capped``: the
+    catalogue is past ``max_model_tools``, so the model is told to search it; ``servers``: each
+    MCP server's instructions as it sent them."""
     parts = [BASE_INSTRUCTIONS]
     if config.instructions:
         parts.append(config.instructions)
     if docs.docs:
         parts.append(docs.text())
-    parts.append(permissions(config))
+    parts.append(sandbox)
     if capped:
         parts.append(SEARCH_HINT)
     cap = config.server_instructions_max_bytes

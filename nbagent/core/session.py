@@ -47,6 +47,7 @@ from nbagent.core.thread_settings import adopt
 from nbagent.core.turn import TurnOutcome, run_turn
 from nbagent.core.turn_context import TurnContext, TurnSettings, TurnState, sooner
 from nbagent.mcp.manager import McpConnectionManager
+from nbagent.mcp.sandboxed import permissions
 from nbagent.models.base import ModelClient, ModelError
 from nbagent.models.factory import make_model
 from nbagent.protocol import (
@@ -436,8 +437,8 @@ class Session:
     def _project_docs(self) -> ProjectDocs:
         return project_docs(self._config, self._cwd)
 
-    def _instructions(self, docs: ProjectDocs) -> str:
-        return instructions(self._config, docs, capped=self._request_tools.capped(self._router.catalogue()),
+    def _instructions(self, docs: ProjectDocs, sandbox: str) -> str:
+        return instructions(self._config, docs, sandbox, capped=self._request_tools.capped(self._router.catalogue()),
                             servers=self._mcp.instructions(), redact=lambda text: self._thread.redactor().text(text))
 
     def _turn(
@@ -446,12 +447,12 @@ class Session:
     ) -> TurnContext:
         """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
         ``None`` follows ``self._interactive`` as it changes."""
-        docs: list[ProjectDocs] = []
+        read: list[tuple[ProjectDocs, str]] = []
 
         def instructions() -> str:
-            if not docs:  # read once per turn, at its first model request
-                docs.append(self._project_docs())
-            return self._instructions(docs[0])
+            if not read:  # once per turn, at its first model request
+                read.append((self._project_docs(), permissions(self._config)))
+            return self._instructions(*read[0])
 
         return TurnContext(
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
