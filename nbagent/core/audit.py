@@ -68,8 +68,16 @@ def record_outside(config: Config, name: str, **fields: Any) -> None:
 
 
 class AuditTrail:
-    def __init__(self, log_: AuditLog, *, spec_of: Callable[[str], ToolSpec | None], policy: Callable[[], str]) -> None:
+    """A watcher of the session's events as made (``EventBus.watch``): a line holds names, ids and
+    decisions, and the two texts it keeps (an ask's reason, what a sandbox denied) pass through
+    ``redact``, so no event is redacted whole for the log's sake."""
+
+    def __init__(
+        self, log_: AuditLog, *, spec_of: Callable[[str], ToolSpec | None], policy: Callable[[], str],
+        redact: Callable[[str], str],
+    ) -> None:
         self._log = log_
+        self._redact = redact
         self._spec_of = spec_of
         """The catalogue's tool by model-visible name (its definition hash), when it has one."""
         self._policy = policy
@@ -95,7 +103,7 @@ class AuditTrail:
         elif isinstance(msg, ApprovalRequested):
             self._asked.add(msg.call_id)
             self._calls.setdefault(msg.call_id, {"tool": msg.tool, "server": msg.server, "raw_tool": msg.raw_tool})
-            self._calls[msg.call_id]["reason"] = msg.reason
+            self._calls[msg.call_id]["reason"] = self._redact(msg.reason)
         elif isinstance(msg, ApprovalResolved):
             self._append([self._decision(event, msg.call_id, self._calls.get(msg.call_id, {}), msg.decision, msg.by)],
                          event.at)
@@ -104,14 +112,14 @@ class AuditTrail:
         elif isinstance(msg, ElicitationRequested):
             self._questions[msg.request_id] = msg.server
         elif isinstance(msg, ElicitationResolved):
-            fields = sorted(msg.content) if msg.content else []
+            fields = sorted(self._redact(key) for key in msg.content) if msg.content else []
             self._write(event, ELICITATION, server=self._questions.pop(msg.request_id, None), action=msg.action,
                         by=msg.by, fields=fields)
         elif isinstance(msg, McpLoginCompleted):
             self._write(event, LOGIN, server=msg.server, outcome="completed")
         elif isinstance(msg, SandboxDenied):
             self._write(event, SANDBOX_DENIAL, call_id=msg.call_id, **_identity(self._calls.get(msg.call_id, {"tool": msg.tool})),
-                        sandbox=msg.sandbox, denied=msg.denied)
+                        sandbox=msg.sandbox, denied=self._redact(msg.denied))
 
     def _decision(self, event: Event, call_id: str, call: dict[str, Any], decision: str, by: str) -> dict[str, Any]:
         return self._record(event, TOOL_DECISION, call_id=call_id, decision=decision, by=by, **_identity(call),

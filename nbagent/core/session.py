@@ -139,10 +139,10 @@ class Session:
         self._inspector.follow(lambda: self._thread.items, lambda: self._current_turn_id)
         self._bus.watch(self._inspector.on_event)
         self._router.add(self._mcp)
-        self._bus.subscribe(AuditTrail(  # every decision, call end, answer and sign-in, one line each
+        self._bus.watch(AuditTrail(  # every decision, call end, answer and sign-in, one line each
             audit_log(self._config),
             spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
-            policy=lambda: self._config.approval_policy,
+            policy=lambda: self._config.approval_policy, redact=lambda text: self._thread.redactor().text(text),
         ))
         self._request_tools = RequestTools(self._config.max_model_tools, lambda text: self._thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
