@@ -434,7 +434,7 @@ async def test_cancelling_run_of_a_queued_turn_drops_that_turn(home: Path, scrip
         first = asyncio.ensure_future(session.run("first"))
         await asyncio.wait_for(started.wait(), 5)
         second = asyncio.ensure_future(session.run("second, then never mind"))
-        await asyncio.sleep(0)  # one loop step: the task submits its turn, which queues behind the first
+        await until(lambda: session.snapshot().queued, "the second turn queued behind the first")
         second.cancel()
         await asyncio.gather(second, return_exceptions=True)
         assert aborted == ["the caller stopped waiting"]  # it was queued, and dropped from the queue
