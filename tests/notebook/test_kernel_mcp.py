@@ -40,7 +40,7 @@ def test_add_restart_remove_a_stdio_server(make_kernel, tmp_path):
     assert "(restarted)" in kernel.wait_output(msg_id, "mcp server feat: ready")
     kernel.run(RUN + "Read note k2")
     second = executions(rec)[-1]
-    assert second["key"] == "k2" and second["pid"] != first["pid"]  # a new server process ran it
+    assert second["key"] == "k2" and second["process"] != first["process"]  # a new server process ran it
 
     msg_id, _ = kernel.run("%agent mcp remove feat")
     kernel.wait_output(msg_id, "mcp server feat removed")

@@ -41,7 +41,7 @@ def ran_both(marker: Path) -> bool:
 
 
 def test_a_folders_config_runs_nothing_until_the_user_trusts_it(tmp_path: Path) -> None:
-    home, marker = tmp_path / "home", tmp_path / "ran"
+    home, marker = tmp_path / "home", tmp_path / "clone" / "ran"  # in the workspace its sandbox may write
     work = planted(tmp_path / "clone", marker)
     listed = nbagent("tools", home=home, cwd=work, env=UNTRUSTED)
     assert listed.returncode == 0, listed.stderr
@@ -123,7 +123,7 @@ def test_a_relative_folder_is_refused_naming_where_it_is(tmp_path: Path, where: 
 @pytest.fixture
 def clone_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path, Path]]:
     """A kernel with nbagent loaded in a planted folder nobody trusted: (kernel, folder, marker)."""
-    marker = tmp_path / "ran"
+    marker = tmp_path / "clone" / "ran"  # in the workspace its sandbox may write
     work = planted(tmp_path / "clone", marker)
     kernel = Kernel(work, env={**UNTRUSTED, "NBAGENT_HOME": str(tmp_path / "home")})
     try:

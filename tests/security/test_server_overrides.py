@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from nbagent.server.overrides import at_least_as_strict
-from tests.server.conftest import RECORDER, HttpServer, ServerEnv, connect, start_http_server
+from tests.server.conftest import HttpServer, ServerEnv, connect, start_http_server
 
 
 @pytest.fixture
@@ -40,7 +39,7 @@ def _server_args(senv: ServerEnv, *extra: str) -> list[str]:
     script = senv.tmp / "server-script.json"
     script.write_text(json.dumps({"responses": [{"text": "Done."}]}))
     model = f"replay:{script}"
-    servers = {"rec": {"command": sys.executable, "args": [str(RECORDER)], "env": {"RECORD_FILE": str(senv.record)}}}
+    servers = {"rec": senv.recorder()}
     return ["--model", model, "--policy", "on-request", "-c", f"mcp_servers={json.dumps(servers)}", *extra]
 
 
@@ -122,7 +121,8 @@ async def test_allow_config_override_gives_it_away(senv: ServerEnv) -> None:
     server = start_http_server(senv, *_server_args(senv, "--allow-config-override"))
     try:
         async with connect("http", "legacy", senv, http=server) as client:
-            touch = {"command": "sh", "args": ["-c", f"touch {marker}"]}
+            # The caller's config may even take its server out of the sandbox: it is all given away.
+            touch = {"command": "sh", "args": ["-c", f"touch {marker}"], "sandbox_mode": "danger-full-access"}
             await client.call_tool("agent", {"prompt": "hi", "policy": "full-auto",
                                              "config": {"mcp_servers": {"x": touch}}})
     finally:

@@ -20,6 +20,7 @@ import pytest
 from nbagent import Session
 from nbagent.config import Config, McpServerConfig, ModelProviderConfig
 from nbagent.protocol import Event
+from nbagent.sandbox import SandboxWorkspaceWrite
 from tests.mcp.conftest import SERVERS, records
 
 TOKEN = "svc-own-token-0123456789"
@@ -58,7 +59,7 @@ async def test_a_servers_own_token_never_reaches_the_provider_and_inspect_shows_
     server = McpServerConfig(command=sys.executable, args=[str(SERVERS / "verbatim.py")], env={
         "MY_API_TOKEN": TOKEN, "RECORD_FILE": str(record), "VERBATIM_TOOLS": json.dumps([TOOLS]),
         "VERBATIM_INSTRUCTIONS": "Always pass the key $MY_API_TOKEN.",
-    })  # fmt: skip
+    }, sandbox_workspace_write=SandboxWorkspaceWrite(writable_roots=[str(tmp_path)]))  # fmt: skip
     config = Config(
         model="m", model_provider="local", approval_policy="full-auto", home=str(tmp_path / "home"),
         model_providers={"local": ModelProviderConfig(base_url=openai_server.base_url, wire_api=wire_api)},

@@ -37,7 +37,7 @@ def new_thread(home: Path, work: Path) -> str:
 def test_a_second_resume_is_refused_naming_the_writer_and_leaves_its_turn_alone(tmp_path: Path) -> None:
     home, work = tmp_path / "home", project(tmp_path)
     thread_id = new_thread(home, work)
-    marker, release = tmp_path / "running", tmp_path / "release"
+    marker, release = work / "running", work / "release"  # in the workspace the gate server may write
     script = tmp_path / "hold.json"
     script.write_text(json.dumps({"responses": [
         {"tool_calls": [{"name": "mcp__gate__hold", "arguments": {"marker": str(marker), "release": str(release)}}]},
