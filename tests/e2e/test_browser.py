@@ -107,6 +107,7 @@ def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
         f"command = {json.dumps(sys.executable)}\n"
         f'args = ["-m", "nbagent.examples.demo_server", "--dir", {json.dumps(str(work / "notes"))}, '
         f'"--record", {json.dumps(str(record))}]\n'
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(work))}] }}\n"  # notes and record, outside the notebook's folder
     )
     # Cell 1 waits for the kernel's session and lists its tools (the notebook tools included).
     wire = (
@@ -226,6 +227,7 @@ def _typing_fixture(root: Path, work: Path, openai_server: object) -> dict[str, 
         f"command = {json.dumps(sys.executable)}\n"
         f'args = ["-m", "nbagent.examples.demo_server", "--dir", {json.dumps(str(work / "notes"))}, '
         f'"--record", {json.dumps(str(record))}]\n'
+        f"sandbox_workspace_write = {{ writable_roots = [{json.dumps(str(work))}] }}\n"  # notes and record, outside the notebook's folder
         '[mcp_servers.demo.tools.log_experiment]\napproval_mode = "approve"\n'
     )
     wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.snapshot().tools))"
