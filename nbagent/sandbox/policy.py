@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
-DEFAULT_MODE: SandboxMode = "danger-full-access"
+DEFAULT_MODE: SandboxMode = "workspace-write"
 OPT_OUT = 'sandbox_mode = "danger-full-access"'
 """The one key that runs a process without the sandbox, as every refusal names it."""
 

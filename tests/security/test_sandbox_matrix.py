@@ -82,8 +82,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 
 @pytest.fixture
 async def probe(world: World, request: pytest.FixtureRequest) -> AsyncIterator[McpConnectionManager]:
-    mode = request.param
-    config = Config(sandbox_mode=mode, home=str(world.nbagent_home), workspace=str(world.workspace))
+    mode = request.param  # None: no sandbox key at all, the default
+    config = Config(**({"sandbox_mode": mode} if mode else {}), home=str(world.nbagent_home), workspace=str(world.workspace))
     # The legacy handshake: the SDK answers server/discover without the experimental capabilities.
     servers = {"probe": McpServerConfig(command=sys.executable, args=[str(SERVERS / "probe.py")], protocol="legacy")}
     manager = McpConnectionManager(servers, lambda event: None, Answers(), world.nbagent_home / "logs", config)
@@ -113,7 +113,7 @@ def _probes(world: World) -> dict[str, tuple[str, dict[str, Any]]]:
     }
 
 
-@pytest.mark.parametrize("probe", ["workspace-write", "read-only"], indirect=True)
+@pytest.mark.parametrize("probe", ["workspace-write", "read-only", None], ids=str, indirect=True)
 async def test_every_probe_is_blocked_in_the_sandbox(probe: McpConnectionManager, world: World) -> None:
     answers = {name: await _call(probe, tool, **args) for name, (tool, args) in _probes(world).items()}
     allowed = {name: answer for name, answer in answers.items() if not answer.startswith("blocked")}
