@@ -24,8 +24,8 @@ from nbagent.mcp.oauth import login, logout
 from nbagent.protocol import McpLoginCompleted, McpLoginRequired
 from tests.mcp.conftest import Answers, _free_port
 from tests.mcp.oauth_helpers import OAuthServer, Person, follow, serve_oauth
-from tests.waiting import until
 from tests.trusting import clean_environ
+from tests.waiting import until
 
 
 @pytest.fixture
