@@ -281,3 +281,25 @@ async def test_a_denial_is_an_event_a_line_in_every_front_end_and_an_audit_line(
     audit = [json.loads(line) for f in (home / "audit").glob("*.jsonl") for line in f.read_text().splitlines()]
     [line] = [a for a in audit if a["event"] == "nbagent.sandbox_denial"]
     assert str(outside) in line["denied"] and line["tool"] == "shell"
+
+
+async def test_a_secret_in_a_justification_or_a_denied_path_never_reaches_the_audit_log(
+    home: Path, script, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit trail reads events as made and keeps two texts of them: an ask's reason (here the
+    model's justification) and what the sandbox denied (here a path). A secret the session knows
+    is hidden in both, as the rollout hides it."""
+    secret = "audit-env-secret-5d1e8c"
+    monkeypatch.setenv("PROBE_API_TOKEN", secret)
+    model = script(
+        shell("touch", str(tmp_path / "x"), with_escalated_permissions=True, justification=f"the key is {secret}"),
+        shell("touch", str(tmp_path / secret)),
+        {"text": "done"},
+    )
+    events = await run(model, "on-request", lambda request: ApprovalDecision(call_id=request.call_id, decision="deny"))
+    assert of(events, SandboxDenied), "the second command should have been refused by the sandbox"
+    text = "".join(f.read_text() for f in (home / "audit").glob("*.jsonl"))
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert {"codex.tool_decision", "nbagent.sandbox_denial"} <= {line["event"] for line in lines}
+    assert any("the key is" in (line.get("reason") or "") for line in lines)  # the reason is kept, hidden
+    assert secret not in text
