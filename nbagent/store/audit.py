@@ -20,6 +20,9 @@ from nbagent.store.rollout import write_whole
 
 __all__ = ["AuditLog"]
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+"""One encoder for every line: ``json.dumps`` given options builds a new one per call."""
+
 
 class AuditLog:
     def __init__(self, folder: Path) -> None:
@@ -44,7 +47,7 @@ class AuditLog:
         """Append ``records`` as lines in one write (a call's decision and result together). The
         folder is made (0700) when the file cannot be opened for want of it, not per line."""
         at = time.time() if at is None else at
-        line = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":"), default=str) + "\n" for r in records)
+        line = "".join(_encode(r) + "\n" for r in records)
         path = self._path(at)
         try:
             fd = self._open(path)
