@@ -165,7 +165,7 @@ class TextTurn:
             for line in change_lines(card):
                 self._line(f"  {line}")
         elif part == "sandbox_denied":
-            self._line(f"  ⛔ {denial_line(card)}")
+            self._line(f"  ⊘ {denial_line(card)}")
         elif part == "ended" and card.end is not None:
             e = card.end
             mark = "✖" if e.is_error or e.status != "completed" else "✔"

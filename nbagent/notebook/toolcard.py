@@ -137,7 +137,7 @@ class ToolCard:
 
     def on_denied(self) -> None:
         """What the sandbox refused the command, in the card above its result."""
-        self.denied.value = f"<div style='color:{COLORS['warn']}'>⛔ {esc(denial_line(self.call))}</div>"
+        self.denied.value = f"<div style='color:{COLORS['warn']}'>⊘ {esc(denial_line(self.call))}</div>"
         self.denied.layout.display = ""
 
     def on_end(self, end: ToolCallEnd) -> None:
