@@ -33,7 +33,8 @@ async def test_no_child_alive_after_aclose(harness: Harness, sandbox: SandboxMod
     manager = McpConnectionManager(servers, harness.events.append, harness.answers, harness.tmp / "logs")
     harness.managers.append(manager)
     start = asyncio.ensure_future(manager.start())
-    await until(lambda: sum(1 for s in manager.status().values() if s.state == "ready") == 3,
+    # The "ready" event, not the connection's state: it is sent once the server's tools are listed.
+    await until(lambda: sum(1 for e in harness.events if getattr(e, "status", None) == "ready") == 3,
                 'the three quick servers to be ready, "starting" still sleeping', 30)
     grandchild = int(
         next(b.text for b in (await manager.call_tool(_spec(manager, "spawn_child"), {}, call_info())).content)
