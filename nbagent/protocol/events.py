@@ -110,6 +110,9 @@ class ApprovalRequested(_Msg):
     """Why approval is needed (policy, mode, annotations)."""
     changed: str | None = None
     """Set when a remembered approval was dropped because the tool's definition changed."""
+    changes: list[PatchChange] = Field(default_factory=list)
+    """What the call would change (a file, a notebook cell), diffed against what is there when the
+    approval is asked; Codex's ``ApplyPatchApprovalRequest`` carries the same ``changes``."""
 
 
 class ApprovalResolved(_Msg):
@@ -237,6 +240,8 @@ class PatchChange(ProtocolModel):
     """sha256 of the file before (``None``: it did not exist)."""
     new_hash: str | None = None
     """sha256 of the file after (``None``: it no longer exists)."""
+    note: str = ""
+    """What else the change does, in words: a notebook cell's outputs kept or cleared."""
 
 
 class PatchApplyBegin(_Msg):
