@@ -21,6 +21,7 @@ from nbagent.core.context import describe as describe_compaction
 from nbagent.kit import servers
 from nbagent.kit import trust as folder_trust
 from nbagent.kit.args import BadInput, Parser, cwd_option, fail, positive, run_command
+from nbagent.kit.diffview import changes_text
 from nbagent.kit.labels import plural
 from nbagent.kit.turn import (
     Approval,
@@ -88,7 +89,8 @@ def _text(change: Change | None) -> str:
             first = end.output.splitlines()[0][:200] if end.output else ""
             return f"{mark} {end.tool} [{end.status}, {end.duration_ms:.0f} ms] {first}\n"
         case CardChanged(card=Card(approval=Approval(ask=ApprovalRequested() as ask)), part="asked"):
-            return f"? approval needed for {ask.tool}: {ask.reason}\n"
+            changes = f"{changes_text(ask.changes)}\n" if ask.changes else ""  # what it would change, as a diff
+            return f"? approval needed for {ask.tool}: {ask.reason}\n{changes}"
         case CardChanged(card=Card(approval=Approval(answer=ApprovalResolved() as answer)), part="decided"):
             return f"  {answer.decision} by {answer.by}" + (f": {answer.message}" if answer.message else "") + "\n"
         case QuestionChanged(question=Question(answer=ElicitationResolved() as answer)):

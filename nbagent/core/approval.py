@@ -28,7 +28,7 @@ is declined; one the sandbox refused may be offered to the person to run again o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ from nbagent.protocol import (
     ApprovalRequested,
     ApprovalResolved,
     Decision,
+    PatchChange,
     Policy,
     ToolSpec,
     WarningEvent,
@@ -240,7 +241,9 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         policy: Policy,
         interactive: bool,
         timeout: float | None,
+        preview: Callable[[], Awaitable[list[PatchChange]]] | None = None,
     ) -> ApprovalOutcome:
+        """``preview``: what the call would change, read only when a person is to be asked."""
         remembered, changed = self.memory.check(spec)
         recorded = None if remembered or spec.approval_mode != "approve" else self.recorded_always(spec)
         what = changed_parts(recorded, fingerprint(spec)) if recorded is not None else None
@@ -262,6 +265,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             annotations=spec.annotations,
             reason=reason or "",
             changed=changed,
+            changes=await self._changes(spec, preview, turn_id) if reason is not None else [],
         )
         self._specs[call_id] = spec
         try:
@@ -280,6 +284,20 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         # ``{}`` is an edit too: every argument removed
         kept = arguments if answer.arguments is None else answer.arguments
         return ApprovalOutcome(answer.decision, resolution.by, kept, resolution.message)
+
+    async def _changes(
+        self, spec: ToolSpec, preview: Callable[[], Awaitable[list[PatchChange]]] | None, turn_id: str
+    ) -> list[PatchChange]:
+        """The call's changes for the ask to show; when they cannot be read the ask goes on
+        without them and a warning says why."""
+        if preview is None:
+            return []
+        try:
+            return await preview()
+        except Exception as exc:  # a source's failure to tell must not stop the ask
+            why = str(exc) or type(exc).__name__
+            self._bus.emit(WarningEvent(message=f"what {spec.display_name} would change cannot be shown: {why}"), turn_id=turn_id)
+        return []
 
     def answer(self, op: ApprovalDecision) -> str | None:
         """Apply a front end's decision; why not (with a warning) when it cannot apply."""

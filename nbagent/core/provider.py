@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any, Protocol
 
-from nbagent.protocol import CallInfo, ToolResult, ToolSpec
+from nbagent.protocol import CallInfo, PatchChange, ToolResult, ToolSpec
 from nbagent.protocol.tools import ProgressFn
 
 
@@ -56,5 +56,12 @@ class ToolProvider(Protocol):
         return None
 
 
-MEMBERS = ("generation", "list_tools", "call_tool", "current_definition", "complete", "withheld")
+    async def preview(self, spec: ToolSpec, arguments: dict[str, Any]) -> list[PatchChange]:
+        """What a call with ``arguments`` would change, diffed against what is there now, for its
+        approval to show (a file's patch, a notebook cell's new source); empty when the source
+        cannot tell (a server's tool). Raises ``ValueError`` saying why it cannot be shown."""
+        return []
+
+
+MEMBERS = ("generation", "list_tools", "call_tool", "current_definition", "complete", "withheld", "preview")
 """What the router checks a source has when it is added."""

@@ -181,6 +181,7 @@ async def _approve(turn: TurnContext, call: FunctionCall, resolved: _Resolved) -
         policy=turn.policy,
         interactive=turn.interactive(),
         timeout=turn.settings.approval_timeout_sec,
+        preview=lambda: resolved.provider.preview(spec, resolved.arguments),
     )
     if outcome.decision == "abort":
         raise AbortTurn(f"aborted by the user at the approval of {spec.display_name}")

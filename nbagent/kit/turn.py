@@ -493,12 +493,14 @@ _MARKS = {"add": "A", "update": "M", "move": "R", "delete": "D"}
 def change_lines(card: Card) -> list[str]:
     """One line per file a call's patch changes, as every front end shows it:
     ``M src/app.py +3 −1``, ``R old.py → new.py +0 −0``."""
-    lines = []
-    for change in card.changes:
-        added, removed = line_counts(change.unified_diff)
-        moved = f" → {one_line(change.move_path)}" if change.move_path else ""
-        lines.append(f"{_MARKS[change.kind]} {one_line(change.path)}{moved} +{added} −{removed}")
-    return lines
+    return [change_line(change) for change in card.changes]
+
+
+def change_line(change: PatchChange) -> str:
+    """One file's (or cell's) change in one line: what happens to it and the lines it adds and removes."""
+    added, removed = line_counts(change.unified_diff)
+    moved = f" → {one_line(change.move_path)}" if change.move_path else ""
+    return f"{_MARKS[change.kind]} {one_line(change.path)}{moved} +{added} −{removed}"
 
 
 def denial_line(card: Card) -> str:

@@ -36,6 +36,7 @@ from nbagent.protocol import (
     McpStartupComplete,
     McpStartupUpdate,
     McpToolsChanged,
+    PatchChange,
     ToolResult,
     ToolSpec,
     WarningEvent,
@@ -355,6 +356,10 @@ class McpConnectionManager:
             f"MCP tool {spec.raw_name!r} on server {server!r}: an argument holds a secret nbagent keeps from this "
             f"server ({what}); not called. Leave it out: a server gets only the secrets it was given"
         )
+
+    async def preview(self, spec: ToolSpec, arguments: dict[str, Any]) -> list[PatchChange]:
+        """A server's tool does what its server makes of the arguments: nothing to diff here."""
+        return []
 
     def refresh_secrets(self) -> None:
         """Read the secrets again at the next call (a turn starts; a server or a login changed)."""

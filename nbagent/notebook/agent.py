@@ -28,6 +28,7 @@ from nbagent.protocol import (
     McpStartupComplete,
     McpStartupUpdate,
     Op,
+    PatchChange,
     SessionConfigured,
     ToolCallBegin,
     WarningEvent,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from nbagent.kit.notebook_server import NotebookServerHandle
     from nbagent.sandbox import SandboxMode, SandboxPolicy
     from nbagent.tools.notebook import NotebookTools
+    from nbagent.tools.patch import PatchTools
     from nbagent.tools.shell import ShellTools
 
 T = TypeVar("T")
@@ -75,6 +77,8 @@ class KernelAgent:
         """What ``%agent serve`` is serving, until ``--stop``."""
         self.notebook_tools: NotebookTools | None = None
         """The session's ``NotebookTools`` (``None`` with a custom session factory)."""
+        self.patch_tools: PatchTools | None = None
+        """The session's ``apply_patch`` (``None`` with a custom session factory)."""
         self.shell_tools: ShellTools | None = None
         """The session's ``shell`` tool (``None`` with a custom session factory)."""
         self.config: Config | None = None
@@ -115,7 +119,17 @@ class KernelAgent:
         policy = shell_policy(self.config)
         self.shell_tools = ShellTools(policy)
         session.add_provider(self.shell_tools)
-        session.add_provider(PatchTools.within(policy))
+        self.patch_tools = PatchTools.within(policy)
+        session.add_provider(self.patch_tools)
+
+    async def preview(self, tool: str, arguments: dict[str, Any]) -> list[PatchChange]:
+        """What a call of one of this kernel's own tools would change now: an approval panel's
+        edited arguments diffed again. Nothing for another source's tool."""
+        for provider in (self.notebook_tools, self.patch_tools):
+            spec = next((s for s in provider.list_tools() if s.name == tool), None) if provider is not None else None
+            if provider is not None and spec is not None:
+                return await provider.preview(spec, arguments)
+        return []
 
     def turn_sandbox(self, mode: SandboxMode | None) -> SandboxPolicy | None:
         """The sandbox of a turn's ``shell`` commands in ``mode`` (``%%agent --sandbox``), with

@@ -1,14 +1,18 @@
 """The approval panel: everything needed to decide on one tool call, and the five decisions.
 
 The arguments are editable JSON, checked against the tool's input schema before an approval is
-sent, so what runs is exactly what the user saw and accepted. After a decision (here, through
+sent, so what runs is exactly what the user saw and accepted. A call that changes a file or a
+notebook cell shows the change as a diff against what is there now; an edit of its arguments
+diffs again (``preview``: the front end's way to ask the tool's source). After a decision (here, through
 ``%agent approve``, a timeout or an interrupt) the panel collapses to a one-line record and its
 buttons stop working.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import ipywidgets as W
@@ -17,8 +21,16 @@ from nbagent.calls.arguments import TOO_DEEP
 from nbagent.core.approval import edit_problems
 from nbagent.notebook.buttons import answer_button, on_answer
 from nbagent.notebook.callbacks import guarded
+from nbagent.notebook.diffview import changes_html
 from nbagent.notebook.html import COLORS, badge, esc, muted, pre
-from nbagent.protocol import DECISIONS_THAT_RUN, ApprovalDecision, ApprovalRequested, ApprovalResolved, Decision
+from nbagent.protocol import (
+    DECISIONS_THAT_RUN,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    Decision,
+    PatchChange,
+)
 from nbagent.protocol.ops import Submit
 from nbagent.textsafe import describe_for_display, visible_json
 
@@ -29,6 +41,8 @@ DECISION_TEXT: dict[str, str] = {
     "deny": "denied",
     "abort": "turn aborted",
 }
+Preview = Callable[[str, dict[str, Any]], Awaitable[list[PatchChange]]]
+"""What a call of the named tool with these arguments would change, read now."""
 BY_TEXT = {"user": "by you", "policy": "by policy", "remembered": "remembered", "timeout": "timed out", "interrupt": "interrupted"}
 
 
@@ -51,9 +65,13 @@ def annotation_badges(event: ApprovalRequested) -> str:
 
 
 class ApprovalPanel:
-    def __init__(self, event: ApprovalRequested, submit: Submit) -> None:
+    def __init__(self, event: ApprovalRequested, submit: Submit, preview: Preview | None = None) -> None:
         self.event = event
         self._submit = submit
+        self._preview = preview
+        self._diffing: asyncio.Task[None] | None = None
+        self._diffed = ""
+        """The arguments text the shown diff is of."""
         self.resolved: ApprovalResolved | None = None
         self.sent: Decision | None = None
         title = describe_for_display(event.title or event.raw_tool or event.tool)  # names are server text
@@ -82,6 +100,11 @@ class ApprovalPanel:
             description="arguments",
             layout=W.Layout(width="95%", height=f"{min(16, 2 + shown.count(chr(10)))}em"),
         )
+        self.diff = W.HTML(changes_html(event.changes), layout=W.Layout(display="" if event.changes else "none"))
+        """The call's changes as a diff against what is there now, coloured, long ones folded."""
+        self._diffed = self.arguments.value
+        if event.changes and preview is not None:
+            self.arguments.observe(lambda _: self._rediff(), names="value")
         self.problems = W.HTML()
         self.reason = W.Text(
             placeholder="reason told to the model (optional)",
@@ -101,7 +124,7 @@ class ApprovalPanel:
             on_answer(button, on_click(lambda d=decision: self.decide(d)))
         self.record = W.HTML(layout=W.Layout(display="none"))
         self.body = W.VBox(
-            [self.identity, self.info, self.arguments, self.problems, W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")), self.reason]
+            [self.identity, self.info, self.diff, self.arguments, self.problems, W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")), self.reason]
         )
         self.embedded = False
         self.widget = W.VBox(
@@ -124,6 +147,29 @@ class ApprovalPanel:
 
     def _show_problem(self, html: str) -> None:
         self.problems.value = html
+
+    def _rediff(self) -> None:
+        """Diff the edited arguments again: one reading at a time, then the latest text."""
+        if self._diffing is not None and not self._diffing.done():
+            return  # the running one looks again when it ends
+        self._diffing = asyncio.ensure_future(self._diff_latest())
+
+    async def _diff_latest(self) -> None:
+        assert self._preview is not None
+        while self._diffed != (text := self.arguments.value) and self.resolved is None and self.sent is None:
+            self._diffed = text
+            try:
+                arguments = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                continue  # not JSON yet: the approval says why if it is sent so
+            if not isinstance(arguments, dict):
+                continue
+            try:
+                html = changes_html(await self._preview(self.event.tool, arguments))
+            except Exception as exc:  # a change that cannot be read: say why, keep the panel
+                html = f"<div style='color:{COLORS['warn']}'>the edited call's change cannot be shown: {esc(exc)}</div>"
+            if self.arguments.value == text:
+                self.diff.value = html or muted("no change")
 
     def edited_arguments(self) -> tuple[dict[str, Any] | None, list[str]]:
         try:

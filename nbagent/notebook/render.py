@@ -33,7 +33,7 @@ from nbagent.kit.turn import (
     Warned,
     header_text,
 )
-from nbagent.notebook.approval import ApprovalPanel
+from nbagent.notebook.approval import ApprovalPanel, Preview
 from nbagent.notebook.bridge import get_bridge, running_cell_id
 from nbagent.notebook.callbacks import guarded
 from nbagent.notebook.elicitation import ElicitationForm
@@ -57,9 +57,12 @@ class WidgetTurn:
         note: str | None = None,
         interval: float = DEFAULT_INTERVAL,
         render_text: bool = True,
+        preview: Preview | None = None,
         **header: Unpack[Header],
     ) -> None:
         self._submit = submit
+        self._preview = preview
+        """How an approval panel diffs edited arguments again (the kernel's own tools)."""
         self._stop = stop or (lambda: submit(Interrupt(reason="stopped from the turn's Stop button")))
         self._interval = interval
         self._render_text = render_text
@@ -180,7 +183,7 @@ class WidgetTurn:
         elif part == "asked" and card.approval is not None and card.approval.ask is not None:
             # One card per call: the panel goes inside the call's card (a call begins before it
             # asks), standing on its own only for a call this view never saw begin.
-            panel = self.approvals[card.call_id] = ApprovalPanel(card.approval.ask, self._submit)
+            panel = self.approvals[card.call_id] = ApprovalPanel(card.approval.ask, self._submit, self._preview)
             if shown is None:
                 self._add(panel.widget)
                 return

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Unpack
 
 from nbagent.core.context import describe as describe_compaction
+from nbagent.kit.diffview import changes_text
 from nbagent.kit.turn import (
     Card,
     CardChanged,
@@ -190,7 +191,8 @@ class TextTurn:
             f"? approval needed for {self.model.card(e.call_id).label} (model name {e.tool})"
             f"{' [' + ', '.join(flags) + ']' if flags else ''}: {e.reason}\n"
             f"  arguments: {json.dumps(e.arguments, ensure_ascii=False)}\n"
-            f"  answer: %agent approve {one_line(e.call_id)}   |   %agent deny {one_line(e.call_id)} [reason]"
+            + (f"{changes_text(e.changes)}\n" if e.changes else "")
+            + f"  answer: %agent approve {one_line(e.call_id)}   |   %agent deny {one_line(e.call_id)} [reason]"
         )
         if self._prompt is not None:
             asyncio.get_running_loop().call_soon(self._ask_approval, e)

@@ -8,11 +8,11 @@ so loading the extension does not pay for ipywidgets.
 from __future__ import annotations
 
 import os
-from typing import Protocol, Unpack
+from typing import Any, Protocol, Unpack
 
 from nbagent.kit.turn import Header
 from nbagent.notebook.frontend_kind import Frontend
-from nbagent.protocol import Event, Op
+from nbagent.protocol import Event, Op, PatchChange
 
 HEADLESS_ASK_TIMEOUT = float(os.environ.get("NBAGENT_HEADLESS_ASK_TIMEOUT", "60"))
 """Seconds an ask of a headless turn waits before it is settled as unanswered (by timeout)."""
@@ -46,6 +46,8 @@ class TurnHost(Protocol):
 
     def stop(self, turn_id: str | None = None) -> bool: ...
 
+    async def preview(self, tool: str, arguments: dict[str, Any]) -> list[PatchChange]: ...
+
 
 def show_turn(agent: TurnHost, header: Header, *, turn_id: str | None, wait: bool = False, note: str | None = None) -> TurnDisplay:
     """Make and show the display of the turn ``turn_id`` in the running cell; ``turn_id=None`` is
@@ -61,7 +63,7 @@ def show_turn(agent: TurnHost, header: Header, *, turn_id: str | None, wait: boo
         from nbagent.notebook.render import WidgetTurn
 
         stop = (lambda: agent.stop(turn_id)) if turn_id is not None else None
-        view = WidgetTurn(lambda o: agent.submit(o), stop=stop, note=note, **header)
+        view = WidgetTurn(lambda o: agent.submit(o), stop=stop, note=note, preview=agent.preview, **header)
         if turn_id is None:
             view.status.value = "calls from outside agents appear here"
             view.stop_button.layout.display = "none"

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 
+from nbagent.kit.diffview import changes_text
 from nbagent.protocol import (
     ApprovalDecision,
     ApprovalRequested,
@@ -58,7 +59,8 @@ class Ask:
 
 
 def approval_message(event: ApprovalRequested) -> str:
-    """What the outer user reads: the tool, where it comes from, why, and the exact arguments."""
+    """What the outer user reads: the tool, where it comes from, why, the exact arguments, and
+    what it would change (a file's or a cell's diff, long ones cut)."""
     where = f" from MCP server {event.server!r} (tool {event.raw_tool!r})" if event.server else ""
     # The model's arguments may carry bidi controls from untrusted text: show them, never apply them.
     args = describe_for_display(json.dumps(event.arguments, ensure_ascii=False, sort_keys=True))
@@ -72,6 +74,8 @@ def approval_message(event: ApprovalRequested) -> str:
         lines.append(f"Tool description (untrusted): {one_line(event.description[:500])}")
     if event.changed:
         lines.append(f"Changed since last approval: {event.changed}")
+    if event.changes:
+        lines.append("What it would change, diffed against what is there now:\n" + changes_text(event.changes))
     return "\n".join(lines)
 
 

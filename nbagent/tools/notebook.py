@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nbagent.core.function_tools import argument_errors, own_tool_spec
 from nbagent.core.provider import ToolProvider
-from nbagent.protocol import CallInfo, TextBlock, ToolAnnotations, ToolResult, ToolSpec
+from nbagent.protocol import CallInfo, PatchChange, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
     CellInfo,
@@ -50,6 +50,7 @@ from nbagent.protocol.bridge import (
 )
 from nbagent.protocol.tools import ProgressFn
 from nbagent.schema import sanitize_schema
+from nbagent.tools.cell_diff import inserted, replaced
 
 
 class BridgeClient(Protocol):
@@ -263,6 +264,26 @@ class NotebookTools(ToolProvider):
             return await handler(args, call)
         except BridgeError as exc:
             return ToolResult.error(f"{spec.name} failed: {exc}")
+
+    async def preview(self, spec: ToolSpec, arguments: dict[str, Any]) -> list[PatchChange]:
+        """``replace_cell`` as its cell's source diffed against the notebook now (unsaved edits
+        included, through the extension), ``insert_cell`` as the lines it adds."""
+        if spec.name not in ("replace_cell", "insert_cell"):
+            return []
+        try:
+            args = _TOOLS[spec.name][0].model_validate(arguments)
+        except ValidationError as exc:
+            raise ValueError(f"bad arguments: {argument_errors(exc)}") from None
+        if isinstance(args, InsertCellArgs):
+            return [inserted(args.source, args.cell_type)]
+        assert isinstance(args, ReplaceCellArgs)
+        notebook = await self.snapshot()
+        if notebook is None:
+            raise ValueError("the notebook cannot be read here (no extension, no saved file)")
+        cell = next((c for c in notebook.cells if c.id == args.cell_id), None)
+        if cell is None:
+            raise ValueError(f"the notebook has no cell with id {args.cell_id!r}")
+        return [replaced(cell, args.source)]
 
     async def snapshot(self) -> ReadNotebookResponse | None:
         """The notebook as it is now, without outputs' text beyond errors: through the extension

@@ -146,6 +146,19 @@ class PatchTools(ToolProvider):
         return ToolResult(content=[TextBlock(text=summary)], structured=structured)
 
 
+    async def preview(self, spec: ToolSpec, arguments: dict[str, Any]) -> list[PatchChange]:
+        """Every file's change, planned against the files as they are now, nothing written; a
+        patch that would not apply says why (the call would fail the same way)."""
+        text = arguments.get("input")
+        if spec.name != NAME or not isinstance(text, str):
+            return []
+        try:
+            plan = await asyncio.to_thread(plan_patch, text, self.workspace, self.roots, denied=self.denied)
+        except PatchError as exc:
+            raise ValueError(f"the patch does not apply: {exc}") from None
+        return [_event_change(c) for c in plan.changes]
+
+
 def _event_change(change: FileChange) -> PatchChange:
     return PatchChange(
         kind=change.kind, path=change.path, move_path=change.move_path, unified_diff=change.diff,
