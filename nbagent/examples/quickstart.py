@@ -64,6 +64,7 @@ if nobody_clicks():                 # headless, or the executor that renders the
                          "optimizer": "adam", "tags": ["nlp"]},
             ))
     session.subscribe(answer)
+    nb.answers_asks()               # tell the kernel: this code answers, so the cells ask it
     print("nobody clicks here: this cell answers the approvals and the question")'''
 
 CELLS: list[tuple[CellKind, str]] = [
@@ -93,8 +94,8 @@ their status appears below."""),
 
 In a browser you answer approvals and questions with buttons. When this notebook runs headless
 (`nbagent demo`, CI), no one can click — the next cell answers through the Python API with the
-same ops the buttons send. In a browser it does nothing. (Without any `--policy`, a headless
-`%%agent` would use `never`: calls that need approval are declined, never left hanging.)"""),
+same ops the buttons send. In a browser it does nothing. (With no notebook UI and no code that
+answers, `%%agent` declines each call that needs approval at once: nothing is left hanging.)"""),
     ("code", HEADLESS),
     ("markdown", """## 4. A first turn
 

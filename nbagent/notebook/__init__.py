@@ -2,7 +2,7 @@
 
 ``session()`` gives notebook code the kernel's ``Session`` (the same one ``%%agent`` uses),
 ``frontend()`` says whether a person can click (``widgets``), read (``text``) or nobody is there
-(``headless``).
+(``headless``); ``answers_asks()`` says the notebook's own code answers in a person's place.
 """
 
 from __future__ import annotations
@@ -40,4 +40,15 @@ def headless() -> bool:
     return frontend() == "headless"
 
 
-__all__: list[Any] = ["frontend", "headless", "ready", "session"]
+def answers_asks(on: bool = True) -> None:
+    """Say that this notebook's code answers approvals and questions: a subscriber that submits
+    ``ApprovalDecision`` / ``ElicitationResponse`` (an autopilot). With no notebook UI (nbconvert,
+    papermill, nbclient) a ``%%agent`` turn then puts its asks to that code, each waiting at most
+    ``$NBAGENT_HEADLESS_ASK_TIMEOUT`` s; without it, every ask is declined at once. Either way
+    the turn keeps the notebook's own policy."""
+    from nbagent.notebook.extension import get_agent
+
+    get_agent().code_answers = on
+
+
+__all__: list[Any] = ["answers_asks", "frontend", "headless", "ready", "session"]

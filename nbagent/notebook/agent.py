@@ -88,6 +88,10 @@ class KernelAgent:
         """Turn ids of calls made from outside any model turn (``Session.call_tool``)."""
         self.context_on = False
         """The model sees the notebook's cells and the kernel's names (``%agent context on``)."""
+        self.code_answers = False
+        """Notebook code answers this kernel's approvals and questions (``nbagent.notebook.answers_asks``,
+        the walkthroughs' autopilot): with no notebook UI, a turn asks only then; else it declines
+        each ask at once."""
 
     # -- the session -----------------------------------------------------------------------
 

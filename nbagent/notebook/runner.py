@@ -61,8 +61,19 @@ def header(agent: KernelAgent, op: UserTurn, thread: str) -> Header:
     return Header(model_label=label, scripted=scripted, thread=thread, policy=policy, context=agent.context_on)
 
 
+def headless_note(code_answers: bool) -> str:
+    """What a turn with no notebook UI does with its asks. The policy stays the notebook's own
+    (its config, or ``--policy``): only who can answer differs."""
+    if code_answers:
+        return ("no notebook UI detected: this notebook's code answers approvals and questions"
+                f" (nbagent.notebook.answers_asks); one it leaves is declined after {HEADLESS_ASK_TIMEOUT:g} s")
+    return ("no notebook UI detected and no code in this notebook answers (nbagent.notebook.answers_asks):"
+            " a call that needs approval, or a server's question, is declined at once")
+
+
 def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
-    """Parse, decide wait/policy for this front end, and display the turn's view (in the cell)."""
+    """Parse, decide wait and who can answer for this front end, and display the turn's view (in
+    the cell). A headless run (nbconvert, papermill, nbclient) keeps the notebook's own policy."""
     try:
         options = parse_cell_line(line)
         goal = interpolate(body, agent.shell.user_ns) if options.interpolate else body
@@ -76,30 +87,25 @@ def prepare(agent: KernelAgent, line: str, body: str) -> PreparedTurn | None:
     frontend = agent.frontend()
     notes: list[str] = []
     wait = options.wait
-    policy = options.policy
+    interactive: bool | None = None
     if frontend == "headless":
         if not wait:
             notes.append("no notebook UI detected: waiting for the turn in this cell")
         wait = True
-        if policy is None:
-            policy = "never"
-            notes.append("no notebook UI detected and no --policy given: policy 'never' (calls that need approval are declined)")
-        elif policy != "never":
-            notes.append(
-                f"no notebook UI detected: an approval or a question waits {HEADLESS_ASK_TIMEOUT:g} s for an answer from Python"
-                " (session.submit) and is then declined"
-            )
+        interactive = agent.code_answers
     if options.sandbox is not None:
         notes.append(f"sandbox {options.sandbox} for this turn's shell commands (MCP servers keep the sandbox they started in)")
     if frontend == "text" and not wait:
         wait = True  # a terminal runs the event loop only while a cell runs
     op = UserTurn(
-        prompt=goal, entry="magic", model=options.model, policy=policy,
-        ask_timeout_sec=HEADLESS_ASK_TIMEOUT if frontend == "headless" else None,
+        prompt=goal, entry="magic", model=options.model, policy=options.policy, interactive=interactive,
+        ask_timeout_sec=HEADLESS_ASK_TIMEOUT if interactive else None,
     )
     now = agent.session.snapshot() if agent.session is not None else None
     thread = options.thread or (now.thread_name or now.thread_id if now else "new")
     shown = header(agent, op, str(thread))
+    if interactive is not None and shown["policy"] != "never":  # under never the header says it all
+        notes.append(headless_note(interactive))
     view = show_turn(agent, shown, turn_id=op.turn_id, wait=wait, note="; ".join(notes) or None)
     return PreparedTurn(op, options, view, wait, frontend)
 

@@ -77,11 +77,11 @@ async def test_a_headless_turn_names_the_scripted_model_it_runs(replay: str, tmp
     agent.frontend_override = "headless"
     try:
         turn = prepare(agent, f"-m replay:{other}", "say something")
-        assert turn is not None and turn.wait and turn.op.policy == "never"
+        assert turn is not None and turn.wait and turn.op.policy is None and turn.op.interactive is False
         assert (await drive(agent, turn)).msg.type == "turn_completed"
         header, note, *said = turn.view.lines  # type: ignore[attr-defined]
-        assert "scripted replay: other.json" in header and "thread counted" in header and "policy never" in header
-        assert "no notebook UI detected" in note and "from the other script" in said
+        assert "scripted replay: other.json" in header and "thread counted" in header and "policy on-request" in header
+        assert "no notebook UI detected" in note and "declined at once" in note and "from the other script" in said
     finally:
         await agent.close()
 

@@ -96,24 +96,32 @@ def test_background_turn_returns_at_once_and_text_approve_resolves_the_panel(mak
     assert any("approved once" in w.state.get("value", "") for w in kernel.find("HTMLModel"))
 
 
-def test_headless_run_uses_never_and_says_so(make_kernel):
+def test_headless_run_with_nobody_answering_keeps_its_policy_and_declines_at_once(make_kernel):
+    """No notebook UI and no code that answers: the config's policy stays, and the call that needs
+    approval is declined at once (not after a wait), saying why."""
     kernel, record = make_kernel({"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Could not write."})
     reply = kernel.execute("%%agent\nWrite a hello note", ui=False, timeout=60)
     text = kernel.outputs(reply["parent_header"]["msg_id"])
     assert reply["content"]["status"] == "ok"
-    assert "policy 'never'" in text and "[turn completed]" in text and "Could not write." in text
+    assert "policy on-request" in text and "policy 'never'" not in text
+    assert "no code in this notebook answers (nbagent.notebook.answers_asks)" in text
+    assert "no front end is attached to ask: it was declined without running." in text
+    assert "[turn completed]" in text and "Could not write." in text
     assert executions(record) == []
 
 
 def test_headless_run_with_an_explicit_policy_says_how_long_an_ask_waits_then_declines(make_kernel, tmp_path):
+    """Code that said it answers (``answers_asks``) but leaves an ask: it waits the headless
+    bound, then is settled by timeout, never as anyone's decision."""
     kernel, record = make_kernel(
         {"text": "Writing.", "tool_calls": [WRITE]}, {"text": "Could not write."},
         env={"NBAGENT_HEADLESS_ASK_TIMEOUT": "0.5"},
     )
+    kernel.execute("import nbagent.notebook; nbagent.notebook.answers_asks()", ui=False)
     reply = kernel.execute("%%agent --policy on-request\nWrite a hello note", ui=False, timeout=60)
     text = kernel.outputs(reply["parent_header"]["msg_id"])
     assert reply["content"]["status"] == "ok"
-    assert "waits 0.5 s for an answer from Python (session.submit) and is then declined" in text
+    assert "this notebook's code answers approvals and questions (nbagent.notebook.answers_asks); one it leaves is declined after 0.5 s" in text
     assert "deny (timeout) — No answer within 0.5 s." in text and "Could not write." in text
     assert executions(record) == []
     (rollout,) = (tmp_path / "home" / "threads").glob("*.jsonl")

@@ -41,6 +41,18 @@ SANDBOX_FILES = (
 """The Codex files beyond ``SEED_FILES`` the sandbox walkthrough names: the lesson's files pass
 the sandbox along to a server, these define its policies and enforce them."""
 
+WHO_ANSWERS: list[tuple[CellKind, str]] = [
+    ("markdown", """**Who answers the approval panels:** this notebook's own autopilot, as its cells below
+spell out, so a run ends the same in JupyterLab, Notebook 7, `jupyter nbconvert --execute`,
+papermill or CI. To click each panel yourself, set `AUTOPILOT = False` and run the notebook in
+JupyterLab or Notebook 7 (papermill: `-p AUTOPILOT False`). Run with no notebook UI and the
+autopilot off, nobody can answer: each call that needs approval is declined at once, under the
+notebook's own policy, and the check cells stop the run where the story then differs."""),
+    ("code", "AUTOPILOT = True   # True: this notebook answers its own panels; False: you click them"),
+]
+"""Put before a walkthrough's first code cell: the one switch that says who answers, read by
+``kit.autopilot(..., on=AUTOPILOT)`` (tagged ``parameters`` for papermill)."""
+
 PLACEHOLDER = "answer = ..."
 """The line of an exercise cell the reader replaces with an answer."""
 
@@ -61,14 +73,21 @@ class Walkthrough:
     files: tuple[str, ...] = ()
     """Files beside this module the notebook reads (replay scripts): they must ship with it."""
 
+    def notebook_cells(self) -> list[tuple[CellKind, str]]:
+        """``cells`` with ``WHO_ANSWERS`` before the first code cell: the notebook's cells."""
+        first = next(index for index, (kind, _) in enumerate(self.cells) if kind == "code")
+        return [*self.cells[:first], *WHO_ANSWERS, *self.cells[first:]]
+
     def build(self) -> nbformat.NotebookNode:
-        nb = build_notebook(self.cells, self.name)
+        nb = build_notebook(self.notebook_cells(), self.name)
         nb.metadata["nbagent"] = {"walkthrough": self.name, "title": self.title}
+        switch = next(cell for cell in nb.cells if cell.source == WHO_ANSWERS[1][1])
+        switch.metadata["tags"] = ["parameters"]
         return nb
 
     def exercise_index(self) -> int:
-        """The index of the exercise cell (the code cell holding ``PLACEHOLDER``)."""
-        for index, (kind, source) in enumerate(self.cells):
+        """The index of the exercise cell in the notebook (the code cell holding ``PLACEHOLDER``)."""
+        for index, (kind, source) in enumerate(self.notebook_cells()):
             if kind == "code" and PLACEHOLDER in source.splitlines():
                 return index
         raise ValueError(f"walkthrough {self.name}: no code cell has the line {PLACEHOLDER!r}")

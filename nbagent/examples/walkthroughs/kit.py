@@ -1,5 +1,6 @@
-"""What a walkthrough's cells import: a scratch workspace, an autopilot for runs nobody clicks
-through, a tap on the model's requests, and the exercise check.
+"""What a walkthrough's cells import: a scratch workspace, the autopilot that answers the panels
+(on unless the notebook's ``AUTOPILOT`` cell says otherwise), a tap on the model's requests, and the
+exercise check.
 
 Kept small and visible on purpose: a reader should be able to open this file from a cell and see
 there is no trick in it.
@@ -56,11 +57,19 @@ def nobody_clicks() -> bool:
     return os.environ.get(AUTOPILOT_ENV) == "1" or nb.headless()
 
 
-def autopilot(session: Session, answer: Callable[[Any], Any | None]) -> bool:
-    """When nobody clicks, answer each approval and question with ``answer(msg)``: an
-    ``ApprovalDecision`` / ``ElicitationResponse`` (the very ops the buttons send) or None to leave
-    it. Returns whether the autopilot is on."""
-    if not nobody_clicks():
+def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool) -> bool:
+    """When ``on`` (the notebook's ``AUTOPILOT`` cell), answer each approval and question with
+    ``answer(msg)``: an ``ApprovalDecision`` / ``ElicitationResponse`` (the very ops the buttons
+    send) or None to leave it; and tell the kernel so (``nbagent.notebook.answers_asks``), since
+    with no notebook UI it declines every ask at once unless notebook code answers. Off, a person
+    clicks; print what that means here. Returns ``on``."""
+    import nbagent.notebook as nb
+
+    if not on:
+        who = ("no notebook UI here, so nobody can click: every call that needs approval, and every question, "
+               "is declined at once, and the check cells say where the story differs" if nb.headless()
+               else "you answer each approval panel and question by clicking")
+        print(f"autopilot off: {who}")
         return False
 
     def on_event(event: Event) -> None:
@@ -70,6 +79,7 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None]) -> bool:
                 session.submit(op)
 
     session.subscribe(on_event)
+    nb.answers_asks()
     return True
 
 
@@ -86,6 +96,15 @@ def model_requests(session: Session) -> list[ModelRequest]:
 
     model.stream = recording  # type: ignore[method-assign]  # records what the walkthrough's model is asked
     return requests
+
+
+def claim(holds: bool, said: str, *, otherwise: str) -> None:
+    """Back a sentence of the prose with this run: print ``said`` when it ``holds``; else fail the
+    notebook, saying what the run did instead (``otherwise``), so no text claims an outcome the
+    run did not have."""
+    if not holds:
+        raise AssertionError(f"The text above says {said}, but in this run {otherwise}.")
+    print(f"checked: {said}")
 
 
 def check(answer: Any, expected: Any, *, hint: str, why: str) -> None:

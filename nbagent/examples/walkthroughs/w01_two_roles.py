@@ -29,7 +29,7 @@ await session.perform(ListMcpTools())          # the demo server is started in t
 def approve(msg):                      # what the Approve button sends, when nobody clicks
     if msg.type == "approval_requested":
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
-autopilot(session, approve)
+autopilot(session, approve, on=AUTOPILOT)
 
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 begins = []

@@ -25,7 +25,7 @@ from nbagent.protocol import ApprovalDecision, ListMcpTools
 session = await nb.ready()
 await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
-          if msg.type == "approval_requested" else None)
+          if msg.type == "approval_requested" else None, on=AUTOPILOT)
 
 requests = model_requests(session)   # a tap: every request the runtime builds for the model
 

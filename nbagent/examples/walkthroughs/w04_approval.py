@@ -38,7 +38,7 @@ def click(msg):
         return None
     decision = "deny" if msg.changed else CLICKS.get(msg.raw_tool, "deny")
     return ApprovalDecision(call_id=msg.call_id, decision=decision)
-autopilot(session, click)
+autopilot(session, click, on=AUTOPILOT)
 
 requests = model_requests(session)               # a tap: every model request of this session
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''import os
-from nbagent.examples.walkthroughs.kit import AUTOPILOT_ENV, workspace, autopilot, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
 
-# How long a question may wait: short when nobody clicks, a minute for a person in a browser.
-WAIT = 4 if os.environ.get(AUTOPILOT_ENV) == "1" else 60
+# How long a question may wait: short when the autopilot answers, a minute for you to click.
+WAIT = 4 if AUTOPILOT else 60
 CONFIG = f"""
 model = "replay:{data('05-elicitation.json')}"
 approval_policy = "full-auto"     # approvals are 04's subject: here every call runs
@@ -52,7 +51,7 @@ def respond(msg):
         asyncio.get_running_loop().call_later(after, session.submit, op)
         return None
     return op
-autopilot(session, respond)
+autopilot(session, respond, on=AUTOPILOT)
 
 asks, ends = [], []                                # every question asked, every call's end
 session.subscribe(lambda e: e.msg.type == "elicitation_requested" and asks.append(e))

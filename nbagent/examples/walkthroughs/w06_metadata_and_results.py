@@ -27,7 +27,7 @@ import nbagent.notebook as nb
 from nbagent.protocol import ListMcpTools
 session = await nb.ready()
 await session.perform(ListMcpTools())
-autopilot(session, lambda msg: None)    # nothing here asks: full-auto, and no questions
+autopilot(session, lambda msg: None, on=AUTOPILOT)    # nothing here asks: full-auto, and no questions
 
 progress = []                           # progress notifications, as nbagent routed them
 session.subscribe(lambda e: e.msg.type == "progress" and progress.append(e.msg))

@@ -32,7 +32,7 @@ from nbagent.protocol import ApprovalDecision, NewThread, ResumeThread
 
 session = await nb.ready()
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
-          if msg.type == "approval_requested" else None)
+          if msg.type == "approval_requested" else None, on=AUTOPILOT)
 
 events = []                          # every event from now on, exactly as front ends get them
 session.subscribe(events.append)

@@ -12,7 +12,7 @@ from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
-from nbagent.examples.walkthroughs.kit import autopilot, check, data, model_requests, workspace
+from nbagent.examples.walkthroughs.kit import autopilot, check, claim, data, model_requests, workspace
 
 CONFIG = f"""
 model = "replay:{data('08-fix-a-failing-test.json')}"   # a scripted model, offline
@@ -49,7 +49,7 @@ def answer(msg):
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
     return None
 
-print("autopilot:", autopilot(session, answer))
+print("autopilot:", autopilot(session, answer, on=AUTOPILOT))
 
 events = []                                  # every event, as the widgets get them
 session.subscribe(events.append)
@@ -85,7 +85,9 @@ print((project / "calc" / "core.py").read_text())
 env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider"], cwd=project,
                       env=env, capture_output=True, text=True, timeout=120)
-print("pytest, run by this notebook itself, exits with", done.returncode, "-", done.stdout.strip().splitlines()[-1])'''
+print("pytest, run by this notebook itself, exits with", done.returncode, "-", done.stdout.strip().splitlines()[-1])
+claim(done.returncode == 0, "the fix is on disk and the test is green",
+      otherwise="pytest still fails: the patch was not applied (see the approval recorded above)")'''
 
 TABLE = r'''from IPython.display import Markdown, display
 from nbagent.store import read_rollout
@@ -228,7 +230,9 @@ typed in by hand. Run the turn again and deny the patch, and the table changes w
 Only one of the agent's calls needed a **recorded decision** before it ran. Which one? Give the
 model-visible name, as a string."""),
     ("code", "answer = ..."),
-    ("code", r'''asked_for = {i.tool for i in session.snapshot().items if isinstance(i, ApprovalRecord)}
+    ("code", r'''claim(done.returncode == 0, "this exercise is about the run that fixed the test",
+      otherwise="the test still fails: run the turn again and approve the patch first")
+asked_for = {i.tool for i in session.snapshot().items if isinstance(i, ApprovalRecord)}
 check(answer, lambda a: {a} == asked_for,
       hint="look for the call with an `approval` item in the thread (the cell listing each call shows it)",
       why="apply_patch is marked destructive, so it waits for a decision, which is recorded before it runs; "

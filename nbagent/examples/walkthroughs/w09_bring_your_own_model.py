@@ -39,7 +39,8 @@ for name, toml in [("OpenAI, key set", OPENAI), ("Ollama", OLLAMA)]:
 print("replay:", type(client_for('model = "replay:script.json"', {})).__name__)'''
 
 SETUP = '''import os
-from nbagent.examples.walkthroughs.kit import workspace, autopilot, check
+from pathlib import Path
+from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, claim
 from nbagent.examples.openai_compatible_server import ScriptedChatServer
 
 # SCRIPTED replies, served over real HTTP in the Chat Completions wire format. Not a model.
@@ -49,7 +50,23 @@ REPLIES = [
         "name": "test-report", "text": "test_cancel_order fails: the order id arrives as a string."}}]},
     {"text": "Wrote the note `test-report` with the cause of the failure.", "usage": {"input_tokens": 420, "output_tokens": 14}},
 ]
-local = ScriptedChatServer(REPLIES).start()      # 127.0.0.1, a fresh bearer token
+NOT_WRITTEN = "The note was not written: the write was not approved, as the card above says."
+
+def wrote_note():
+    """Whether the demo server executed the write in this run (its own record says)."""
+    record = Path("calls.jsonl")
+    return record.is_file() and '"write_note"' in record.read_text()
+
+class BranchingScript(ScriptedChatServer):
+    """Still a script, not a model: its last reply says what happened to the write, as a replay
+    script's branches pick a reply by the previous call's outcome."""
+    def next_reply(self, body):
+        reply = super().next_reply(body)
+        if reply is REPLIES[-1] and not wrote_note():
+            return {**reply, "text": NOT_WRITTEN}
+        return reply
+
+local = BranchingScript(REPLIES).start()         # 127.0.0.1, a fresh bearer token
 os.environ["LOCAL_MODEL_KEY"] = local.token      # where env_key below tells nbagent to look
 
 CONFIG = f"""
@@ -68,7 +85,8 @@ args = ["-m", "nbagent.examples.demo_server", "--dir", "notes", "--record", "cal
 trusted = true
 """
 work = workspace("09-bring-your-own-model", CONFIG)
-(work / "calls.jsonl").unlink(missing_ok=True)    # the server's record starts empty on every run'''
+(work / "calls.jsonl").unlink(missing_ok=True)    # the server's record starts empty on every run
+(work / "notes" / "test-report.md").unlink(missing_ok=True)   # and there is no report yet'''
 
 READY = '''import nbagent.notebook as nb
 from nbagent.protocol import ApprovalDecision, ListMcpTools
@@ -76,7 +94,7 @@ from nbagent.protocol import ApprovalDecision, ListMcpTools
 session = await nb.ready()
 await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
-          if msg.type == "approval_requested" else None)
+          if msg.type == "approval_requested" else None, on=AUTOPILOT)
 http_model = session.model_client()
 print(type(http_model).__name__, "|", http_model.label)   # nbagent cannot tell the server is scripted'''
 
@@ -198,6 +216,8 @@ client talks to it over a real socket. The tools come from the real demo MCP ser
     ("code", READY),
     ("markdown", "Our running example, fixing a failing test: the model lists the notes, then writes a test report, which asks for approval (the autopilot approves when nobody clicks)."),
     ("code", "%%agent --wait\nThe order tests fail and there is no test report yet. Write one as a note."),
+    ("code", '''claim(wrote_note(), "the write was approved and the note written",
+      otherwise="the write was declined, so no note exists; this walkthrough records an approved write")'''),
     ("markdown", """## "What the model saw" vs what the server sent
 
 The HTTP server kept every request body: the history as Chat Completions messages, the tools

@@ -80,7 +80,7 @@ await session.perform(ListMcpTools())
 asked = []                       # every approval asked, whoever answers it
 session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="deny")
-          if msg.type == "approval_requested" else None)
+          if msg.type == "approval_requested" else None, on=AUTOPILOT)
 
 names = {(spec.server, spec.raw_name): spec.name for spec in session.snapshot().tools if spec.server}
 
