@@ -370,7 +370,7 @@ def _home(config: Config) -> Path:
     home = config.home_path
     if home.exists() and not home.is_dir():
         raise BadInput(f"home {home} is not a folder (set by $NBAGENT_HOME or the 'home' key)")
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # threads, index and logs: the user's alone
     return home
 
 

@@ -79,7 +79,7 @@ def locked(path: Path) -> Iterator[Path]:
     process, so a crash never leaves the file locked; a waiter that locked a lock file removed
     meanwhile locks the current one instead."""
     path = edited_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new folder is nbagent's home, private
     lock = path.parent / f".{path.name}.lock"
     while True:
         fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o600)

@@ -149,6 +149,8 @@ class ThreadStore:
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home).expanduser()
         self.threads_dir = self.home / THREADS_DIR
+        # Made private: the index, checkpoints and server logs beside the 0600 rollouts are the user's alone.
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.threads_dir.mkdir(parents=True, exist_ok=True)
         self.warnings: list[str] = []
         self._lock = threading.RLock()
