@@ -34,7 +34,7 @@ from typing import Any
 
 from nbagent.config import ApprovedDefinition
 from nbagent.core.bus import EventBus
-from nbagent.core.pending import PendingAsks, Record, Resolution
+from nbagent.core.pending import PendingAsks, Record, Resolution, no_one_to_answer
 from nbagent.mcp.checks import argument_problems
 from nbagent.protocol import (
     DECISIONS_THAT_RUN,
@@ -253,6 +253,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         reason = ask_reason(spec, policy, remembered, always_stale=what is not None, escalated=escalated)
         if reason is None and not remembered:
             return ApprovalOutcome("approve", "policy", arguments)  # needs no approval: nothing to record
+        asked = reason is not None and no_one_to_answer(policy, interactive) is None  # a person will see it
         request = ApprovalRequested(
             call_id=call_id,
             tool=spec.name,
@@ -265,7 +266,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             annotations=spec.annotations,
             reason=reason or "",
             changed=changed,
-            changes=await self._changes(spec, preview, turn_id) if reason is not None else [],
+            changes=await self._changes(spec, preview, turn_id) if asked else [],
         )
         self._specs[call_id] = spec
         try:

@@ -36,6 +36,7 @@ from nbagent.server.asks import Ask
 from nbagent.server.forward import Forwarder
 from nbagent.server.overrides import NO_OVERRIDES, Overrides, at_least_as_strict, check_overrides
 from nbagent.store import ThreadStore
+from nbagent.tools import PatchTools, shell_policy
 
 
 class TurnRunning(Exception):
@@ -282,6 +283,7 @@ class SessionPool:
     async def _own(self, kwargs: dict[str, Any], ready: asyncio.Future[Session], close: asyncio.Event) -> None:
         try:
             async with Session(**kwargs) as session:
+                session.add_provider(PatchTools.within(shell_policy(kwargs["config"])))  # as ``codex mcp-server`` has it
                 ready.set_result(session)
                 await close.wait()
         except BaseException as exc:
