@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nbagent import cli_inspect, cli_mcp, cli_trust, signals
+from nbagent import cli_inspect, cli_mcp, cli_trust, cli_undo, signals
 from nbagent._version import __version__
 from nbagent.config import Config, ConfigError, load_config
 from nbagent.config.trust import Unread
@@ -432,6 +432,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
                    add_help=False)
     sub.add_parser("mcp-server", help="serve nbagent as an MCP server (see: nbagent mcp-server --help)", add_help=False)
     trust = cli_trust.add_parser(sub)
+    undo = cli_undo.add_parser(sub)
     demo = sub.add_parser(
         "demo", help="run the quickstart walkthrough offline",
         description="Run the quickstart notebook offline (a scripted model, a real MCP server), answering its "
@@ -439,7 +440,7 @@ def _parser() -> tuple[Parser, dict[str, Parser]]:
                     "the work folder a previous run left in the output folder is replaced.",
     )
     demo.add_argument("--output", default="build/demo", help="where the executed notebook goes")
-    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "trust": trust, "demo": demo, **offered}
+    return parser, {"run": run, "resume": resume, "compact": compact, "threads": threads, "export": export, "index": index, "tools": tools, "trust": trust, "undo": undo, "demo": demo, **offered}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -510,6 +511,8 @@ def _command(args: argparse.Namespace) -> int:
     if args.command in ("resources", "prompts"):
         with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
             return signals.run(_offered(args))
+    if args.command == "undo":
+        return signals.run(cli_undo.run(args))
     if args.command == "trust":
         print(folder_trust.run(args, args.cwd))
         return 0

@@ -31,7 +31,7 @@ FRONT_ENDS = ("nbagent", "nbagent.notebook", "nbagent.server", "nbagent.cli", "n
 # front end, using it as a person at a notebook does.
 FRONT_END_BRIDGES = {("nbagent", "nbagent.notebook.extension"), ("nbagent.examples.walkthroughs", "nbagent.notebook")}
 # calls/ holds what every tool call obeys, whatever its source: core/ and mcp/ both apply it.
-BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config", "nbagent.calls")
+BELOW_CORE = ("nbagent.mcp", "nbagent.models", "nbagent.store", "nbagent.schema", "nbagent.config", "nbagent.calls", "nbagent.checkpoint")
 
 
 @dataclass(frozen=True)

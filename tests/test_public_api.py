@@ -60,6 +60,7 @@ OPS = {
     "RestartMcpServer": "restart_mcp_server",
     "ResumeThread": "resume_thread",
     "Shutdown": "shutdown",
+    "Undo": "undo",
     "UserTurn": "user_turn",
 }
 USER_TURN_FIELDS = ["ask_timeout_sec", "entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
@@ -105,6 +106,7 @@ EVENTS = {
     "TurnCompleted": "turn_completed",
     "TurnFailed": "turn_failed",
     "TurnStarted": "turn_started",
+    "UndoCompleted": "undo_completed",
     "WarningEvent": "warning",
 }
 

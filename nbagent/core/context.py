@@ -55,7 +55,8 @@ COMPACT_INSTRUCTIONS = (
 )
 COMPACT_ASK = "Summarise the conversation above for your own continuation. Reply with the summary only."
 
-_SENT_TYPES = frozenset({"user_message", "assistant_message", "reasoning", "function_call", "function_call_output"})
+_SENT_TYPES = frozenset({"user_message", "assistant_message", "reasoning", "function_call", "function_call_output",
+                         "undo"})
 """What a wire client sends; the view keeps the other records too (a replay script branches on a
 call's approval), at no token cost."""
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from nbagent.config import Config, ConfigError, McpServerConfig
+from nbagent.core import checkpoints
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.context import compact, text_tokens, tools_tokens
 from nbagent.core.elicitation import ElicitationDesk
@@ -63,6 +64,7 @@ from nbagent.protocol import (
     ToolCallEnd,
     ToolSpec,
     TurnRecord,
+    Undo,
     UserTurn,
     WarningEvent,
     new_id,
@@ -278,6 +280,12 @@ Handler = Callable[[Any, Any], Awaitable[EventMsg] | EventMsg]
 """A coroutine, or a plain function for an op that only reads (its answer is emitted before
 ``submit`` returns, so a front end's synchronous command can show it)."""
 
+async def undo(session: Session, op: Undo) -> EventMsg:
+    if session._running:
+        raise OpFailed("a turn is running: undo after it ends (or interrupt it)")
+    return session._emit(await checkpoints.undo(session._thread, op))
+
+
 HANDLERS: dict[type[Any], Handler] = {
     OverrideTurnContext: override_turn_context,
     Compact: compact_now,
@@ -292,5 +300,6 @@ HANDLERS: dict[type[Any], Handler] = {
     ReadMcpOffers: read_mcp_offers,
     Inspect: inspect,
     CallTool: call_tool,
+    Undo: undo,
 }
 """The coroutine ops; ``UserTurn``, answers, ``Interrupt`` and ``Shutdown`` the session itself handles."""

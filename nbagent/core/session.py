@@ -45,7 +45,7 @@ from nbagent.core.snapshot import SessionSnapshot, frozen_map
 from nbagent.core.thread import ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.turn import TurnOutcome, run_turn
-from nbagent.core.turn_context import TurnContext, TurnSettings, TurnState, sooner
+from nbagent.core.turn_context import Checkpoints, TurnContext, TurnSettings, TurnState, sooner
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.mcp.sandboxed import permissions
 from nbagent.models.base import ModelClient, ModelError
@@ -459,6 +459,7 @@ class Session:
             asks=self._approvals, thread=self._thread, bus=self._bus, settings=TurnSettings.of(self._config, ask_timeout),
             instructions=instructions, servers_ready=self._servers.ready,
             preamble=self._turn_context, request_tools=self._request_tools,
+            checkpoints=Checkpoints(self._cwd, str(self._config.home_path)),
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self._interactive if interactive is None else interactive,
             state=TurnState(budget=ContextBudget.of(self._config, model_name) if model is not None else ContextBudget()),

@@ -16,6 +16,7 @@ from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.calls.events import events_to
 from nbagent.calls.trace import new_traceparent
 from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, SANDBOX_USED, escalation
+from nbagent.core.checkpoints import before_change
 from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import SEARCH_TOOL
 from nbagent.core.tool_output import to_model_output
@@ -279,6 +280,7 @@ async def execute_call(turn: TurnContext, call: FunctionCall, arguments: dict[st
         return _finish(turn, call, approved, "denied", started)
     if approved is not resolved.arguments and (refused := _withheld(resolved, approved)) is not None:
         return _finish(turn, call, refused, "denied", started)  # a person edited a secret in
+    await before_change(turn, resolved.spec)
     started = time.perf_counter()
     result = await _run(turn, call, resolved, approved)
     result = await _outside_after_denial(turn, call, resolved, approved, result)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.core.approval import known_safe
+from nbagent.core.checkpoints import settle
 from nbagent.core.context import Reason, compact, text_tokens, tools_tokens
 from nbagent.core.tool_call import AbortTurn, execute_call, recordable
 from nbagent.core.turn_context import TurnContext
@@ -276,22 +277,26 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
         reason = str(exc) if isinstance(exc, AbortTurn) else (turn.stop_reason() or "interrupted")
         turn.cancel_asks()
         _close_open_calls(turn, reason)
+        await settle(turn)
         turn.thread.write(TurnRecord(turn_id=tid, status="aborted", entry=op.entry, reason=reason))
         turn.emit(TurnAborted(reason=reason))
         return TurnOutcome(tid, "aborted", last_text, reason)
     except ModelError as exc:
         _close_open_calls(turn, str(exc))
+        await settle(turn)
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
         turn.emit(TurnFailed(message=str(exc), code=exc.code))
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
+        await settle(turn)
         message = turn.thread.redactor().text(f"internal error: {type(exc).__name__}: {exc}")  # it may quote a reply
         turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
         turn.emit(TurnFailed(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")
     if turn.state.usage.total_tokens:
         turn.emit(turn.state.usage)
+    await settle(turn)
     turn.thread.write(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy))
     turn.emit(TurnCompleted(last_message=last_text))
     return TurnOutcome(tid, "completed", last_text)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from nbagent.calls.trace import trace_id_for_turn
+from nbagent.checkpoint import TurnCheckpoint
 from nbagent.config import Config
 from nbagent.core.approval import ApprovalDesk
 from nbagent.core.bus import EventBus
@@ -66,6 +67,17 @@ class TurnState:
     """Replaced, never changed, as the model reports usage: the empty one is shared."""
     begun: dict[str, float] = field(default_factory=dict)
     """Call id -> start time of every call whose ``tool_call_begin`` went out."""
+    checkpoint: TurnCheckpoint | None = None
+    """The workspace as it was before the turn's first change (``core/checkpoints.py``)."""
+    checkpoint_failed: bool = False
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where a turn's checkpoint snapshots: the workspace, and the home its private store is under."""
+
+    workspace: str
+    home: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +110,8 @@ class TurnContext:
     notebook's cells and names, ``%agent context on``), added to the instructions."""
     request_tools: RequestTools | None = None
     """Picks the tools of each request when the catalogue holds more than the model accepts."""
+    checkpoints: Checkpoints | None = None
+    """Set: the turn snapshots the workspace before its first change, so it can be undone."""
     state: TurnState = field(default_factory=TurnState)
 
     trace_id: str = field(init=False)

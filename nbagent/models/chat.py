@@ -26,7 +26,7 @@ from nbagent.models.base import (
 )
 from nbagent.models.endpoint import Endpoint, HttpModel
 from nbagent.models.retry import RetryPolicy, StreamFailure
-from nbagent.protocol import AssistantMessage, FunctionCall, FunctionCallOutput, Item, ToolSpec, UserMessage
+from nbagent.protocol import AssistantMessage, FunctionCall, FunctionCallOutput, Item, ToolSpec, UndoItem, UserMessage
 
 CUT_SHORT = ("length", "content_filter")
 """Finish reasons of a reply that stopped before its end (Responses says ``response.incomplete``)."""
@@ -38,7 +38,7 @@ def to_messages(instructions: str | None, items: list[Item]) -> list[dict[str, A
     if instructions:
         messages.append({"role": "system", "content": instructions})
     for item in items:
-        if isinstance(item, UserMessage):
+        if isinstance(item, UserMessage | UndoItem):  # an undo is said to the model as the user
             messages.append({"role": "user", "content": item.text})
         elif isinstance(item, AssistantMessage):
             last = messages[-1] if messages else None

@@ -31,6 +31,7 @@ from nbagent.protocol import (
     Item,
     ReasoningItem,
     ToolSpec,
+    UndoItem,
     UserMessage,
 )
 
@@ -46,7 +47,7 @@ def to_input_items(items: list[Item]) -> list[dict[str, Any]]:
     """Project history onto Responses input items. Approval/elicitation records stay local."""
     out: list[dict[str, Any]] = []
     for item in items:
-        if isinstance(item, UserMessage):
+        if isinstance(item, UserMessage | UndoItem):  # an undo is said to the model as the user
             out.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": item.text}]})
         elif isinstance(item, AssistantMessage):
             if item.text:

@@ -42,6 +42,7 @@ from nbagent.protocol.events import (
     TurnCompleted,
     TurnFailed,
     TurnStarted,
+    UndoCompleted,
     WarningEvent,
 )
 from nbagent.protocol.items import (
@@ -49,11 +50,14 @@ from nbagent.protocol.items import (
     AssistantMessage,
     CompactionItem,
     ElicitationRecord,
+    FileChange,
     FunctionCall,
     FunctionCallOutput,
+    GhostSnapshot,
     Item,
     ItemAdapter,
     ReasoningItem,
+    UndoItem,
     UserMessage,
 )
 from nbagent.protocol.ops import (
@@ -82,6 +86,7 @@ from nbagent.protocol.ops import (
     RestartMcpServer,
     ResumeThread,
     Shutdown,
+    Undo,
     UserTurn,
 )
 from nbagent.protocol.rollout import ItemRecord, NameRecord, RolloutLine, RolloutLineAdapter, ThreadMeta, TurnRecord
@@ -145,8 +150,10 @@ __all__ = [
     "EventMsg",
     "ExecCommandOutputDelta",
     "SandboxDenied",
+    "FileChange",
     "FunctionCall",
     "FunctionCallOutput",
+    "GhostSnapshot",
     "ImageBlock",
     "Interrupt",
     "Item",
@@ -190,6 +197,9 @@ __all__ = [
     "TurnFailed",
     "TurnRecord",
     "TurnStarted",
+    "Undo",
+    "UndoCompleted",
+    "UndoItem",
     "UnicodeText",
     "UserMessage",
     "UserTurn",

@@ -306,6 +306,17 @@ class ErrorEvent(_Msg):
     code: str = "error"
 
 
+class UndoCompleted(_Msg):
+    """Codex's ``undo_completed``: a turn undone (``success``), or why not; ``message`` says which
+    files were restored, or which later turn or changed file stopped it."""
+
+    type: Literal["undo_completed"] = "undo_completed"
+    success: bool
+    message: str
+    undone_turn_id: str | None = None
+    restored: list[str] = Field(default_factory=list)
+
+
 class ContextCompacted(_Msg):
     """The model's view was shortened to fit its context window (the rollout keeps everything)."""
 
@@ -407,6 +418,7 @@ EventMsg = Annotated[
     | SandboxDenied
     | TokenUsage
     | ContextCompacted
+    | UndoCompleted
     | TurnCompleted
     | TurnAborted
     | TurnFailed

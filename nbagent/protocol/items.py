@@ -100,9 +100,48 @@ class CompactionItem(_Item):
     tokens_after: int = 0
 
 
+class FileChange(ProtocolModel):
+    """One workspace file a turn changed: its content before and after, as git blob ids
+    (``None``: the file did not exist)."""
+
+    path: str
+    """Relative to the snapshot's work tree, ``/``-separated."""
+    before: str | None = None
+    after: str | None = None
+    mode: str | None = None
+    """The git mode it had before (``100755``: executable, ``120000``: a symlink)."""
+
+
+class GhostSnapshot(_Item):
+    """What a turn changed in the workspace, and where its before-versions are kept: Codex's
+    ghost commit, a snapshot commit under a private ref that touches no branch, index or stash
+    (of the workspace's own repository, or of a private one beside the thread)."""
+
+    type: Literal["ghost_snapshot"] = "ghost_snapshot"
+    git_dir: str
+    work_tree: str
+    commit: str
+    """The snapshot taken after the turn; its parent is the one taken before its first change."""
+    ref: str
+    changes: list[FileChange] = Field(default_factory=list)
+    not_saved: list[str] = Field(default_factory=list)
+    """Files left out of the snapshot (too large and untracked): undo cannot restore them."""
+
+
+class UndoItem(_Item):
+    """A turn undone: the files it changed are as they were before it. The model reads ``text``."""
+
+    type: Literal["undo"] = "undo"
+    undone_turn_id: str
+    restored: list[str] = Field(default_factory=list)
+    overwritten: list[str] = Field(default_factory=list)
+    """Files changed after the turn that the undo overwrote because it was told to (``--force``)."""
+    text: str
+
+
 Item = Annotated[
     UserMessage | AssistantMessage | ReasoningItem | FunctionCall | FunctionCallOutput | ApprovalRecord
-    | ElicitationRecord | CompactionItem,
+    | ElicitationRecord | CompactionItem | GhostSnapshot | UndoItem,
     Field(discriminator="type"),
 ]
 ItemAdapter: TypeAdapter[Item] = TypeAdapter(Item)

@@ -212,6 +212,18 @@ class CallTool(ProtocolModel):
     """``False``: no one can answer its asks, so each is settled at once; ``None``: the session's."""
 
 
+class Undo(ProtocolModel):
+    """Put the workspace files a turn changed back as they were before it (Codex's ``undo``).
+    Refused while a turn runs, when a later turn changed the same files (undo it first), and
+    when a file was changed after the turn unless ``force``. Answered by ``undo_completed``."""
+
+    type: Literal["undo"] = "undo"
+    turn_id: str | None = None
+    """The turn to undo; the latest one that changed files and is not undone yet when unset."""
+    force: bool = False
+    """Overwrite files changed after the turn (the answer names them)."""
+
+
 Op = Annotated[
     UserTurn
     | ApprovalDecision
@@ -231,7 +243,8 @@ Op = Annotated[
     | RestartMcpServer
     | ReadMcpOffers
     | Inspect
-    | CallTool,
+    | CallTool
+    | Undo,
     Field(discriminator="type"),
 ]
 OpAdapter: TypeAdapter[Op] = TypeAdapter(Op)

@@ -1,0 +1,172 @@
+"""Ghost commits: a snapshot of a work tree as a git commit that no branch, index or stash sees.
+
+Codex's way (``create_ghost_commit``): ``git add -A`` into a temporary index (``GIT_INDEX_FILE``)
+seeded with a copy of the real one, so the stat cache spares hashing files that did not change;
+``write-tree``; ``commit-tree``. The objects go into the repository's object store; the commit
+is kept under a private ref (``refs/nbagent/...``) once it is worth keeping.
+
+Where the workspace is no git repository, the same is done in a private repository beside the
+thread (its own ``GIT_DIR``, the workspace as ``GIT_WORK_TREE``): git's object store is the
+content-addressed store of the before-versions, and its index the stat cache between turns.
+Untracked files larger than ``max_untracked_bytes`` are left out (Codex's
+``ignore_large_untracked_files``): they are named as not saved, never copied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbagent.protocol import FileChange
+
+MAX_UNTRACKED_BYTES = 10 * 1024 * 1024
+"""Codex's default limit for an untracked file a ghost commit takes."""
+MESSAGE = "nbagent snapshot"
+ZERO = "0" * 40
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "nbagent", "GIT_AUTHOR_EMAIL": "nbagent@localhost",
+    "GIT_COMMITTER_NAME": "nbagent", "GIT_COMMITTER_EMAIL": "nbagent@localhost",
+}  # fmt: skip
+
+
+class GhostError(RuntimeError):
+    """A git command failed; the message says which and git's own words."""
+
+
+@dataclass(frozen=True)
+class GhostCommit:
+    """A snapshot commit and the files left out of it."""
+
+    id: str
+    parent: str | None
+    not_saved: tuple[str, ...] = ()
+
+
+@dataclass
+class GhostRepo:
+    """Where snapshots of one work tree go: its own repository, or a private one.
+
+    ``index`` is the snapshot index (never the repository's own); ``seed`` the index it starts
+    from each snapshot (the real one, for its stat cache), ``None`` for a private repository,
+    whose index is its own and lasts between turns."""
+
+    git_dir: Path
+    work_tree: Path
+    index: Path
+    seed: Path | None
+    prefix: str = ""
+    """The workspace inside the work tree (``sub/dir/``), the only part a snapshot reads."""
+    max_untracked_bytes: int = MAX_UNTRACKED_BYTES
+    env: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        self.env = {**keep, **_IDENTITY, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.work_tree),
+                    "GIT_INDEX_FILE": str(self.index)}  # fmt: skip
+
+    def git(self, *args: str, stdin: bytes | None = None) -> bytes:
+        done = subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args], input=stdin, capture_output=True, env=self.env,
+            cwd=self.work_tree / self.prefix, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip()
+            raise GhostError(f"git {args[0]} failed in {self.work_tree}: {said}")
+        return done.stdout
+
+    def create_ghost_commit(self, parent: str | None = None, message: str = MESSAGE) -> GhostCommit:
+        """Snapshot the workspace part of the work tree as it is now (untracked, not ignored
+        files too); ``parent`` defaults to ``HEAD`` of the workspace's own repository."""
+        if self.seed is not None:
+            if self.seed.exists():
+                shutil.copyfile(self.seed, self.index)
+            else:
+                self.index.unlink(missing_ok=True)
+        if parent is None and self.seed is not None:
+            parent = self._head()
+        large = self._large_untracked()
+        specs = [".", *(f":(exclude,literal,top){path}" for path in large)]
+        self.git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(specs).encode())
+        tree = self.git("write-tree").decode().strip()
+        args = ["commit-tree", tree, "-m", message, *(("-p", parent) if parent else ())]
+        return GhostCommit(self.git(*args).decode().strip(), parent, tuple(large))
+
+    def _head(self) -> str | None:
+        try:
+            return self.git("rev-parse", "--verify", "-q", "HEAD").decode().strip() or None
+        except GhostError:
+            return None  # a repository with no commit yet
+
+    def _large_untracked(self) -> list[str]:
+        listed = self.git("ls-files", "-o", "--exclude-standard", "-z", "--full-name", "--", ".")
+        large = []
+        for name in listed.decode(errors="surrogateescape").split("\0"):
+            if name:
+                try:
+                    if (self.work_tree / name).lstat().st_size > self.max_untracked_bytes:
+                        large.append(name)
+                except OSError:
+                    continue  # gone since it was listed
+        return large
+
+    def keep(self, ref: str, commit: str) -> None:
+        """Keep ``commit`` (and its parents) from garbage collection under ``ref``."""
+        self.git("update-ref", ref, commit)
+
+    def changes(self, before: str, after: str) -> list[FileChange]:
+        """Every file that differs between two snapshots, with its blob ids and former mode."""
+        raw = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after, "--", ".")
+        fields = raw.decode(errors="surrogateescape").split("\0")
+        found = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            old_mode, _new_mode, old, new, _status = meta.lstrip(":").split(" ")
+            found.append(FileChange(path=path, before=None if old == ZERO else old, after=None if new == ZERO else new,
+                                    mode=None if old == ZERO else old_mode))  # fmt: skip
+        return found
+
+    def current(self, paths: list[str]) -> dict[str, str | None]:
+        """The blob id each file's content has now (``None``: it does not exist)."""
+        there = [p for p in paths if (self.work_tree / p).is_file() or (self.work_tree / p).is_symlink()]
+        listed = "\n".join(str(self.work_tree / p) for p in there).encode()
+        ids = self.git("hash-object", "--stdin-paths", stdin=listed).decode().split() if there else []
+        now: dict[str, str | None] = dict.fromkeys(paths)
+        now.update(zip(there, ids, strict=True))
+        return now
+
+    def restore(self, change: FileChange) -> None:
+        """Put one file back as it was before (or remove it, if it did not exist)."""
+        target = self.work_tree / change.path
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        if change.before is None:
+            return
+        content = self.git("cat-file", "blob", change.before)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if change.mode == "120000":
+            target.symlink_to(content.decode(errors="surrogateescape"))
+            return
+        target.write_bytes(content)
+        if change.mode == "100755":
+            target.chmod(target.stat().st_mode | 0o111)
+
+
+def open_repo(workspace: Path, private_dir: Path) -> GhostRepo:
+    """The snapshots of ``workspace``: in its own git repository when it is inside one (the
+    snapshot index beside the thread in ``private_dir``), else in a private repository there."""
+    private_dir.mkdir(parents=True, exist_ok=True)
+    probe = subprocess.run(
+        ["git", "rev-parse", "--absolute-git-dir", "--show-toplevel", "--show-prefix"], cwd=workspace,
+        capture_output=True, text=True, check=False, env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+    )  # fmt: skip
+    lines = probe.stdout.split("\n")
+    if probe.returncode == 0 and len(lines) >= 3 and lines[1]:
+        git_dir = Path(lines[0])
+        return GhostRepo(git_dir, Path(lines[1]), private_dir / "index", seed=git_dir / "index", prefix=lines[2])
+    git_dir = private_dir / "repo.git"
+    if not (git_dir / "HEAD").exists():
+        subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], check=True, capture_output=True)
+        subprocess.run(["git", "--git-dir", str(git_dir), "config", "core.bare", "false"], check=True, capture_output=True)
+    return GhostRepo(git_dir, workspace, git_dir / "index", seed=None)

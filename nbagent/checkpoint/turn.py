@@ -1,0 +1,64 @@
+"""One turn's checkpoint: a ghost commit before its first call that may change the workspace,
+another when it ends, and the files that differ between them as a ``GhostSnapshot`` item.
+
+The snapshot is taken before any tool that is not read-only runs (``shell``, ``run_python``,
+``apply_patch``, an MCP server's tool): any of them may write any workspace file, so which file
+a call changed is learnt by comparing, not by asking the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from nbagent.checkpoint.ghost import GhostCommit, GhostRepo, open_repo
+from nbagent.protocol import GhostSnapshot
+
+REF_PREFIX = "refs/nbagent/checkpoints"
+
+
+class TurnCheckpoint:
+    """The checkpoint of the turn ``turn_id`` of ``thread_id`` on ``workspace``; snapshots are
+    kept under ``home/checkpoints/THREAD`` (and the workspace's own repository, if any)."""
+
+    def __init__(self, workspace: str | Path, home: str | Path, thread_id: str, turn_id: str) -> None:
+        self.workspace = Path(workspace)
+        self.private_dir = Path(home) / "checkpoints" / thread_id
+        self.ref = f"{REF_PREFIX}/{thread_id}/{turn_id}"
+        self._repo: GhostRepo | None = None
+        self._before: GhostCommit | None = None
+        self._taking: asyncio.Task[None] | None = None
+
+    @property
+    def taken(self) -> bool:
+        return self._before is not None
+
+    async def before_change(self) -> None:
+        """Snapshot the workspace once, before the turn's first change (parallel calls share it)."""
+        if self._taking is None:
+            self._taking = asyncio.ensure_future(asyncio.to_thread(self._take))
+        await asyncio.shield(self._taking)
+
+    def _take(self) -> None:
+        self._repo = open_repo(self.workspace, self.private_dir)
+        self._before = self._repo.create_ghost_commit()
+
+    async def settle(self) -> GhostSnapshot | None:
+        """What the turn changed, kept under the turn's ref; ``None`` when nothing was snapshot
+        before or nothing changed."""
+        if self._taking is not None:
+            await asyncio.gather(self._taking, return_exceptions=True)
+        if self._repo is None or self._before is None:
+            return None
+        return await asyncio.to_thread(self._settle, self._repo, self._before)
+
+    def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:
+        after = repo.create_ghost_commit(parent=before.id)
+        changes = repo.changes(before.id, after.id)
+        if not changes:
+            return None
+        repo.keep(self.ref, after.id)
+        return GhostSnapshot(
+            git_dir=str(repo.git_dir), work_tree=str(repo.work_tree), commit=after.id, ref=self.ref, changes=changes,
+            not_saved=sorted(set(before.not_saved) | set(after.not_saved)),
+        )  # fmt: skip

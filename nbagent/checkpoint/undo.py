@@ -1,0 +1,95 @@
+"""Undo a turn: put back the files its ``GhostSnapshot`` says it changed.
+
+Unlike Codex, which checks out the whole snapshot, only the files the turn changed are
+touched, one by one, and only when it is safe: a later turn (not undone) that changed one of
+them must be undone first, and a file whose content is no longer what the turn left (a person
+edited it since) is named and kept unless the undo is forced. Nothing is restored when either
+refusal applies, so an undo is all of the turn's files or none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbagent.checkpoint.ghost import GhostRepo
+from nbagent.protocol import FileChange, GhostSnapshot, Item, UndoItem
+
+
+class UndoRefused(Exception):
+    """Why the undo did nothing; the message names the later turn or the changed files."""
+
+
+@dataclass(frozen=True)
+class UndoPlan:
+    snapshot: GhostSnapshot
+    changed_since: list[str]
+    """Files whose content is not what the turn left (a person changed them)."""
+
+
+def _repo(snapshot: GhostSnapshot) -> GhostRepo:
+    git_dir = Path(snapshot.git_dir)
+    return GhostRepo(git_dir, Path(snapshot.work_tree), git_dir / "nbagent-undo-index", seed=None)
+
+
+def _short(paths: Sequence[str], limit: int = 10) -> str:
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return ", ".join(paths[:limit]) + more
+
+
+def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool = False) -> UndoPlan:
+    """The turn to undo and what stands in the way, or ``UndoRefused`` saying why not."""
+    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
+    snapshots = [i for i in items if isinstance(i, GhostSnapshot)]
+    if turn_id is None:
+        left = [s for s in snapshots if s.turn_id not in undone]
+        if not left:
+            raise UndoRefused("no turn of this thread changed workspace files that are not undone yet")
+        target = left[-1]
+    else:
+        found = [s for s in snapshots if s.turn_id == turn_id]
+        if not found:
+            raise UndoRefused(f"turn {turn_id} changed no workspace file that a checkpoint kept; nothing to undo")
+        if turn_id in undone:
+            raise UndoRefused(f"turn {turn_id} is undone already")
+        target = found[0]
+    paths = {c.path for c in target.changes}
+    for later in snapshots[snapshots.index(target) + 1:]:
+        shared = sorted(paths & {c.path for c in later.changes})
+        if later.turn_id not in undone and shared:
+            raise UndoRefused(f"turn {later.turn_id}, later, changed {_short(shared)} too: undo it first")
+    now = _repo(target).current([c.path for c in target.changes])
+    changed_since = [c.path for c in target.changes if now[c.path] != c.after]
+    if changed_since and not force:
+        raise UndoRefused(
+            f"{_short(changed_since)} changed after turn {target.turn_id}; undo would overwrite it, so nothing was "
+            "restored (undo with --force to overwrite)"
+        )
+    return UndoPlan(target, changed_since)
+
+
+def _said(change: FileChange) -> str:
+    if change.before is None:
+        return f"{change.path} (created by the turn, removed)"
+    if change.after is None:
+        return f"{change.path} (deleted by the turn, put back)"
+    return f"{change.path} (restored)"
+
+
+def undo_turn(plan: UndoPlan) -> UndoItem:
+    """Restore the plan's files; the item says what was done, in words the model reads."""
+    snapshot = plan.snapshot
+    repo = _repo(snapshot)
+    for change in snapshot.changes:
+        repo.restore(change)
+    restored = [c.path for c in snapshot.changes]
+    text = (
+        f"[undo] The user undid turn {snapshot.turn_id}: the workspace files it changed are back as they were "
+        f"before it: {', '.join(_said(c) for c in snapshot.changes)}. Treat that turn's file changes as not made."
+    )
+    if plan.changed_since:
+        text += f" These had been changed after that turn and were overwritten: {', '.join(plan.changed_since)}."
+    if snapshot.not_saved:
+        text += f" Not saved, so not restored (too large): {_short(snapshot.not_saved)}."
+    return UndoItem(undone_turn_id=snapshot.turn_id or "", restored=restored, overwritten=plan.changed_since, text=text)
