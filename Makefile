@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo lint test test-deps npm-deps bench bench-peers labextension docs docs-screenshot
+.PHONY: setup demo lint test test-deps npm-deps hub-venv bench bench-peers labextension docs docs-screenshot
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,7 @@ demo: setup
 # servers, the extension, the browser tests and the conformance suite, the built extension, and
 # Chromium (installed with apt where this runs as root; otherwise one line says what to install),
 # and the docs tools (tests/docs checks the generated references as Sphinx builds them).
-NPM_DIRS := tests/node labextension ui-tests conformance docs
+NPM_DIRS := tests/node tests/hub labextension ui-tests conformance docs
 CHROMIUM ?= /usr/bin/chromium
 
 # The built extension is rebuilt whenever its sources are newer (a stale build tests old code).
@@ -39,7 +39,7 @@ $(EXT_BUILT): $(EXT_SOURCES) | setup npm-deps
 	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build
 	@touch $@
 
-test-deps: setup npm-deps $(EXT_BUILT) $(BIN)/sphinx-build
+test-deps: setup npm-deps $(EXT_BUILT) $(BIN)/sphinx-build hub-venv
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "apt-get install chromium"; \
@@ -48,6 +48,12 @@ test-deps: setup npm-deps $(EXT_BUILT) $(BIN)/sphinx-build
 	  fi; \
 	  [ -x "$(CHROMIUM)" ] || { echo "make test: the browser tests need Chromium at $(CHROMIUM): install it (sudo apt-get install chromium) or pass CHROMIUM=/path/to/chromium"; exit 1; }; \
 	fi
+
+# The JupyterHub deployment test's venv (tests/hub/deploy.py): made from the system's Python in a
+# folder every user can read, with this clone's nbagent. Only as root, which that test needs (it
+# adds Linux users and runs the hub); elsewhere the test says so and is skipped.
+hub-venv: setup npm-deps $(EXT_BUILT)
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/python -m tests.hub.deploy; fi
 
 # Static checks of the package, before the suite: ruff, then mypy (configured in pyproject.toml;
 # its cache in .mypy_cache makes a rerun take seconds).

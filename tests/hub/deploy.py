@@ -440,3 +440,9 @@ c.JupyterHub.load_roles = [{{"name": "deploy", "services": ["deploy"],
 TOKENS = json.loads(Path("{run_dir}/user-tokens.json").read_text())
 c.Spawner.environment = {{"TEAM_MCP_TOKEN": lambda spawner: TOKENS[spawner.user.name]}}
 """
+
+
+if __name__ == "__main__":
+    # `python -m tests.hub.deploy`: make (or bring up to date) the hub's venv and proxy, as CI does
+    # before the tests.
+    print(f"JupyterHub deployment venv: {ensure_venv()}")
