@@ -3,7 +3,11 @@
 Codex's way (``create_ghost_commit``): ``git add -A`` into a temporary index (``GIT_INDEX_FILE``)
 seeded with a copy of the real one, so the stat cache spares hashing files that did not change;
 ``write-tree``; ``commit-tree``. The objects go into the repository's object store; the commit
-is kept under a private ref (``refs/nbagent/...``) once it is worth keeping.
+is kept under a private ref (``refs/nbagent/...``) once it is worth keeping. Unlike Codex, the
+commit has no parent (nothing reads it as history) and the snapshot index lasts between turns:
+seeded once, it keeps its stat and untracked caches, so a snapshot reads only what changed. A
+file tracked but ignored that is added to the repository's index later is not seen (Codex
+copies the index each time).
 
 Where the workspace is no git repository, the same is done in a private repository beside the
 thread (its own ``GIT_DIR``, the workspace as ``GIT_WORK_TREE``): git's object store is the
@@ -41,7 +45,6 @@ class GhostCommit:
     """A snapshot commit and the files left out of it."""
 
     id: str
-    parent: str | None
     not_saved: tuple[str, ...] = ()
 
 
@@ -69,7 +72,7 @@ class GhostRepo:
 
     def git(self, *args: str, stdin: bytes | None = None) -> bytes:
         done = subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args], input=stdin, capture_output=True, env=self.env,
+            ["git", "-c", "core.quotepath=off", "-c", "core.untrackedCache=true", *args], input=stdin, capture_output=True, env=self.env,
             cwd=self.work_tree / self.prefix, check=False,
         )  # fmt: skip
         if done.returncode != 0:
@@ -77,28 +80,25 @@ class GhostRepo:
             raise GhostError(f"git {args[0]} failed in {self.work_tree}: {said}")
         return done.stdout
 
-    def create_ghost_commit(self, parent: str | None = None, message: str = MESSAGE) -> GhostCommit:
+    def create_ghost_commit(self, message: str = MESSAGE) -> GhostCommit:
         """Snapshot the workspace part of the work tree as it is now (untracked, not ignored
-        files too); ``parent`` defaults to ``HEAD`` of the workspace's own repository."""
-        if self.seed is not None:
-            if self.seed.exists():
-                shutil.copyfile(self.seed, self.index)
-            else:
-                self.index.unlink(missing_ok=True)
-        if parent is None and self.seed is not None:
-            parent = self._head()
+        files too) as a commit with no parent."""
+        not_saved = self.stage()
+        tree = self.git("write-tree").decode().strip()
+        return GhostCommit(self.git("commit-tree", tree, "-m", message).decode().strip(), not_saved)
+
+    def stage(self) -> tuple[str, ...]:
+        """The snapshot index brought to the work tree as it is now; the files left out.
+
+        The index lasts between snapshots (seeded once from the repository's own), so its stat
+        cache and untracked cache make a snapshot cost a ``stat`` per tracked file and a read of
+        the folders that changed, not a read of every file."""
+        if self.seed is not None and not self.index.exists() and self.seed.exists():
+            shutil.copyfile(self.seed, self.index)
         large = self._large_untracked()
         specs = [".", *(f":(exclude,literal,top){path}" for path in large)]
         self.git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(specs).encode())
-        tree = self.git("write-tree").decode().strip()
-        args = ["commit-tree", tree, "-m", message, *(("-p", parent) if parent else ())]
-        return GhostCommit(self.git(*args).decode().strip(), parent, tuple(large))
-
-    def _head(self) -> str | None:
-        try:
-            return self.git("rev-parse", "--verify", "-q", "HEAD").decode().strip() or None
-        except GhostError:
-            return None  # a repository with no commit yet
+        return tuple(large)
 
     def _large_untracked(self) -> list[str]:
         listed = self.git("ls-files", "-o", "--exclude-standard", "-z", "--full-name", "--", ".")
@@ -113,12 +113,13 @@ class GhostRepo:
         return large
 
     def keep(self, ref: str, commit: str) -> None:
-        """Keep ``commit`` (and its parents) from garbage collection under ``ref``."""
+        """Keep ``commit`` from garbage collection under ``ref``."""
         self.git("update-ref", ref, commit)
 
-    def changes(self, before: str, after: str) -> list[FileChange]:
-        """Every file that differs between two snapshots, with its blob ids and former mode."""
-        raw = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after, "--", ".")
+    def changes(self, before: str) -> list[FileChange]:
+        """Every file that differs between snapshot ``before`` and the snapshot index (staged
+        by ``stage``), with its blob ids and former mode."""
+        raw = self.git("diff-index", "--cached", "-z", "--no-renames", "--raw", before, "--", ".")
         fields = raw.decode(errors="surrogateescape").split("\0")
         found = []
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):

@@ -1,5 +1,6 @@
 """One turn's checkpoint: a ghost commit before its first call that may change the workspace,
-another when it ends, and the files that differ between them as a ``GhostSnapshot`` item.
+the snapshot index brought up to date when it ends, and the files that differ as a
+``GhostSnapshot`` item (the before-commit kept under the turn's ref).
 
 The snapshot is taken before any tool that is not read-only runs (``shell``, ``run_python``,
 ``apply_patch``, an MCP server's tool): any of them may write any workspace file, so which file
@@ -53,12 +54,12 @@ class TurnCheckpoint:
         return await asyncio.to_thread(self._settle, self._repo, self._before)
 
     def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:
-        after = repo.create_ghost_commit(parent=before.id)
-        changes = repo.changes(before.id, after.id)
+        not_saved = repo.stage()  # the after-state is only compared: no commit of it is kept
+        changes = repo.changes(before.id)
         if not changes:
             return None
-        repo.keep(self.ref, after.id)
+        repo.keep(self.ref, before.id)
         return GhostSnapshot(
-            git_dir=str(repo.git_dir), work_tree=str(repo.work_tree), commit=after.id, ref=self.ref, changes=changes,
-            not_saved=sorted(set(before.not_saved) | set(after.not_saved)),
+            git_dir=str(repo.git_dir), work_tree=str(repo.work_tree), commit=before.id, ref=self.ref, changes=changes,
+            not_saved=sorted(set(before.not_saved) | set(not_saved)),
         )  # fmt: skip

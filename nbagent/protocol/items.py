@@ -121,7 +121,7 @@ class GhostSnapshot(_Item):
     git_dir: str
     work_tree: str
     commit: str
-    """The snapshot taken after the turn; its parent is the one taken before its first change."""
+    """The snapshot taken before the turn's first change (it holds every file's before-version)."""
     ref: str
     changes: list[FileChange] = Field(default_factory=list)
     not_saved: list[str] = Field(default_factory=list)
