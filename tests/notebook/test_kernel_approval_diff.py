@@ -1,7 +1,7 @@
 """In a real kernel (jupyter_client, the replay model): the approval panel of ``apply_patch``
 shows the file's diff, an edit of the patch in the panel is diffed again and is what runs; the
 panel of ``replace_cell`` diffs the cell's source against the notebook (its saved file here, no
-extension) and says its output is kept."""
+extension), says its output is kept, and diffs an edited source again."""
 
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ def test_the_panel_shows_each_change_as_a_diff_and_an_edited_patch_is_diffed_aga
 
     shown = html_with(kernel, "M cell c1 +1 −1", "-x = 1", "+x = 2")
     assert "its output is kept, not cleared" in shown
+    second = wait_for(lambda: [t for t in kernel.find("TextareaModel", description="arguments") if "x = 2" in t.state["value"]],
+                      "the second panel's editor")[-1]
+    kernel.set_state(second, value=json.dumps({"cell_id": "c1", "source": "x = 3\ny = x\n"}))
+    html_with(kernel, "M cell c1 +2 −1", "-x = 1", "+x = 3", "+y = x")
     kernel.click(wait_for(lambda: [b for b in kernel.find("ButtonModel", description="Deny") if not b.state.get("disabled")],
                           "the second panel's Deny")[-1])
     assert kernel.reply(cell["msg_id"], 60)["content"]["status"] == "ok"
