@@ -63,6 +63,9 @@ class GhostRepo:
     prefix: str = ""
     """The workspace inside the work tree (``sub/dir/``), the only part a snapshot reads."""
     max_untracked_bytes: int = MAX_UNTRACKED_BYTES
+    excluded: tuple[str, ...] = ()
+    """Folders never snapshot, relative to the work tree: nbagent's home when it lies inside
+    (its rollouts and these snapshots' own store)."""
     env: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -96,12 +99,13 @@ class GhostRepo:
         if self.seed is not None and not self.index.exists() and self.seed.exists():
             shutil.copyfile(self.seed, self.index)
         large = self._large_untracked()
-        specs = [".", *(f":(exclude,literal,top){path}" for path in large)]
+        specs = [".", *(f":(exclude,literal,top){path}" for path in (*self.excluded, *large))]
         self.git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(specs).encode())
         return tuple(large)
 
     def _large_untracked(self) -> list[str]:
-        listed = self.git("ls-files", "-o", "--exclude-standard", "-z", "--full-name", "--", ".")
+        specs = ["--", ".", *(f":(exclude,literal,top){path}" for path in self.excluded)]
+        listed = self.git("ls-files", "-o", "--exclude-standard", "-z", "--full-name", *specs)
         large = []
         for name in listed.decode(errors="surrogateescape").split("\0"):
             if name:
@@ -154,9 +158,17 @@ class GhostRepo:
             target.chmod(target.stat().st_mode | 0o111)
 
 
-def open_repo(workspace: Path, private_dir: Path) -> GhostRepo:
+def _inside(folder: Path, top: Path) -> tuple[str, ...]:
+    try:
+        return (folder.resolve().relative_to(top.resolve()).as_posix(),)
+    except ValueError:
+        return ()
+
+
+def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> GhostRepo:
     """The snapshots of ``workspace``: in its own git repository when it is inside one (the
-    snapshot index beside the thread in ``private_dir``), else in a private repository there."""
+    snapshot index beside the thread in ``private_dir``), else in a private repository there;
+    ``home`` is left out when it lies inside."""
     private_dir.mkdir(parents=True, exist_ok=True)
     probe = subprocess.run(
         ["git", "rev-parse", "--absolute-git-dir", "--show-toplevel", "--show-prefix"], cwd=workspace,
@@ -165,9 +177,11 @@ def open_repo(workspace: Path, private_dir: Path) -> GhostRepo:
     lines = probe.stdout.split("\n")
     if probe.returncode == 0 and len(lines) >= 3 and lines[1]:
         git_dir = Path(lines[0])
-        return GhostRepo(git_dir, Path(lines[1]), private_dir / "index", seed=git_dir / "index", prefix=lines[2])
+        top = Path(lines[1])
+        return GhostRepo(git_dir, top, private_dir / "index", seed=git_dir / "index", prefix=lines[2],
+                         excluded=_inside(home or private_dir, top))  # fmt: skip
     git_dir = private_dir / "repo.git"
     if not (git_dir / "HEAD").exists():
         subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], check=True, capture_output=True)
         subprocess.run(["git", "--git-dir", str(git_dir), "config", "core.bare", "false"], check=True, capture_output=True)
-    return GhostRepo(git_dir, workspace, git_dir / "index", seed=None)
+    return GhostRepo(git_dir, workspace, git_dir / "index", seed=None, excluded=_inside(home or private_dir, workspace))

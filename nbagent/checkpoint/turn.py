@@ -24,7 +24,8 @@ class TurnCheckpoint:
 
     def __init__(self, workspace: str | Path, home: str | Path, thread_id: str, turn_id: str) -> None:
         self.workspace = Path(workspace)
-        self.private_dir = Path(home) / "checkpoints" / thread_id
+        self.home = Path(home)
+        self.private_dir = self.home / "checkpoints" / thread_id
         self.ref = f"{REF_PREFIX}/{thread_id}/{turn_id}"
         self._repo: GhostRepo | None = None
         self._before: GhostCommit | None = None
@@ -41,7 +42,7 @@ class TurnCheckpoint:
         await asyncio.shield(self._taking)
 
     def _take(self) -> None:
-        self._repo = open_repo(self.workspace, self.private_dir)
+        self._repo = open_repo(self.workspace, self.private_dir, self.home)
         self._before = self._repo.create_ghost_commit()
 
     async def settle(self) -> GhostSnapshot | None:

@@ -46,6 +46,8 @@ from nbagent.protocol import (
     ResumeThread,
     ThreadList,
     TurnFailed,
+    Undo,
+    UndoCompleted,
 )
 from nbagent.textsafe import one_line
 
@@ -429,6 +431,8 @@ HELP = """%agent commands:
   %agent inspect wire SERVER [-n N]   the last JSON-RPC messages to and from a server, secrets redacted
                                   (each inspect view takes --json)
   %agent stop                     interrupt the running turn
+  %agent undo [TURN] [--force]    put back the files a turn changed (default: the latest that changed any);
+                                  --force also overwrites files changed after it
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
   %agent serve [--port N]         expose this notebook over MCP to an outside agent (127.0.0.1, token)
@@ -477,6 +481,14 @@ def _context(agent: KernelAgent, args: list[str]) -> None:
 def _compact(agent: KernelAgent, args: list[str]) -> None:
     _later(agent, lambda sess: sess.perform(Compact()),
            lambda _sess, event: describe_compaction(event) if isinstance(event, ContextCompacted) else "nothing to compact yet")
+
+
+def _undo(agent: KernelAgent, args: list[str]) -> None:
+    words = [a for a in args if a != "--force"]
+    _expect("undo", words, most=1)
+    op = Undo(turn_id=words[0] if words else None, force="--force" in args)
+    _later(agent, lambda sess: sess.perform(op),
+           lambda _sess, done: done.message if isinstance(done, UndoCompleted) else str(done))
 
 
 def _inspect(agent: KernelAgent, args: list[str]) -> None:
@@ -537,6 +549,7 @@ COMMANDS: dict[str, _Command] = {
     "resources": _Command(lambda agent, args: offered(agent, "resources", args), most=None),
     "prompts": _Command(lambda agent, args: offered(agent, "prompts", args), most=None),
     "inspect": _Command(_inspect, most=None),
+    "undo": _Command(_undo, most=None),
     "stop": _Command(lambda agent, _args: _out("interrupting the running turn" if agent.stop() else "no turn is running")),
     "approve": _Command(lambda agent, args: answer(agent, "approve", args), most=1),
     "deny": _Command(lambda agent, args: answer(agent, "deny", args), most=None),
