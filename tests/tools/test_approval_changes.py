@@ -12,7 +12,10 @@ from nbagent.kit.turn import TurnModel
 from nbagent.notebook.text_render import TextTurn
 from nbagent.protocol import ApprovalRequested
 from nbagent.server.asks import approval_message
-from tests.tools.test_patch_tool import APP, PATCH, home, model, run, script, work  # noqa: F401  (fixtures)
+from tests.tools import test_patch_tool as patch_tests
+from tests.tools.test_patch_tool import APP, PATCH, model, run
+
+home, script, work = patch_tests.home, patch_tests.script, patch_tests.work  # the fixtures
 
 DIFF = ["  M app.py +1 −1", "  --- app.py", "  +++ app.py", "  @@ -1,2 +1,2 @@", "   def total(items):",
         "  -    return 0", "  +    return sum(items)"]
