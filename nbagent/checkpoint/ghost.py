@@ -135,10 +135,13 @@ class GhostRepo:
     def current(self, paths: list[str]) -> dict[str, str | None]:
         """The blob id each file's content has now (``None``: it does not exist)."""
         there = [p for p in paths if (self.work_tree / p).is_file() or (self.work_tree / p).is_symlink()]
-        listed = "\n".join(str(self.work_tree / p) for p in there).encode()
-        ids = self.git("hash-object", "--stdin-paths", stdin=listed).decode().split() if there else []
+        lined = [p for p in there if "\n" not in p]  # one path a line; a name with a newline alone
+        listed = "\n".join(str(self.work_tree / p) for p in lined).encode()
+        ids = self.git("hash-object", "--stdin-paths", stdin=listed).decode().split() if lined else []
         now: dict[str, str | None] = dict.fromkeys(paths)
-        now.update(zip(there, ids, strict=True))
+        now.update(zip(lined, ids, strict=True))
+        for path in set(there) - set(lined):
+            now[path] = self.git("hash-object", "--", str(self.work_tree / path)).decode().strip()
         return now
 
     def restore(self, change: FileChange) -> None:

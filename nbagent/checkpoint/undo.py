@@ -9,9 +9,10 @@ refusal applies, so an undo is all of the turn's files or none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from nbagent.checkpoint.ghost import GhostRepo
 from nbagent.protocol import FileChange, GhostSnapshot, Item, UndoItem
@@ -31,6 +32,26 @@ class UndoPlan:
 def _repo(snapshot: GhostSnapshot) -> GhostRepo:
     git_dir = Path(snapshot.git_dir)
     return GhostRepo(git_dir, Path(snapshot.work_tree), git_dir / "nbagent-undo-index", seed=None)
+
+
+_BLOB = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _checked(snapshot: GhostSnapshot) -> None:
+    """Refuse a snapshot whose record would write outside its work tree or hand git an option:
+    the rollout is read back from disk, so what it says is checked before anything is touched."""
+    top = Path(snapshot.work_tree).resolve()
+    if not _BLOB.fullmatch(snapshot.commit):
+        raise UndoRefused(f"turn {snapshot.turn_id}'s checkpoint names no commit ({snapshot.commit[:60]!r})")
+    for change in snapshot.changes:
+        parts = PurePosixPath(change.path).parts
+        if not parts or change.path.startswith("/") or ".." in parts or ".git" in parts or "\0" in change.path:
+            raise UndoRefused(f"turn {snapshot.turn_id}'s checkpoint names a path outside its workspace: {change.path[:200]!r}")
+        if not (top / change.path).parent.resolve().is_relative_to(top):
+            raise UndoRefused(f"{change.path} now lies outside the workspace (a folder on its way is a link): nothing restored")
+        for blob in (change.before, change.after):
+            if blob is not None and not _BLOB.fullmatch(blob):
+                raise UndoRefused(f"turn {snapshot.turn_id}'s checkpoint names no content for {change.path}: {blob[:60]!r}")
 
 
 def _short(paths: Sequence[str], limit: int = 10) -> str:
@@ -54,6 +75,7 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
         if turn_id in undone:
             raise UndoRefused(f"turn {turn_id} is undone already")
         target = found[0]
+    _checked(target)
     paths = {c.path for c in target.changes}
     for later in snapshots[snapshots.index(target) + 1:]:
         shared = sorted(paths & {c.path for c in later.changes})
