@@ -103,7 +103,7 @@ class ApprovalPanel:
         self.diff = W.HTML(changes_html(event.changes), layout=W.Layout(display="" if event.changes else "none"))
         """The call's changes as a diff against what is there now, coloured, long ones folded."""
         self._diffed = self.arguments.value
-        if event.changes and preview is not None:
+        if preview is not None:  # a patch that did not apply at first may once edited
             self.arguments.observe(lambda _: self._rediff(), names="value")
         self.problems = W.HTML()
         self.reason = W.Text(
@@ -168,8 +168,9 @@ class ApprovalPanel:
                 html = changes_html(await self._preview(self.event.tool, arguments))
             except Exception as exc:  # a change that cannot be read: say why, keep the panel
                 html = f"<div style='color:{COLORS['warn']}'>the edited call's change cannot be shown: {esc(exc)}</div>"
-            if self.arguments.value == text:
+            if self.arguments.value == text and (html or self.diff.layout.display == ""):  # none for a tool without changes
                 self.diff.value = html or muted("no change")
+                self.diff.layout.display = ""
 
     def edited_arguments(self) -> tuple[dict[str, Any] | None, list[str]]:
         try:

@@ -1,6 +1,7 @@
 """The approval panel of a change in-process: the diff is shown above the arguments, an edit of
 the arguments is diffed again by the tool's own source (the latest edit wins), a change that
-cannot be read says why, and the diff goes with the panel once decided."""
+cannot be read says why, a patch fixed in the panel shows its diff, a tool that changes nothing
+shows none, and the diff goes with the panel once decided."""
 
 from __future__ import annotations
 
@@ -44,14 +45,28 @@ async def test_an_edit_of_a_patch_is_diffed_again_against_the_file(tmp_path: Pat
     assert panel.body.layout.display == "none"
 
 
-def test_a_call_that_changes_nothing_shows_no_diff_and_is_not_diffed_on_edit() -> None:
-    calls: list[str] = []
+async def test_a_call_that_changes_nothing_shows_no_diff_even_once_edited() -> None:
+    calls: list[dict[str, Any]] = []
 
     async def preview(tool: str, args: dict[str, Any]) -> list[PatchChange]:
-        calls.append(tool)
+        calls.append(args)
         return []
 
-    panel = ApprovalPanel(ApprovalRequested(call_id="c", tool="t", arguments={"a": 1}), lambda op: None, preview)
+    panel = ApprovalPanel(ApprovalRequested(call_id="c", tool="mcp__s__t", arguments={"a": 1}), lambda op: None, preview)
     assert panel.diff.layout.display == "none"
-    panel.arguments.value = '{"a": 2}'  # no loop running here: an observer would fail to schedule
-    assert calls == []
+    panel.arguments.value = '{"a": 2}'
+    await until(lambda: calls == [{"a": 2}], "the edit's reading")
+    assert panel.diff.layout.display == "none" and panel.diff.value == ""
+
+
+async def test_a_patch_that_did_not_apply_shows_its_diff_once_edited_to_apply(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def total(items):\n    return 0\n")
+    tools = PatchTools(tmp_path)
+    [spec] = tools.list_tools()
+    broken = {"input": PATCH.replace("return 0", "return 1").format("x")}
+    panel = ApprovalPanel(ApprovalRequested(call_id="c", tool="apply_patch", arguments=broken), lambda op: None,
+                          lambda tool, args: tools.preview(spec, args))
+    assert panel.diff.layout.display == "none"  # asked without a diff: a warning said why
+    panel.arguments.value = json.dumps({"input": PATCH.format("sum(items)")})
+    await until(lambda: "+    return sum(items)" in panel.diff.value, "the fixed patch's diff")
+    assert panel.diff.layout.display == ""
