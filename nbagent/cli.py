@@ -110,8 +110,8 @@ def _text(change: Change | None) -> str:
             return f"error: {message}\n"
         case Ended(ending=Ending(status="aborted", reason=reason)):
             return f"[turn aborted: {reason}]\n"
-        case UsageChanged(usage=usage):
-            return f"[tokens: {usage.input_tokens} in, {usage.output_tokens} out]\n"
+        case UsageChanged() as usage:
+            return f"[{usage.text}]\n"
         case Compacted(compaction=compaction):
             return f"[{describe_compaction(compaction)}]\n"
     return ""

@@ -38,7 +38,7 @@ SESSION = {
 SESSION_FIELDS: list[str] = []
 """A session sets no public attribute: front ends read ``snapshot()``."""
 
-SNAPSHOT_FIELDS = ["thread_id", "thread_name", "thread_stored", "items", "call_ids", "context_tokens", "context_window", "context_limit", "policy", "model_name", "cwd", "interactive", "running", "current_turn_id", "queued", "servers", "pending_approvals", "pending_elicitations", "tools", "home", "instructions", "project_docs", "tool_output_max_bytes", "max_model_tools", "mcp_servers", "approved", "redactor"]
+SNAPSHOT_FIELDS = ["thread_id", "thread_name", "thread_stored", "items", "call_ids", "context_tokens", "context_window", "context_limit", "thread_usage", "policy", "model_name", "cwd", "interactive", "running", "current_turn_id", "queued", "servers", "pending_approvals", "pending_elicitations", "tools", "home", "instructions", "project_docs", "tool_output_max_bytes", "max_model_tools", "mcp_servers", "approved", "redactor"]
 """What ``Session.snapshot()`` holds, in order."""
 
 OPS = {
@@ -99,7 +99,7 @@ EVENTS = {
     "ShutdownComplete": "shutdown_complete",
     "ThreadList": "thread_list",
     "ThreadRenamed": "thread_renamed",
-    "TokenUsage": "token_usage",
+    "TokenCount": "token_count",
     "ToolCallBegin": "tool_call_begin",
     "ToolCallEnd": "tool_call_end",
     "TurnAborted": "turn_aborted",

@@ -46,6 +46,7 @@ from nbagent.core.thread import ThreadState
 from nbagent.core.thread_settings import adopt
 from nbagent.core.turn import TurnOutcome, run_turn
 from nbagent.core.turn_context import Checkpoints, TurnContext, TurnSettings, TurnState, sooner
+from nbagent.core.usage import TokenMeter
 from nbagent.mcp.manager import McpConnectionManager
 from nbagent.mcp.sandboxed import permissions
 from nbagent.models.base import ModelClient, ModelError
@@ -144,6 +145,8 @@ class Session:
             spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
             policy=lambda: self._config.approval_policy, redact=lambda text: self._thread.redactor().text(text),
         ))
+        self._meter = TokenMeter(self._config.home_path, self._warn)
+        """The user's tokens per day, across kernels (``%agent`` reads the day from it)."""
         self._request_tools = RequestTools(self._config.max_model_tools, lambda text: self._thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""
         self._interrupt_reason: str | None = None
@@ -313,7 +316,7 @@ class Session:
         return SessionSnapshot(
             thread_id=thread.id, thread_name=thread.name, thread_stored=thread.stored, items=tuple(items),
             call_ids=frozenset(thread.call_ids), context_tokens=thread.context.estimate(items),
-            context_window=budget.window, context_limit=budget.limit, policy=config.approval_policy,
+            context_window=budget.window, context_limit=budget.limit, thread_usage=thread.usage, policy=config.approval_policy,
             model_name=self._model_name, cwd=self._cwd, interactive=self._interactive, running=self._running,
             current_turn_id=self._current_turn_id, queued=frozenset(self._queued), servers=frozen_map(self._servers.status()),
             pending_approvals=frozen_map(self._approvals.requests()),
@@ -458,7 +461,7 @@ class Session:
             turn_id=turn_id, model=model, model_name=model_name, policy=policy, router=self._router,
             asks=self._approvals, thread=self._thread, bus=self._bus, settings=TurnSettings.of(self._config, ask_timeout),
             instructions=instructions, servers_ready=self._servers.ready,
-            preamble=self._turn_context, request_tools=self._request_tools,
+            preamble=self._turn_context, request_tools=self._request_tools, meter=self._meter,
             checkpoints=Checkpoints(self._cwd, str(self._config.home_path)),
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self._interactive if interactive is None else interactive,

@@ -16,7 +16,7 @@ from typing import TypeVar
 from nbagent.config import McpServerConfig
 from nbagent.config.project_docs import ProjectDocs
 from nbagent.core.approval import RawIdentity, identity
-from nbagent.protocol import ApprovalRequested, ElicitationRequested, Item, Policy, ServerStatus, ToolSpec
+from nbagent.protocol import ApprovalRequested, ElicitationRequested, Item, Policy, ServerStatus, TokenUsage, ToolSpec
 from nbagent.secrets import Redactor
 
 V = TypeVar("V")
@@ -36,6 +36,8 @@ class SessionSnapshot:
     context_window: int | None
     context_limit: int | None
     """Past this many tokens the thread is compacted before the next request."""
+    thread_usage: TokenUsage
+    """What the thread's model requests cost, resumed turns included (the day's: ``day_usage``)."""
     policy: Policy
     model_name: str
     cwd: str

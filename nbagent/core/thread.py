@@ -23,6 +23,7 @@ from nbagent.protocol import (
     NameRecord,
     RolloutLine,
     ThreadMeta,
+    TokenUsage,
     ToolSpec,
     TurnRecord,
     WarningEvent,
@@ -83,6 +84,8 @@ class ThreadState:
         self.items: list[Item] = []
         self.call_ids: set[str] = set()
         """Every function-call id of the thread."""
+        self.usage = TokenUsage()
+        """The tokens of every turn of the thread, resumed ones included."""
         self.context = ContextView()
         """What of ``items`` the model sees (it follows ``items`` as they grow or are replaced)."""
         self._provider = ProviderRedaction()
@@ -154,6 +157,7 @@ class ThreadState:
         self.name = name
         self.items = []
         self.call_ids = set()
+        self.usage = TokenUsage()
         self._announce(0)
         return thread_id
 
@@ -176,6 +180,7 @@ class ThreadState:
         self.name = loaded.name
         self.items, orphans = without_orphan_outputs(loaded.items)
         self.call_ids = {item.call_id for item in self.items if isinstance(item, FunctionCall)}
+        self.usage = sum((t.usage for t in loaded.turns if t.usage is not None), TokenUsage())
         if adopt is not None:
             adopt(loaded.meta)
         self._announce(len(self.items))

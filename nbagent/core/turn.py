@@ -35,7 +35,9 @@ from nbagent.protocol import (
     Reasoning,
     ReasoningDelta,
     ReasoningItem,
+    TokenCount,
     TokenUsage,
+    TokenUsageInfo,
     ToolCallEnd,
     ToolSpec,
     TurnAborted,
@@ -51,7 +53,6 @@ from nbagent.protocol import (
 from nbagent.store import repair_open_calls
 
 TurnStatus = Literal["completed", "aborted", "failed"]
-_USAGE_COUNTS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 @dataclass
@@ -176,8 +177,7 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
             )
         elif isinstance(part, Usage):
             turn.thread.context.observe(part.input_tokens, sent, extra)
-            sums = {k: getattr(turn.state.usage, k) + getattr(part, k) for k in _USAGE_COUNTS}
-            turn.state.usage = TokenUsage(**sums, total_tokens=sums["input_tokens"] + sums["output_tokens"])
+            _count(turn, part)
         elif isinstance(part, Completed) and part.text and not text_parts:
             text_parts.append(part.text)
     if reasoning is not None:
@@ -190,6 +190,19 @@ async def _sample(turn: TurnContext, instructions: str, tools: list[ToolSpec], e
     for call in calls:
         turn.record(call)
     return text, calls
+
+
+def _count(turn: TurnContext, part: Usage) -> None:
+    """One request's tokens: the turn's, the thread's and the user's day, announced as Codex's
+    ``token_count``."""
+    last = part.tokens()
+    turn.state.usage += last
+    turn.thread.usage += last
+    if turn.meter is not None:
+        turn.meter.count(last)
+    info = TokenUsageInfo(total_token_usage=turn.thread.usage, last_token_usage=last,
+                          model_context_window=turn.state.budget.window)
+    turn.emit(TokenCount(info=info))
 
 
 async def _run_calls(turn: TurnContext, calls: list[FunctionCall]) -> None:
@@ -252,6 +265,11 @@ async def _read_preamble(turn: TurnContext) -> None:
         turn.emit(WarningEvent(message=f"the notebook context could not be read: {type(exc).__name__}: {exc}"))
 
 
+def _spent(turn: TurnContext) -> TokenUsage | None:
+    """The turn's tokens for its closing line; none when no request reported any."""
+    return turn.state.usage if turn.state.usage.total_tokens else None
+
+
 async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
     """Run the turn ``op`` asked for, in ``turn``; ends with exactly one terminal event."""
     tid, policy, model_name = turn.turn_id, turn.policy, turn.model_name
@@ -278,25 +296,24 @@ async def run_turn(turn: TurnContext, op: UserTurn) -> TurnOutcome:
         turn.cancel_asks()
         _close_open_calls(turn, reason)
         await settle(turn)
-        turn.thread.write(TurnRecord(turn_id=tid, status="aborted", entry=op.entry, reason=reason))
+        turn.thread.write(TurnRecord(turn_id=tid, status="aborted", entry=op.entry, reason=reason, usage=_spent(turn)))
         turn.emit(TurnAborted(reason=reason))
         return TurnOutcome(tid, "aborted", last_text, reason)
     except ModelError as exc:
         _close_open_calls(turn, str(exc))
         await settle(turn)
-        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc)))
+        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=str(exc), usage=_spent(turn)))
         turn.emit(TurnFailed(message=str(exc), code=exc.code))
         return TurnOutcome(tid, "failed", last_text, str(exc), exc.code)
     except Exception as exc:  # boundary: an internal fault fails this turn, never the session
         _close_open_calls(turn, "internal error")
         await settle(turn)
         message = turn.thread.redactor().text(f"internal error: {type(exc).__name__}: {exc}")  # it may quote a reply
-        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message))
+        turn.thread.write(TurnRecord(turn_id=tid, status="failed", entry=op.entry, reason=message, usage=_spent(turn)))
         turn.emit(TurnFailed(message=message, code="internal"))
         return TurnOutcome(tid, "failed", last_text, message, "internal")
-    if turn.state.usage.total_tokens:
-        turn.emit(turn.state.usage)
     await settle(turn)
-    turn.thread.write(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy))
+    turn.thread.write(TurnRecord(turn_id=tid, status="completed", entry=op.entry, model=model_name, policy=policy,
+                                 usage=_spent(turn)))
     turn.emit(TurnCompleted(last_message=last_text))
     return TurnOutcome(tid, "completed", last_text)

@@ -21,6 +21,7 @@ from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import RequestTools
 from nbagent.core.router import ToolRouter
 from nbagent.core.thread import ThreadState
+from nbagent.core.usage import TokenMeter
 from nbagent.models.base import ModelClient
 from nbagent.protocol import Entry, Event, EventMsg, Item, Policy, TokenUsage, ToolSpec
 
@@ -112,6 +113,8 @@ class TurnContext:
     """Picks the tools of each request when the catalogue holds more than the model accepts."""
     checkpoints: Checkpoints | None = None
     """Set: the turn snapshots the workspace before its first change, so it can be undone."""
+    meter: TokenMeter | None = None
+    """Counts each request's tokens into the user's day (``None``: counted nowhere but the thread)."""
     state: TurnState = field(default_factory=TurnState)
 
     trace_id: str = field(init=False)

@@ -4,6 +4,8 @@ Chat Completions chunks, as Ollama, vLLM and llama.cpp stream them) and ``GET /v
 It is not a model. Each request gets the next reply of a script given in Python (the shape of a
 replay response: ``text``, ``tool_calls``, ``usage``), so a walkthrough can show nbagent talking to
 a local model server over real HTTP, through the real ``openai`` client, without a GPU or a cloud.
+A reply without ``usage`` reports what a real model would have counted (``scripted_usage``), in
+the last chunk, when the request asks for it (``stream_options.include_usage``), as OpenAI does.
 Like every server nbagent starts, it binds 127.0.0.1 and refuses a request without its bearer
 token. Every request body it accepted is kept in ``requests``: what the model was sent.
 """
@@ -17,6 +19,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from nbagent.models.scripted_usage import ScriptedMeter, sent_chars
 
 MODEL = "scripted-local-model"
 MAX_BODY = 16 * 1024 * 1024
@@ -32,6 +36,7 @@ class ScriptedChatServer:
         self.token = token or secrets.token_urlsafe(24)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._meter = ScriptedMeter()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True, name="scripted-chat-server")
 
@@ -57,12 +62,30 @@ class ScriptedChatServer:
     def next_reply(self, body: dict[str, Any]) -> dict[str, Any] | None:
         with self._lock:
             self.requests.append(body)
-            return self.replies.pop(0) if self.replies else None
+            if not self.replies:
+                return None
+            reply = self.replies.pop(0)
+            if "usage" not in reply:
+                said = reply.get("text", "") + "".join(c["name"] + _arguments(c) for c in reply.get("tool_calls", []))
+                reply = {**reply, "usage": self._meter.usage(_sent(body), said)}
+            return reply
 
 
-def chunks(reply: dict[str, Any], model: str) -> list[dict[str, Any]]:
+def _sent(body: dict[str, Any]) -> int:
+    messages, tools = body.get("messages"), body.get("tools")
+    texts = [json.dumps(m.get("content"), default=str) + json.dumps(m.get("tool_calls") or "", default=str)
+             for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict)]
+    return sent_chars(None, texts, tools if isinstance(tools, list) else [])
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def chunks(reply: dict[str, Any], model: str, *, include_usage: bool = True) -> list[dict[str, Any]]:
     """One reply as the Chat Completions chunks a local server streams: the text word by word,
-    each tool call whole, then the finish reason, then the usage."""
+    each tool call whole, then the finish reason, then (when asked for) the usage."""
     made = int(time.time())
     base = {"id": f"chatcmpl-{secrets.token_hex(6)}", "object": "chat.completion.chunk", "created": made, "model": model}
 
@@ -73,16 +96,22 @@ def chunks(reply: dict[str, Any], model: str) -> list[dict[str, Any]]:
     out += [chunk({"content": word}) for word in _WORDS.findall(reply.get("text", ""))]
     calls = reply.get("tool_calls", [])
     for n, call in enumerate(calls):
-        arguments = call.get("arguments", {})
-        function = {"name": call["name"], "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
+        function = {"name": call["name"], "arguments": _arguments(call)}
         out.append(chunk({"tool_calls": [{"index": n, "id": f"call_{secrets.token_hex(6)}", "type": "function",
                                           "function": function}]}))  # fmt: skip
     out.append(chunk({}, "tool_calls" if calls else "stop"))
-    usage = reply.get("usage", {})
-    prompt, completion = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
-    out.append({**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                 "total_tokens": prompt + completion}})  # fmt: skip
+    if include_usage:
+        out.append({**base, "choices": [], "usage": _wire_usage(reply.get("usage", {}))})
     return out
+
+
+def _wire_usage(usage: dict[str, int]) -> dict[str, Any]:
+    """Codex's counts as Chat Completions names them."""
+    prompt, completion = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": usage.get("total_tokens", prompt + completion),
+            "prompt_tokens_details": {"cached_tokens": usage.get("cached_input_tokens", 0)},
+            "completion_tokens_details": {"reasoning_tokens": usage.get("reasoning_output_tokens", 0)}}
 
 
 def _handler(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
@@ -137,7 +166,9 @@ def _handler(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            for part in chunks(reply, body.get("model", MODEL)):
+            options = body.get("stream_options")
+            wanted = isinstance(options, dict) and options.get("include_usage") is True
+            for part in chunks(reply, body.get("model", MODEL), include_usage=wanted):
                 self.wfile.write(f"data: {json.dumps(part)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()

@@ -41,6 +41,7 @@ from nbagent.protocol import (
     ReasoningDelta,
     SandboxDenied,
     SessionConfigured,
+    TokenCount,
     TokenUsage,
     ToolCallBegin,
     ToolCallEnd,
@@ -79,6 +80,17 @@ class HeaderText:
 
     def parts(self) -> list[str]:
         return [self.model, self.thread, self.policy, *([self.context] if self.context else [])]
+
+
+def usage_text(usage: TokenUsage, thread: TokenUsage | None = None) -> str:
+    """A turn's tokens as every front end shows them beside its header, with the thread's total
+    when earlier turns add to it."""
+    cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
+    reasoning = f" ({usage.reasoning_output_tokens:,} reasoning)" if usage.reasoning_output_tokens else ""
+    text = f"tokens: {usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out{reasoning}"
+    if thread is not None and thread.total_tokens > usage.total_tokens:
+        text += f"; {thread.total_tokens:,} in the thread"
+    return text
 
 
 def header_text(header: Header) -> HeaderText:
@@ -330,6 +342,13 @@ class Compacted:
 @dataclass(frozen=True)
 class UsageChanged:
     usage: TokenUsage
+    """The turn's tokens so far (every request of it)."""
+    thread: TokenUsage
+    """The thread's, this turn included."""
+
+    @property
+    def text(self) -> str:
+        return usage_text(self.usage, self.thread)
 
 
 @dataclass(frozen=True)
@@ -361,6 +380,8 @@ class TurnModel:
     errors: list[Failed] = field(default_factory=list)
     compactions: list[ContextCompacted] = field(default_factory=list)
     usage: TokenUsage | None = None
+    """The tokens of the turn's model requests so far, summed from its ``token_count`` events."""
+    thread_usage: TokenUsage | None = None
     ending: Ending | None = None
 
     @property
@@ -382,7 +403,7 @@ class TurnModel:
                 self.header = Header(model_label=e.model_label, scripted=e.scripted, thread=event.thread_id, policy=e.policy)
                 return Configured(self.header)
             case TurnStarted() as e:
-                self.ending = None
+                self.ending = self.usage = None
                 return Started(e.model, event.turn_id)
             case AgentMessageDelta() | AgentMessage() as e:
                 text = self.messages.setdefault(e.item_id, Text(e.item_id))
@@ -465,9 +486,10 @@ class TurnModel:
             case ContextCompacted() as e:
                 self.compactions.append(e)
                 return Compacted(e)
-            case TokenUsage() as e:
-                self.usage = e
-                return UsageChanged(e)
+            case TokenCount(info=info) if info is not None:
+                self.usage = (self.usage or TokenUsage()) + info.last_token_usage
+                self.thread_usage = info.total_token_usage
+                return UsageChanged(self.usage, self.thread_usage)
             case TurnCompleted() as e:
                 return self._end(Ending("completed", e.last_message))
             case TurnAborted() as e:

@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from nbagent.protocol import Item, ProtocolModel, ToolSpec, UnicodeText, unicode_text
+from nbagent.protocol import Item, ProtocolModel, TokenUsage, ToolSpec, UnicodeText, unicode_text
 
 
 class ModelRequest(ProtocolModel):
@@ -58,11 +58,21 @@ class ToolCallDone(ProtocolModel):
 
 
 class Usage(ProtocolModel):
+    """What the server said one response cost, by Codex's names (``TokenUsage``); ``total_tokens``
+    is the server's, or input plus output when it gave none."""
+
     type: Literal["usage"] = "usage"
     input_tokens: int = 0
-    output_tokens: int = 0
     cached_input_tokens: int = 0
-    reasoning_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int | None = None
+
+    def tokens(self) -> TokenUsage:
+        """As counted: a negative count (a broken server) counts as none, not as a refund."""
+        counts = {k: max(0, getattr(self, k)) for k in TokenUsage.model_fields if k != "total_tokens"}
+        total = self.total_tokens if self.total_tokens is not None else self.input_tokens + self.output_tokens
+        return TokenUsage(**counts, total_tokens=max(0, total))
 
 
 class Completed(ProtocolModel):

@@ -131,9 +131,10 @@ def _usage(raw: Any) -> Usage:
     completion = typed(raw, "completion_tokens_details", OBJECT, "usage.")
     return Usage(
         input_tokens=typed(raw, "prompt_tokens", INTEGER, "usage.") or 0,
-        output_tokens=typed(raw, "completion_tokens", INTEGER, "usage.") or 0,
         cached_input_tokens=typed(prompt, "cached_tokens", INTEGER, "usage.prompt_tokens_details.") or 0,
-        reasoning_tokens=typed(completion, "reasoning_tokens", INTEGER, "usage.completion_tokens_details.") or 0,
+        output_tokens=typed(raw, "completion_tokens", INTEGER, "usage.") or 0,
+        reasoning_output_tokens=typed(completion, "reasoning_tokens", INTEGER, "usage.completion_tokens_details.") or 0,
+        total_tokens=typed(raw, "total_tokens", INTEGER, "usage."),
     )
 
 

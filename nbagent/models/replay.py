@@ -5,7 +5,8 @@ PATH is JSON ``{"responses": [R1, R2, ...]}``; each request consumes the next R:
     {"text": "...",                     # streamed word by word
      "tool_calls": [{"name": "tool", "arguments": {...} | "raw string", "call_id": "optional"}],
      "reasoning": "summary",            # optional
-     "usage": {"input_tokens": 1, "output_tokens": 2},   # optional
+     "usage": {"input_tokens": 1, "output_tokens": 2},   # optional: else what a real
+                                        # model would report (models/scripted_usage.py)
      "error": {"code": "server", "message": "..."}}      # optional: raise this ModelError
 
 A request for a summary (compaction, ``purpose = "compact"``) takes the next string of an
@@ -47,6 +48,7 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
+from nbagent.models.scripted_usage import ScriptedMeter, sent_chars
 from nbagent.protocol import (
     DECISIONS_THAT_RUN,
     ApprovalRecord,
@@ -63,6 +65,7 @@ _BRANCH_KEYS = (*OUTCOMES, "default")
 _ASKED = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 _CALL_KEYS = {"name", "arguments", "call_id"}
 _USAGE_KEYS = set(Usage.model_fields) - {"type"}
+_ITEM_WORDS = ("text", "arguments", "output", "summary")
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 
 
@@ -208,6 +211,17 @@ def fallback_summary(items: list[Any]) -> str:
     return "The user asked, in order: " + "; ".join(asked[:-1] or asked) if asked else "Nothing happened yet."
 
 
+def raw_arguments(call: dict[str, Any]) -> str:
+    """A scripted call's arguments as the model sends them: a raw string verbatim, else JSON."""
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _sent(request: ModelRequest) -> int:
+    texts = [value for item in request.items for key in _ITEM_WORDS if isinstance(value := getattr(item, key, None), str)]
+    return sent_chars(request.instructions, texts, [(tool.name, tool.description, tool.parameters) for tool in request.tools])
+
+
 class ReplayModel:
     """Plays a script in order; the position belongs to this instance (one per session)."""
 
@@ -222,6 +236,7 @@ class ReplayModel:
         self.position = 0
         self.summarised = 0
         self._script: Script | None = None
+        self._meter = ScriptedMeter()
 
     def load(self) -> Script:
         """Read the file once (first request, or earlier to fail fast)."""
@@ -262,12 +277,10 @@ class ReplayModel:
         for part in words(text):
             yield TextDelta(delta=part)
         for n, call in enumerate(response.get("tool_calls", []), start=1):
-            arguments = call.get("arguments", {})
-            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
             call_id = call.get("call_id") or f"call_replay_{index + 1}_{n}"
-            yield ToolCallDone(call_id=call_id, name=call["name"], arguments=raw)
-        if usage := response.get("usage"):
-            yield Usage(**usage)
+            yield ToolCallDone(call_id=call_id, name=call["name"], arguments=raw_arguments(call))
+        said = text + "".join(call["name"] + raw_arguments(call) for call in response.get("tool_calls", []))
+        yield Usage(**(response.get("usage") or self._meter.usage(_sent(request), said, reasoning or "")))
         yield Completed(text=text)
 
     async def aclose(self) -> None:

@@ -103,9 +103,10 @@ def _usage(raw: Any) -> Usage | None:
     outputs = typed(raw, "output_tokens_details", OBJECT, at)
     return Usage(
         input_tokens=typed(raw, "input_tokens", INTEGER, at) or 0,
-        output_tokens=typed(raw, "output_tokens", INTEGER, at) or 0,
         cached_input_tokens=typed(inputs, "cached_tokens", INTEGER, f"{at}input_tokens_details.") or 0,
-        reasoning_tokens=typed(outputs, "reasoning_tokens", INTEGER, f"{at}output_tokens_details.") or 0,
+        output_tokens=typed(raw, "output_tokens", INTEGER, at) or 0,
+        reasoning_output_tokens=typed(outputs, "reasoning_tokens", INTEGER, f"{at}output_tokens_details.") or 0,
+        total_tokens=typed(raw, "total_tokens", INTEGER, at),
     )
 
 

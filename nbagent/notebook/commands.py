@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from IPython.display import display
 
 from nbagent.core.context import describe as describe_compaction
+from nbagent.core.usage import tokens_line
 from nbagent.kit.args import BadInput
 from nbagent.kit.labels import model_text, plural, policy_text
 from nbagent.kit.ops import read_now

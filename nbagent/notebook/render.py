@@ -42,7 +42,7 @@ from nbagent.notebook.login import LoginLinks
 from nbagent.notebook.stream import MarkdownStream
 from nbagent.notebook.throttle import DEFAULT_INTERVAL
 from nbagent.notebook.toolcard import ToolCard
-from nbagent.protocol import ContextCompacted, Event, Interrupt, TokenUsage
+from nbagent.protocol import ContextCompacted, Event, Interrupt
 from nbagent.protocol.ops import Submit
 
 
@@ -85,10 +85,11 @@ class WidgetTurn:
         self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
         self.body = W.VBox([])
-        self.footer = W.HTML()
+        self.usage = W.HTML()
+        """The turn's tokens, in the header once a request reports them."""
         # Wraps, so a long label never pushes the Stop button out of sight.
-        top = W.HBox([self.header, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
-        self.widget = W.VBox([top, self.body, self.footer])
+        top = W.HBox([self.header, self.usage, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
+        self.widget = W.VBox([top, self.body])
 
     def set_header(self, **header: Unpack[Header]) -> None:
         """Model (a scripted model is labelled so), thread and policy; full-auto is loud."""
@@ -133,8 +134,8 @@ class WidgetTurn:
                 self._add(W.HTML(f"<div style='color:{COLORS['error']}'>MCP server {esc(server.name)} failed: {esc(server.error or '')}</div>"))
             case LoginChanged(login=login):
                 self._on_login(login)
-            case UsageChanged(usage=usage):
-                self._on_usage(usage)
+            case UsageChanged() as usage:
+                self.usage.value = badge(usage.text, "muted")
             case Compacted(compaction=compaction):
                 self._on_compacted(compaction)
             case Warned(message=message):
@@ -226,13 +227,6 @@ class WidgetTurn:
             self.logins = LoginLinks()
             self._add(self.logins.widget)
         self.logins.show(login)
-
-    def _on_usage(self, usage: TokenUsage) -> None:
-        cached = f", {usage.cached_input_tokens} cached" if usage.cached_input_tokens else ""
-        reasoning = f", {usage.reasoning_tokens} reasoning" if usage.reasoning_tokens else ""
-        self.footer.value = muted(
-            f"tokens: {usage.input_tokens} in{cached}, {usage.output_tokens} out{reasoning} ({usage.total_tokens} total)"
-        )
 
     def _on_compacted(self, compaction: ContextCompacted) -> None:
         self._add(W.HTML(muted(describe_compaction(compaction))))

@@ -29,11 +29,11 @@ from nbagent.kit.turn import (
     ReasoningChanged,
     ServerChanged,
     TurnModel,
-    UsageChanged,
     Warned,
     change_lines,
     denial_line,
     header_text,
+    usage_text,
 )
 from nbagent.notebook.cellctx import CellContext
 from nbagent.notebook.text_ask import ask_approval, ask_elicitation
@@ -131,8 +131,6 @@ class TextTurn:
             case QuestionChanged(question=Question(answer=ElicitationResolved() as a) as q):
                 said = f" — {a.message}" if a.message else ""
                 self._line(f"  question {q.request_id}: {a.action} ({a.by}){said}")
-            case UsageChanged(usage=usage):
-                self._line(f"tokens: {usage.input_tokens} in, {usage.output_tokens} out")
             case Warned(message=message):
                 self._line(f"⚠ {message}")
             case Compacted(compaction=compaction):
@@ -144,6 +142,8 @@ class TextTurn:
             case ServerChanged(server=server) if server.status == "failed":
                 self._line(f"⚠ MCP server {server.name} failed: {server.error}")
             case Ended(ending=ending):
+                if self.model.usage is not None:  # once, for the whole turn
+                    self._line(usage_text(self.model.usage, self.model.thread_usage))
                 if ending.status == "failed":
                     self._line(f"error ({ending.code}): {ending.reason}")
                 elif ending.status == "completed":

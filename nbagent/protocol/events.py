@@ -264,13 +264,39 @@ class PatchApplyEnd(_Msg):
     changes: list[PatchChange] = Field(default_factory=list)
 
 
-class TokenUsage(_Msg):
-    type: Literal["token_usage"] = "token_usage"
+class TokenUsage(ProtocolModel):
+    """Tokens of one or more model requests, by Codex's names (``TokenUsage``). ``input_tokens``
+    includes the ``cached_input_tokens`` the server read from its prompt cache, and
+    ``output_tokens`` the ``reasoning_output_tokens``, as both APIs count them."""
+
+    model_config = ConfigDict(frozen=True)
+
     input_tokens: int = 0
-    output_tokens: int = 0
     cached_input_tokens: int = 0
-    reasoning_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
     total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(**{k: getattr(self, k) + getattr(other, k) for k in TokenUsage.model_fields})
+
+
+class TokenUsageInfo(ProtocolModel):
+    """Codex's ``TokenUsageInfo``: the thread's tokens so far and the last request's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total_token_usage: TokenUsage
+    """Every request of the thread, resumed turns included."""
+    last_token_usage: TokenUsage
+    model_context_window: int | None = None
+
+
+class TokenCount(_Msg):
+    """After each model request that reported usage (Codex's ``token_count`` event)."""
+
+    type: Literal["token_count"] = "token_count"
+    info: TokenUsageInfo | None = None
 
 
 class TurnCompleted(_Msg):
@@ -416,7 +442,7 @@ EventMsg = Annotated[
     | PatchApplyEnd
     | ExecCommandOutputDelta
     | SandboxDenied
-    | TokenUsage
+    | TokenCount
     | ContextCompacted
     | UndoCompleted
     | TurnCompleted

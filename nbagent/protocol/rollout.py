@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, TypeAdapter
 
 from nbagent.protocol._base import ProtocolModel, now
+from nbagent.protocol.events import TokenUsage
 from nbagent.protocol.items import Item
 from nbagent.protocol.ops import Entry, Policy
 
@@ -40,6 +41,9 @@ class TurnRecord(ProtocolModel):
     policy: Policy = "on-request"
     at: float = Field(default_factory=now)
     reason: str | None = None
+    usage: TokenUsage | None = None
+    """On a turn's end: the tokens its model requests cost (Codex records ``token_count`` events;
+    one sum per turn is what resume and the thread's total need)."""
 
 
 class ItemRecord(ProtocolModel):

@@ -45,12 +45,14 @@ async def test_three_step_tool_loop_over_http(openai_server, home: Path, wire_ap
     usage: list[EventMsg] = []
     async with Session(config=config_for(openai_server, wire_api, home)) as session:
         session.register_tool(lambda a, b: a + b, name="add")
-        session.subscribe(lambda e: e.msg.type == "token_usage" and usage.append(e.msg))
+        session.subscribe(lambda e: e.msg.type == "token_count" and usage.append(e.msg))
         result = await session.run("add three times")
     assert result.text == "All added."
     assert len(openai_server.requests) == 4
     assert list(sent_outputs(openai_server.requests[3], wire_api).values()) == ["3", "7", "11"]
-    assert usage and usage[0].output_tokens >= 3
+    assert len(usage) == 4  # one token_count per request, the thread's total adding up
+    assert usage[-1].info.total_token_usage.model_dump() == {
+        "input_tokens": 42, "cached_input_tokens": 0, "output_tokens": 24, "reasoning_output_tokens": 0, "total_tokens": 66}
     assert openai_server.requests[0]["tools"][0]["name" if wire_api == "responses" else "function"]
     rollout = (home / "threads" / f"{result.thread_id}.jsonl").read_text()
     assert SECRET not in rollout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nbagent import Session
 from nbagent.kit.turn import CardChanged, Ended, Header, MessageChanged, QuestionChanged, TurnModel, header_text
-from nbagent.protocol import AgentMessageDelta, ApprovalDecision, ElicitationResponse, Event, TurnAborted
+from nbagent.protocol import AgentMessageDelta, ApprovalDecision, ElicitationResponse, Event, TokenCount, TurnAborted
 from tests.mcp.conftest import server_cfg
 
 FEATURES = "mcp__feat__"
@@ -73,7 +73,9 @@ async def test_a_turn_with_approved_denied_and_progressing_calls(home: Path, scr
     assert [r.text for r in turn.reasoning.values()] == ["Read, delete, then work."]
     streamed = [c.delta for c in changes if isinstance(c, MessageChanged) and c.message is message]
     assert "".join(streamed) == "Let me look."  # the deltas join to the final text
-    assert turn.usage is not None and (turn.usage.input_tokens, turn.usage.output_tokens) == (12, 5)
+    counts = [e.msg.info for e in events if isinstance(e.msg, TokenCount) and e.msg.info]
+    assert len(counts) == 3 and (counts[-1].last_token_usage.input_tokens, counts[-1].last_token_usage.output_tokens) == (12, 5)
+    assert turn.usage == counts[-1].total_token_usage  # every request of the turn (a new thread's only turn)
     assert turn.servers["feat"].status == "ready" and turn.servers["feat"].tools > 0
     assert turn.ending is not None and turn.ending.status == "completed" and turn.ending.reason == "All done."
     assert [c.ending for c in changes if isinstance(c, Ended)] == [turn.ending] and turn.done

@@ -62,7 +62,7 @@ async def test_exhausted(tmp_path: Path) -> None:
 async def test_empty_response_and_scripted_error(tmp_path: Path) -> None:
     model = ReplayModel(_write(tmp_path, {"responses": [{}, {"error": {"code": "auth", "message": "scripted 401"}}]}))
     events = await collect(model)
-    assert [e.type for e in events] == ["completed"]
+    assert [e.type for e in events] == ["usage", "completed"]  # a real model counts the request it was sent
     with pytest.raises(ModelError) as info:
         await collect(model)
     assert (info.value.code, str(info.value)) == ("auth", "scripted 401")

@@ -21,7 +21,9 @@ from nbagent.protocol import (
     Interrupt,
     Progress,
     TextBlock,
+    TokenCount,
     TokenUsage,
+    TokenUsageInfo,
     ToolCallBegin,
     ToolCallEnd,
     TurnAborted,
@@ -88,8 +90,9 @@ def test_approval_in_the_view_and_stop_button():
     assert v.cards["c1"].status == "denied" and "timed out" in v.approvals["c1"].record.value
     v.stop_button.click()
     assert stopped == [1]
-    v.handle(Event(msg=TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7)))
-    assert "7 total" in v.footer.value
+    last = TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7)
+    v.handle(Event(msg=TokenCount(info=TokenUsageInfo(total_token_usage=last, last_token_usage=last))))
+    assert "tokens: 3 in, 4 out" in v.usage.value
     v.handle(Event(msg=TurnAborted(reason="stopped")))
     v.stop_button.click()
     assert stopped == [1]
