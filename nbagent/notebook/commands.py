@@ -130,6 +130,7 @@ def status(agent: KernelAgent) -> None:
     window, limit = now.context_window, now.context_limit
     room = f" of {window:,} (compacts past {limit:,})" if window and limit else " (window unknown: set model_context_window)"
     lines.append(f"context:  ~{now.context_tokens:,} tokens{room}")
+    lines.append(f"tokens:   {tokens_line(now.thread_usage, now.home)}")
     if now.instructions:
         lines.append(f"instructions: nbagent config ({len(now.instructions.encode()):,} B)")
     lines.extend(f"instructions: {line}" for line in now.project_docs.describe())
