@@ -31,6 +31,8 @@ from nbagent.protocol import (
     PatchChange,
     SessionConfigured,
     ToolCallBegin,
+    Undo,
+    UndoCompleted,
     WarningEvent,
 )
 from nbagent.protocol.ops import OUTSIDE_ENTRY
@@ -239,6 +241,21 @@ class KernelAgent:
         if self.session is None:
             raise RuntimeError("the agent session is not open yet")
         return self.session.submit(op)
+
+    def undo(self, turn_id: str, report: Callable[[bool, str], None]) -> None:
+        """Undo ``turn_id`` (its view's "Undo turn" button); ``report(done, message)`` says what
+        was restored, or why nothing was."""
+
+        async def job() -> None:
+            try:
+                session = await self.ready()
+                done = await session.perform(Undo(turn_id=turn_id))
+                assert isinstance(done, UndoCompleted)
+                report(done.success, done.message)
+            except Exception as exc:  # boundary: said on the turn's header, never raised into the widget
+                report(False, f"undo failed: {exc}")
+
+        self.spawn(job())
 
     def stop(self, turn_id: str | None = None) -> bool:
         """Interrupt the running turn, or ``turn_id``'s whether running or still queued."""

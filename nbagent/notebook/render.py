@@ -54,6 +54,7 @@ class WidgetTurn:
         submit: Submit,
         *,
         stop: Callable[[], object] | None = None,
+        undo: Callable[[Callable[[bool, str], None]], None] | None = None,
         note: str | None = None,
         interval: float = DEFAULT_INTERVAL,
         render_text: bool = True,
@@ -64,6 +65,8 @@ class WidgetTurn:
         self._preview = preview
         """How an approval panel diffs edited arguments again (the kernel's own tools)."""
         self._stop = stop or (lambda: submit(Interrupt(reason="stopped from the turn's Stop button")))
+        self._undo = undo
+        """Undoes this turn, then reports (done, message); ``None``: no "Undo turn" button."""
         self._interval = interval
         self._render_text = render_text
         self.done = False
@@ -84,11 +87,15 @@ class WidgetTurn:
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", layout=W.Layout(width="auto"))
         self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
+        self.undo_button = W.Button(description="Undo turn", icon="undo", layout=W.Layout(width="auto", display="none"),
+                                    tooltip="put back the workspace files this turn changed")
+        self.undo_button.on_click(guarded("Undo turn", lambda html: setattr(self.status, "value", html))(lambda _b: self.undo()))
         self.body = W.VBox([])
         self.usage = W.HTML()
         """The turn's tokens, in the header once a request reports them."""
         # Wraps, so a long label never pushes the Stop button out of sight.
-        top = W.HBox([self.header, self.usage, self.stop_button, self.status], layout=W.Layout(flex_flow="row wrap"))
+        top = W.HBox([self.header, self.usage, self.stop_button, self.undo_button, self.status],
+                    layout=W.Layout(flex_flow="row wrap"))
         self.widget = W.VBox([top, self.body])
 
     def set_header(self, **header: Unpack[Header]) -> None:
@@ -109,6 +116,21 @@ class WidgetTurn:
         if not self.done:
             self._stop()
             self.status.value = muted("stopping…")
+
+    def undo(self) -> None:
+        """The "Undo turn" button: the turn's files put back; the header says which, or why not."""
+        if self._undo is None or self.undo_button.disabled:
+            return
+        self.undo_button.disabled = True
+        self.status.value = muted("undoing…")
+
+        def report(done: bool, message: str) -> None:
+            color = "warn" if done else "error"
+            said = f"<span style='overflow-wrap:anywhere'>{esc(message)}</span>"
+            self.status.value = f"<div style='white-space:normal'>{badge('undone' if done else 'not undone', color)}{said}</div>"
+            self.undo_button.disabled = done
+
+        self._undo(report)
 
     def _add(self, widget: W.Widget) -> None:
         self.body.children = (*self.body.children, widget)
@@ -237,6 +259,8 @@ class WidgetTurn:
             stream.flush()
         self.done = True
         self.stop_button.layout.display = "none"
+        if self._undo is not None:
+            self.undo_button.layout.display = None
         color = {"completed": "ok", "aborted": "warn"}.get(status, "error")
         # A reason can be long: it wraps beside the pill instead of running off the cell's edge.
         why = f"<span style='color:{COLORS[color]};overflow-wrap:anywhere'>{esc(reason)}</span>" if reason else ""

@@ -8,6 +8,7 @@ so loading the extension does not pay for ipywidgets.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Protocol, Unpack
 
 from nbagent.kit.turn import Header
@@ -46,6 +47,8 @@ class TurnHost(Protocol):
 
     def stop(self, turn_id: str | None = None) -> bool: ...
 
+    def undo(self, turn_id: str, report: Callable[[bool, str], None]) -> None: ...
+
     async def preview(self, tool: str, arguments: dict[str, Any]) -> list[PatchChange]: ...
 
 
@@ -63,7 +66,8 @@ def show_turn(agent: TurnHost, header: Header, *, turn_id: str | None, wait: boo
         from nbagent.notebook.render import WidgetTurn
 
         stop = (lambda: agent.stop(turn_id)) if turn_id is not None else None
-        view = WidgetTurn(lambda o: agent.submit(o), stop=stop, note=note, preview=agent.preview, **header)
+        undo = (lambda report: agent.undo(turn_id, report)) if turn_id is not None else None
+        view = WidgetTurn(lambda o: agent.submit(o), stop=stop, undo=undo, note=note, preview=agent.preview, **header)
         if turn_id is None:
             view.status.value = "calls from outside agents appear here"
             view.stop_button.layout.display = "none"
