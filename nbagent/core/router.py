@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from nbagent.core.provider import MEMBERS, ToolProvider
@@ -43,6 +43,14 @@ class ToolRouter:
         if provider in self._providers:
             self._providers.remove(provider)
             self._memo = None
+
+    async def aclose(self, closed: Collection[ToolProvider] = ()) -> None:
+        """Close every source with an ``aclose`` (the ``shell`` tool's fork server) but those in
+        ``closed`` (already closed by their owner), so no process of theirs outlives the session."""
+        for provider in self._providers:
+            close = getattr(provider, "aclose", None)
+            if close is not None and provider not in closed:
+                await close()
 
     def catalogue(self) -> Catalogue:
         """Model-visible name -> (spec, provider); read-only, shared by every reader until a

@@ -201,6 +201,7 @@ class Session:
             if not future.done():
                 future.cancel()
         await self._servers.aclose()
+        await self._router.aclose(closed=(self._mcp,))
         for client in self._models.values():
             await client.aclose()
         self._thread.close()

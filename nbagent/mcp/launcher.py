@@ -13,10 +13,11 @@ what it left behind and exits with the server's status; when nbagent dies (``PR_
 it kills the server and everything under it.
 
 With ``--sandbox PLAN`` (JSON, :mod:`nbagent.sandbox`) the server runs in the OS sandbox
-instead: the launcher makes the server a private ``TMPDIR``, its child enters new namespaces
-(:func:`nbagent.sandbox.enforce.enter_namespaces`) and forks process 1 of the new PID namespace,
-which mounts its ``/proc`` and forks the server; the server puts itself under Landlock and
-execs. A step that fails ends the start with exit code :data:`SANDBOX_FAILED` and a line on
+instead: the launcher makes the server a private ``TMPDIR``, enters new namespaces
+(:func:`nbagent.sandbox.enforce.enter_namespaces`; the new PID namespace is its children's) and
+forks process 1 of that PID namespace, which mounts its ``/proc`` and forks the server; the
+server puts itself under Landlock and execs. The launcher itself stays outside Landlock and
+outside the sandbox's PID namespace, where no sandboxed process can see or signal it. A step that fails ends the start with exit code :data:`SANDBOX_FAILED` and a line on
 stderr naming it: the server never runs with less confinement than it asked for.
 
 Standard library only, and no nbagent import: it must start fast, from a cleared environment.
@@ -31,7 +32,10 @@ import sys
 
 TYPE_CHECKING = False  # what type checkers read as True, without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    Report = Callable[[int], None]
 
     from nbagent.mcp import landlock, proctree
     from nbagent.sandbox import enforce
@@ -73,15 +77,24 @@ def _environ() -> dict[str, str]:
     return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
 
 
-def _spawn(command: list[str], plan: dict[str, Any] | None, tmpdir: str | None) -> int:
-    """Fork the server: the child enters the signal-scoped domain (or the sandbox), then becomes
-    the command.
+def _spawn(
+    command: list[str], plan: dict[str, Any] | None, env: dict[str, str], tmpdir: str | None, report: Report | None
+) -> int:
+    """Fork the server: the child enters the signal-scoped domain and becomes the command. Under
+    a plan the launcher enters the new namespaces first (the PID namespace is its children's,
+    not its own), so the child is process 1 of the sandbox's PID namespace, which forks the
+    server (:func:`_init`).
 
     A command that cannot start is reported as a shell would, exit code 127.
     """
-    env = _environ()
     if tmpdir is not None:
         env["TMPDIR"] = tmpdir
+    if plan is not None:
+        _prctl(PR_SET_DUMPABLE, 1)  # else /proc/self/uid_map is not this process's to write
+        try:
+            enforce.enter_namespaces(plan)
+        finally:
+            _prctl(PR_SET_DUMPABLE, 0)
     pid = os.fork()
     if pid:
         return pid
@@ -89,10 +102,10 @@ def _spawn(command: list[str], plan: dict[str, Any] | None, tmpdir: str | None) 
         if plan is None:
             landlock.scope_signals()
         else:
-            _sandboxed(command, env, plan)
+            _init(plan, report)
         os.execvpe(command[0], command, env)
     except enforce.SandboxError as exc:
-        _say(f"sandbox: {exc}; the server was not started")
+        _refused(exc)
         os._exit(SANDBOX_FAILED)
     except OSError as exc:
         _say(f"cannot start {command[0]!r}: {exc.strerror}")
@@ -104,22 +117,24 @@ def _say(text: str) -> None:
     print(f"nbagent launcher: {text}", file=sys.stderr, flush=True)
 
 
-def _sandboxed(command: list[str], env: dict[str, str], plan: dict[str, Any]) -> None:
-    """In the launcher's child: enter the namespaces, then fork process 1 of the new PID
-    namespace, which forks the server; each waits for its child and exits as it did. Returns
-    only in the server, Landlock in force, ready to exec."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    _prctl(PR_SET_DUMPABLE, 1)  # else /proc/self/uid_map is not this process's to write
-    enforce.enter_namespaces(plan)
-    init = os.fork()
-    if init:
-        _exit_like(_wait_for(init), init_code=True)
+def _refused(exc: enforce.SandboxError) -> None:
+    _say(f"sandbox: {exc}; the server was not started")
+
+
+def _init(plan: dict[str, Any], report: Report | None) -> None:
+    """In process 1 of the sandbox's PID namespace: mount its ``/proc``, fork the server, wait
+    for it (adopting the namespace's orphans) and exit as it did, telling ``report`` its return
+    code first (the namespaces' teardown comes after). It does not keep the server's stdio
+    open, so the server's end is an EOF at once. Returns only in the server, Landlock in force,
+    ready to exec."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     enforce.mount_proc()
-    _prctl(PR_SET_DUMPABLE, 0)
     server = os.fork()
     if server:
+        _close_stdio()
         status = _wait_for(server)
+        if report is not None:
+            report(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
         # Process 1 cannot die of a signal it sends itself: 128 + the signal, as a shell says it.
         os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
     enforce.restrict(plan)
@@ -131,6 +146,21 @@ def _wait_for(child: int) -> int:
         pid, status = os.waitpid(-1, 0)
         if pid == child:
             return status
+
+
+def _close_stdio() -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _has_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
 
 
 def _reap_all() -> None:
@@ -146,35 +176,34 @@ def _reap_all() -> None:
             return
 
 
-def _exit_like(status: int, init_code: bool = False) -> None:
-    """Exit with the server's status; a server killed by a signal makes the launcher die of it too
-    (``init_code``: an exit code over 128 from process 1 of a sandbox is such a death)."""
-    code = os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 0
-    if os.WIFSIGNALED(status) or (init_code and 128 < code < 128 + signal.NSIG):
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else code - 128
+def _exit_like(status: int) -> None:
+    """Exit with the server's status; a server killed by a signal makes the launcher die of it too."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
         if sig != signal.SIGKILL:
             signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def _private_tmp(env_tmp: str | None) -> str:
-    """A fresh folder only this server may write, in the system's temporary folder."""
+def private_tmp(plan: dict[str, Any], env_tmp: str | None) -> str:
+    """A fresh folder only this server may write, in the system's temporary folder, added to the
+    plan's write roots."""
     path = os.path.join(env_tmp or "/tmp", f"nbagent-tmp-{os.getpid()}-{os.urandom(4).hex()}")
     os.mkdir(path, 0o700)
+    plan["write"] = [*plan.get("write", []), path]
     return path
 
 
-def main(argv: list[str]) -> None:
-    parent, command = int(argv[0]), argv[1:]
-    plan: dict[str, Any] | None = None
-    tmpdir: str | None = None
-    if command[:1] == ["--sandbox"]:
-        import json
-
-        plan, command = json.loads(command[1]), command[2:]
-        tmpdir = _private_tmp(os.environ.get("TMPDIR"))
-        plan["write"] = [*plan.get("write", []), tmpdir]
+def run(
+    parent: int, command: list[str], plan: dict[str, Any] | None, env: dict[str, str], tmpdir: str | None,
+    report: Report | None = None,
+) -> int:  # fmt: skip
+    """Run ``command`` as this process's child with ``env`` (sandboxed under ``plan`` when there
+    is one), sweep up what it leaves, and return its wait status. ``parent`` is the process
+    whose death (``PR_SET_PDEATHSIG``) ends the command early; in a sandbox, ``report`` is told
+    the command's return code (as ``subprocess`` gives it) by process 1 of its namespace, as
+    soon as the command has exited."""
     me = os.getpid()
 
     def parent_died(signum: int, frame: object) -> None:
@@ -192,11 +221,8 @@ def main(argv: list[str]) -> None:
     try:
         if os.getppid() != parent:
             raise _ParentGone
-        server = _spawn(command, plan, tmpdir)
-        # The server alone holds the pipes now: its exit is an EOF nbagent sees at once.
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(null, 1)
+        server = _spawn(command, plan, env, tmpdir, report)
+        _close_stdio()  # the server alone holds the pipes now: its exit is an EOF nbagent sees at once
         while True:
             try:
                 pid, code = os.waitpid(-1, 0)  # orphans re-parented here are reaped on the way
@@ -205,18 +231,37 @@ def main(argv: list[str]) -> None:
             if pid == server:
                 status = code
                 break
+        if plan is not None and os.WIFEXITED(status) and 128 < (code := os.WEXITSTATUS(status)) < 128 + signal.NSIG:
+            status = code - 128  # process 1 said its server died of this signal: the same as a wait status
+    except enforce.SandboxError as exc:  # the namespaces could not be entered: nothing was started
+        _refused(exc)
+        status = SANDBOX_FAILED << 8
     except _ParentGone:
         pass
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     # As subreaper every descendant is under ``me``: the parent chain suffices, and skipping the
-    # marker scan of every process's environment keeps a server's exit cheap.
-    proctree.kill_all([me], None, None)
+    # marker scan of every process's environment keeps a server's exit cheap. With no child left
+    # there is no descendant either (an orphan would have been re-parented here), and no scan.
+    if _has_children():
+        proctree.kill_all([me], None, None)
     _reap_all()
     if tmpdir is not None:
         import shutil
 
         shutil.rmtree(tmpdir, ignore_errors=True)
-    _exit_like(status)
+    return status
+
+
+def main(argv: list[str]) -> None:
+    parent, command = int(argv[0]), argv[1:]
+    plan: dict[str, Any] | None = None
+    tmpdir: str | None = None
+    if command[:1] == ["--sandbox"]:
+        import json
+
+        plan, command = json.loads(command[1]), command[2:]
+        tmpdir = private_tmp(plan, os.environ.get("TMPDIR"))
+    _exit_like(run(parent, command, plan, _environ(), tmpdir))
 
 
 if __name__ == "__main__":

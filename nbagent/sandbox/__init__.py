@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from nbagent.sandbox.policy import (
     DEFAULT_MODE,
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxWorkspaceWrite",
     "available",
     "command",
+    "prepare",
     "require",
     "resolve",
 ]
@@ -83,14 +85,19 @@ def require(policy: SandboxPolicy, who: str) -> None:
         )
 
 
+def prepare(policy: SandboxPolicy, env: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """What the launcher enforces for ``policy`` (``None``: no sandbox), and ``env`` with what
+    the policy needs added; the policy's caches made. Call :func:`require` first."""
+    for cache in policy.caches:
+        os.makedirs(cache, exist_ok=True)
+    return policy.plan(), {**policy.env, **env}
+
+
 def command(policy: SandboxPolicy, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """``argv`` wrapped to run under ``policy`` (through the launcher, which stays its parent
     and sweeps up what it leaves), and ``env`` with what the policy needs added. Call
     :func:`require` first: this only builds the command line."""
-    merged = {**policy.env, **env}
-    for cache in policy.caches:
-        os.makedirs(cache, exist_ok=True)
-    plan = policy.plan()
+    plan, merged = prepare(policy, env)
     wrap = [sys.executable, "-I", "-S", LAUNCHER, str(os.getpid())]
     if plan is not None:
         wrap += ["--sandbox", json.dumps(plan)]

@@ -1,8 +1,8 @@
 """Put the calling process into the sandbox a plan describes, with the kernel's own means.
 
-The launcher (:mod:`nbagent.mcp.launcher`) calls these in order, in the processes it forks:
+The launcher (:mod:`nbagent.mcp.launcher`) calls these in order, in itself and the processes it forks:
 
-1. :func:`enter_namespaces` (the first child): new user, mount and PID namespaces, and a network
+1. :func:`enter_namespaces` (the launcher): new user, mount and PID namespaces, and a network
    namespace unless the plan allows the network; then, in the new mount namespace, ``.git``
    folders bound read-only, deny-read paths masked (an empty read-only tmpfs over a folder,
    ``/dev/null`` over a file) and a private ``/dev/shm``.

@@ -1,10 +1,11 @@
 """``shell``: run a command (an argv list, as Codex's tool takes it) in the session's sandbox.
 
-The command runs through the launcher every stdio MCP server runs through
-(:func:`nbagent.sandbox.command`), under the policy the MCP servers get (``sandbox_mode``,
-``[sandbox_workspace_write]``): its own ``TMPDIR``, stdin closed, an allowlisted environment (no
-API key), both output streams read as they come, each piece announced as an
-``exec_command_output_delta`` event so the call's card shows it while it runs. On timeout or
+The command runs under the launcher's code every stdio MCP server runs under, forked by the
+session's fork server (:mod:`nbagent.sandbox.spawn`: no Python start per command), under the
+policy the MCP servers get (``sandbox_mode``, ``[sandbox_workspace_write]``): its own
+``TMPDIR``, stdin closed, an allowlisted environment (no API key), both output streams read as
+they come, each piece announced as an ``exec_command_output_delta`` event so the call's card
+shows it while it runs. On timeout or
 interrupt the whole process tree is killed (:mod:`nbagent.mcp.proctree`). The model gets the
 exit code and the output (Codex's wording); a failure that reads as a sandbox denial is marked
 (``SANDBOX_DENIAL``) so the person can be offered to run it again outside the sandbox
@@ -36,7 +37,8 @@ from nbagent.mcp import proctree
 from nbagent.mcp.env import ALLOWED_VARS
 from nbagent.protocol import CallInfo, ExecCommandOutputDelta, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.tools import ProgressFn
-from nbagent.sandbox import OPT_OUT, SandboxPolicy, SandboxUnavailable, command, require, resolve
+from nbagent.sandbox import OPT_OUT, SandboxPolicy, SandboxUnavailable, available, prepare, require, resolve
+from nbagent.sandbox.spawn import ForkServer, ForkServerGone
 from nbagent.textsafe import one_line
 
 DEFAULT_TIMEOUT_MS = 10_000
@@ -199,6 +201,8 @@ class ShellTools(ToolProvider):
         self.policy = policy
         self._turns: dict[str, SandboxPolicy] = {}
         self._spec = _spec(policy)
+        self._forks = ForkServer()
+        self._probed = False
 
     def sandbox_turn(self, turn_id: str, policy: SandboxPolicy | None) -> None:
         """Run ``turn_id``'s commands under ``policy`` (``None``: the session's again), and tell
@@ -223,7 +227,10 @@ class ShellTools(ToolProvider):
         if arguments.get(ESCALATE) is True:  # approved by a person (core/approval.py), or full-auto
             policy = policy.model_copy(update={"sandbox_mode": "danger-full-access", "network_access": True})
         try:
-            await asyncio.to_thread(require, policy, "The command")
+            if policy.sandboxed and not self._probed:  # the first check starts a probe: off the loop
+                await asyncio.to_thread(available)
+                self._probed = True
+            require(policy, "The command")
         except SandboxUnavailable as exc:
             return ToolResult.error(str(exc))
         try:
@@ -233,6 +240,10 @@ class ShellTools(ToolProvider):
         timeout_ms = arguments.get("timeout_ms", DEFAULT_TIMEOUT_MS)
         return await self._run(policy, list(arguments["command"]), cwd, timeout_ms, call.call_id)
 
+    async def aclose(self) -> None:
+        """Stop the fork server the commands start from (the session ends)."""
+        self._forks.close()
+
     async def _run(self, policy: SandboxPolicy, argv: list[str], cwd: str, timeout_ms: int, call_id: str) -> ToolResult:
         tag = proctree.new_tag()
         env = {name: os.environ[name] for name in ALLOWED_VARS if name in os.environ}
@@ -240,32 +251,37 @@ class ShellTools(ToolProvider):
         own_tmp = None if policy.sandboxed else tempfile.mkdtemp(prefix="nbagent-shell-")
         if own_tmp is not None:  # the launcher makes a sandboxed command's own
             env["TMPDIR"] = own_tmp
-        wrapped, env = command(policy, argv, env)
+        plan, env = prepare(policy, env)
         run = _Run(call_id)
         started = time.perf_counter()
         timed_out = False
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *wrapped, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
-            )  # fmt: skip
-            assert proc.stdout is not None and proc.stderr is not None
-            pumps = asyncio.gather(_pump(proc.stdout, "stdout", run), _pump(proc.stderr, "stderr", run))
             try:
-                await asyncio.wait_for(asyncio.shield(pumps), timeout_ms / 1000)
-                await proc.wait()
-            except TimeoutError:
-                timed_out = True
-                proctree.kill_all([proc.pid], proc.pid, tag)
-                await pumps
-                await proc.wait()
-            except asyncio.CancelledError:  # the turn was interrupted: nothing of it may go on
-                proctree.kill_all([proc.pid], proc.pid, tag)
-                raise
+                proc = await asyncio.wait_for(self._forks.start(argv, env, cwd, plan), timeout_ms / 1000)
+            except ForkServerGone as exc:
+                return ToolResult.error(f"The command was not started: {exc}. The next command tries again.")
+            except TimeoutError:  # the fork server does not answer: the next command gets a new one
+                self._forks.close()
+                return _result(policy, "", None, True, timeout_ms, time.perf_counter() - started)
+            try:
+                pumps = asyncio.gather(_pump(proc.stdout, "stdout", run), _pump(proc.stderr, "stderr", run))
+                try:
+                    await asyncio.wait_for(asyncio.shield(pumps), timeout_ms / 1000)
+                    code = await proc.wait()
+                except TimeoutError:
+                    timed_out = True
+                    proctree.kill_all([proc.pid], proc.pid, tag)
+                    await pumps
+                    code = await proc.wait()
+                except asyncio.CancelledError:  # the turn was interrupted: nothing of it may go on
+                    proctree.kill_all([proc.pid], proc.pid, tag)
+                    raise
+            finally:
+                proc.close()
         finally:
             if own_tmp is not None:
                 shutil.rmtree(own_tmp, ignore_errors=True)
-        return _result(policy, run.kept.text(), proc.returncode, timed_out, timeout_ms, time.perf_counter() - started)
+        return _result(policy, run.kept.text(), code, timed_out, timeout_ms, time.perf_counter() - started)
 
 
 def _problem(arguments: dict[str, Any]) -> str | None:
