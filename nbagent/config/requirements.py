@@ -86,6 +86,14 @@ class ProviderRequirement(_Strict):
     """The endpoint this provider must use; unset, the provider's own (OpenAI's for ``openai``)."""
 
 
+class Limits(_Strict):
+    """``[limits]``: what a user may spend. Codex's requirements have no such table; nbagent's own."""
+
+    max_tokens_per_day: int | None = Field(default=None, ge=1)
+    """Each user's model tokens (input plus output, every kernel of theirs) per UTC day; a turn
+    that reaches it ends at its next model request."""
+
+
 class Requirements(_Strict):
     """``requirements.toml``. Each key unset constrains nothing."""
 
@@ -106,6 +114,7 @@ class Requirements(_Strict):
     """``false``: ``%agent serve`` is refused."""
     audit_dir: str | None = None
     """Where audit logs go, a folder per user (``audit_dir/USER/``); ``audit/`` under each user's home when unset."""
+    limits: Limits = Field(default_factory=Limits)
 
     _files: dict[str, str] = PrivateAttr(default_factory=dict)
     """Key -> the file that set it."""

@@ -145,7 +145,7 @@ class Session:
             spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
             policy=lambda: self._config.approval_policy, redact=lambda text: self._thread.redactor().text(text),
         ))
-        self._meter = TokenMeter(self._config.home_path, self._warn)
+        self._meter = TokenMeter(self._config.home_path, self._warn, self._config.requirements)
         """The user's tokens per day, across kernels (``%agent`` reads the day from it)."""
         self._request_tools = RequestTools(self._config.max_model_tools, lambda text: self._thread.redactor().text(text))
         """Past ``max_model_tools``, what each request carries and ``search_tools`` (DESIGN §4.1)."""

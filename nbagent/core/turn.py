@@ -106,6 +106,8 @@ async def compact_now(turn: TurnContext, reason: Reason, extra: int) -> bool:
 async def _sample_within_window(turn: TurnContext) -> tuple[str, list[FunctionCall]]:
     """One model request whose view fits the window: compacted first when the estimate passes
     the limit, and once more (then retried) when the server still says it is too long."""
+    if turn.meter is not None:
+        turn.meter.check()  # the day's cap, before anything is sent (a summary request too)
     catalogue = turn.router.catalogue()
     if turn.request_tools is None:
         turn.state.catalogue, carried = catalogue, list(catalogue.values())

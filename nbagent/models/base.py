@@ -97,6 +97,7 @@ ModelErrorCode = Literal[
     "connection",
     "replay_exhausted",
     "bad_request",
+    "usage_limit",
     "other",
 ]
 
