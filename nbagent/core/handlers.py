@@ -270,6 +270,7 @@ async def call_tool(session: Session, op: CallTool) -> EventMsg:
         output = FunctionCallOutput(
             turn_id=turn.turn_id, call_id=call.call_id, output=str(exc), is_error=True, status="denied"
         )
+    await checkpoints.settle(turn)  # an outside agent's change is undone like a turn's
     session._thread.write(TurnRecord(turn_id=turn.turn_id, status="completed", entry=op.entry, policy=turn.policy))
     return ToolCallEnd(call_id=output.call_id, tool=op.name, output=output.output, is_error=output.is_error,
                        status=output.status, duration_ms=output.duration_ms or 0.0, content=output.content,
@@ -279,6 +280,7 @@ async def call_tool(session: Session, op: CallTool) -> EventMsg:
 Handler = Callable[[Any, Any], Awaitable[EventMsg] | EventMsg]
 """A coroutine, or a plain function for an op that only reads (its answer is emitted before
 ``submit`` returns, so a front end's synchronous command can show it)."""
+
 
 async def undo(session: Session, op: Undo) -> EventMsg:
     if session._running:
