@@ -199,18 +199,6 @@ def pids_of(uid: int) -> list[int]:
     return found
 
 
-def kernel_pids(uid: int) -> list[int]:
-    """``uid``'s kernel processes."""
-    out = []
-    for pid in pids_of(uid):
-        try:
-            if b"ipykernel_launcher" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.append(pid)
-        except OSError:
-            pass
-    return out
-
-
 @dataclass
 class Cell:
     """What one executed cell showed: its text outputs, and its error if it raised."""
@@ -230,7 +218,7 @@ class Hub:
     token: str = ""
     user_tokens: dict[str, str] = field(default_factory=dict)
     record: Path = Path()
-    pids: list[int] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     """The hub and the MCP server, in the order they are stopped."""
 
     @property
@@ -289,8 +277,9 @@ class Hub:
     def stop(self) -> None:
         """Stop the hub (it stops its proxy and the users' servers) and the MCP server by their
         pids, then anything any of them left: the proxy by its pid file, the users' processes."""
-        for pid in self.pids:
-            stop(pid, timeout=20)
+        for proc in self.procs:
+            stop(proc.pid, timeout=20)
+            proc.wait()
         proxy = self.run_dir / "jupyterhub-proxy.pid"
         if proxy.exists() and (text := proxy.read_text().strip()).isdigit():
             stop(int(text))
@@ -361,7 +350,7 @@ def _start(hub: Hub) -> None:
     mcp_log = (run_dir / "team-server.log").open("w")
     team = subprocess.Popen([sys.executable, HERE / "team_server.py", str(mcp_port), tokens, hub.record],
                             stdout=mcp_log, stderr=mcp_log, start_new_session=True)
-    hub.pids.append(team.pid)
+    hub.procs.append(team)
 
     ADMIN.mkdir(parents=True, exist_ok=True)
     script = ADMIN / "hub-turn.json"
@@ -389,7 +378,7 @@ def _start(hub: Hub) -> None:
     log = hub.log.open("w")
     proc = subprocess.Popen([VENV / "bin" / "jupyterhub", "-f", config], cwd=run_dir, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    hub.pids.insert(0, proc.pid)
+    hub.procs.insert(0, proc)
 
     def up() -> bool:
         if proc.poll() is not None:

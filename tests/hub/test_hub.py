@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hub.deploy import VENV, Cell, Hub, Kernel, kernel_pids, run_as, start_hub, wait
+from tests.hub.deploy import VENV, Cell, Hub, Kernel, run_as, start_hub, wait
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="a hub with real Linux users needs root (CI runs as root)"),
@@ -112,7 +112,7 @@ def test_another_user_cannot_read_a_users_threads_tokens_or_audit_log(deployment
     home = deployment.home(ALICE) / ".nbagent"
     (thread,) = (home / "threads").glob("thread_*.jsonl")
     (audit,) = (home / "audit").glob("*.jsonl")
-    kernel_pid = kernel_pids(deployment.hub.users[ALICE].pw_uid)[0]
+    kernel_pid = deployment.runs[ALICE].kernel.execute("import os; print(os.getpid())").text.strip()
     for path in [home, home / "threads", thread, home / "state.sqlite", audit, home / "config.toml",
                  Path(f"/proc/{kernel_pid}/environ"), deployment.hub.run_dir / "user-tokens.json"]:
         tried = run_as(BOB, "cat" if path.is_file() else "ls", str(path))
