@@ -6,7 +6,7 @@
  * the JSON on the wire. Change both files together.
  */
 
-export const BRIDGE_PROTOCOL_VERSION = 1;
+export const BRIDGE_PROTOCOL_VERSION = 2;
 
 export const COMM_TARGET = 'nbagent.bridge';
 
@@ -19,6 +19,8 @@ export type BridgeMethod =
   | 'read_notebook'
   | 'insert_cell'
   | 'replace_cell'
+  | 'delete_cell'
+  | 'move_cell'
   | 'run_cell';
 
 export type CellType = 'code' | 'markdown' | 'raw';
@@ -114,12 +116,40 @@ export interface ReplaceCellParams extends BridgeMessage {
   source: string;
   provenance?: Provenance | null;
   save?: boolean;
+  /** Write only if the live source is exactly this, else answer `conflict`. */
+  expected_source?: string | null;
 }
 
 export interface ReplaceCellResponse extends BridgeMessage {
   cell_id: string;
   index: number;
   old_source?: string;
+}
+
+export interface DeleteCellParams extends BridgeMessage {
+  cell_id: string;
+  expected_source?: string | null;
+  save?: boolean;
+}
+
+export interface DeleteCellResponse extends BridgeMessage {
+  cell_id: string;
+  index: number;
+  old_source?: string;
+}
+
+export interface MoveCellParams extends BridgeMessage {
+  cell_id: string;
+  /** The cell's position after the move (0 = first). */
+  to_index: number;
+  expected_source?: string | null;
+  save?: boolean;
+}
+
+export interface MoveCellResponse extends BridgeMessage {
+  cell_id: string;
+  from_index: number;
+  to_index: number;
 }
 
 export interface RunCellParams extends BridgeMessage {

@@ -13,10 +13,14 @@ import {
   BridgeRequest,
   CellInfo,
   CellType,
+  DeleteCellParams,
+  DeleteCellResponse,
   HelloResponse,
   InsertCellParams,
   InsertCellResponse,
   MAX_NOTEBOOK_THREADS,
+  MoveCellParams,
+  MoveCellResponse,
   OutputSummary,
   Provenance,
   ReadNotebookParams,
@@ -99,6 +103,10 @@ export class NotebookBridgeModel {
         return this.insertCell(params as InsertCellParams);
       case 'replace_cell':
         return this.replaceCell(params as ReplaceCellParams);
+      case 'delete_cell':
+        return this.deleteCell(params as DeleteCellParams);
+      case 'move_cell':
+        return this.moveCell(params as MoveCellParams);
       case 'run_cell':
         return this.runCell(params as RunCellParams);
       default:
@@ -177,7 +185,8 @@ export class NotebookBridgeModel {
     const model = this.requireModel();
     const index = this.indexOf(params.cell_id);
     const cell = model.cells.get(index);
-    const oldSource = cell.sharedModel.getSource();
+    const oldSource = this.unchanged(params.cell_id, cell.sharedModel.getSource(), params.expected_source);
+    // No await between the check and the write: no keystroke can land in between.
     cell.sharedModel.setSource(params.source ?? '');
     if (params.provenance) {
       cell.setMetadata(METADATA_KEY, provenanceJSON(params.provenance));
@@ -185,6 +194,30 @@ export class NotebookBridgeModel {
     }
     await this.maybeSave(params.save);
     return { cell_id: params.cell_id, index, old_source: oldSource };
+  }
+
+  async deleteCell(params: DeleteCellParams): Promise<DeleteCellResponse> {
+    const model = this.requireModel();
+    const index = this.indexOf(params.cell_id);
+    const oldSource = this.unchanged(params.cell_id, model.cells.get(index).sharedModel.getSource(), params.expected_source);
+    model.sharedModel.deleteCell(index);
+    await this.maybeSave(params.save);
+    return { cell_id: params.cell_id, index, old_source: oldSource };
+  }
+
+  async moveCell(params: MoveCellParams): Promise<MoveCellResponse> {
+    const model = this.requireModel();
+    const from = this.indexOf(params.cell_id);
+    const to = params.to_index;
+    if (!Number.isInteger(to) || to < 0 || to >= model.cells.length) {
+      throw new BridgeFailure('bad_request', `to_index ${to} is out of range 0..${model.cells.length - 1}`);
+    }
+    this.unchanged(params.cell_id, model.cells.get(from).sharedModel.getSource(), params.expected_source);
+    if (from !== to) {
+      model.sharedModel.moveCell(from, to);
+    }
+    await this.maybeSave(params.save);
+    return { cell_id: params.cell_id, from_index: from, to_index: to };
   }
 
   async runCell(params: RunCellParams): Promise<RunCellResponse> {
@@ -224,6 +257,17 @@ export class NotebookBridgeModel {
     if (this.autosave && (save ?? true)) {
       await this.host.save();
     }
+  }
+
+  /** `live`, when it is what the kernel expects the cell to hold; else a `conflict`. */
+  private unchanged(cellId: string, live: string, expected: string | null | undefined): string {
+    if (typeof expected === 'string' && live !== expected) {
+      throw new BridgeFailure(
+        'conflict',
+        `cell ${JSON.stringify(cellId)} was changed in the notebook after the agent last read it; nothing was written`
+      );
+    }
+    return live;
   }
 
   private requireModel(): INotebookModel {

@@ -36,10 +36,14 @@ from nbagent.protocol.bridge import (
     BridgeMessage,
     BridgeReply,
     BridgeRequest,
+    DeleteCellParams,
+    DeleteCellResponse,
     HelloParams,
     HelloResponse,
     InsertCellParams,
     InsertCellResponse,
+    MoveCellParams,
+    MoveCellResponse,
     ReadNotebookParams,
     ReadNotebookResponse,
     ReplaceCellParams,
@@ -253,6 +257,12 @@ class NotebookBridge:
 
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse:
         return await self._typed("replace_cell", params, ReplaceCellResponse)
+
+    async def delete_cell(self, params: DeleteCellParams) -> DeleteCellResponse:
+        return await self._typed("delete_cell", params, DeleteCellResponse)
+
+    async def move_cell(self, params: MoveCellParams) -> MoveCellResponse:
+        return await self._typed("move_cell", params, MoveCellResponse)
 
     async def run_cell(self, params: RunCellParams, *, timeout: float | None = None) -> RunCellResponse:
         return await self._typed("run_cell", params, RunCellResponse, timeout=timeout)

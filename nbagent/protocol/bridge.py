@@ -16,8 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-BRIDGE_PROTOCOL_VERSION = 1
-"""Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`."""
+BRIDGE_PROTOCOL_VERSION = 2
+"""Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`.
+2: writes carry ``expected_source`` (an older extension would ignore it and overwrite a cell the
+person changed), and ``delete_cell``/``move_cell``."""
 
 COMM_TARGET = "nbagent.bridge"
 """The comm target name the extension registers on each notebook's kernel."""
@@ -26,7 +28,7 @@ MAX_NOTEBOOK_THREADS = 100
 """How many of the thread ids in a notebook's ``metadata.nbagent.threads`` are considered: the
 latest. Whoever sent the notebook wrote them, and each one offered costs a look-up in the store."""
 
-BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "run_cell"]
+BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
 
 
@@ -60,7 +62,8 @@ class BridgeRequest(BridgeMessage):
 
 class BridgeErrorInfo(BridgeMessage):
     code: str
-    """Stable kind: ``not_found``, ``bad_request``, ``no_notebook``, ``kernel``, ``internal``..."""
+    """Stable kind: ``not_found``, ``bad_request``, ``conflict`` (the cell's source is not the
+    ``expected_source``), ``no_notebook``, ``kernel``, ``internal``..."""
     message: str
 
 
@@ -164,12 +167,45 @@ class ReplaceCellParams(BridgeMessage):
     source: str
     provenance: Provenance | None = None
     save: bool = True
+    expected_source: str | None = None
+    """Write only if the cell's live source is exactly this (what the agent last read), else
+    answer ``conflict`` and change nothing; ``None`` writes whatever the cell holds. The check
+    and the write happen in one step of the front end's event loop, so no keystroke falls between."""
 
 
 class ReplaceCellResponse(BridgeMessage):
     cell_id: str
     index: int
     old_source: str = ""
+
+
+class DeleteCellParams(BridgeMessage):
+    cell_id: str
+    expected_source: str | None = None
+    """As in :class:`ReplaceCellParams`."""
+    save: bool = True
+
+
+class DeleteCellResponse(BridgeMessage):
+    cell_id: str
+    index: int
+    """Where the cell was."""
+    old_source: str = ""
+
+
+class MoveCellParams(BridgeMessage):
+    cell_id: str
+    to_index: int
+    """The cell's position after the move (0 = first)."""
+    expected_source: str | None = None
+    """As in :class:`ReplaceCellParams`."""
+    save: bool = True
+
+
+class MoveCellResponse(BridgeMessage):
+    cell_id: str
+    from_index: int
+    to_index: int
 
 
 class RunCellParams(BridgeMessage):
@@ -192,6 +228,8 @@ PARAMS_BY_METHOD: dict[str, type[BridgeMessage]] = {
     "read_notebook": ReadNotebookParams,
     "insert_cell": InsertCellParams,
     "replace_cell": ReplaceCellParams,
+    "delete_cell": DeleteCellParams,
+    "move_cell": MoveCellParams,
     "run_cell": RunCellParams,
 }
 RESPONSE_BY_METHOD: dict[str, type[BridgeMessage]] = {
@@ -199,6 +237,8 @@ RESPONSE_BY_METHOD: dict[str, type[BridgeMessage]] = {
     "read_notebook": ReadNotebookResponse,
     "insert_cell": InsertCellResponse,
     "replace_cell": ReplaceCellResponse,
+    "delete_cell": DeleteCellResponse,
+    "move_cell": MoveCellResponse,
     "run_cell": RunCellResponse,
 }
 

@@ -34,3 +34,26 @@ def inserted(source: str, cell_type: str) -> PatchChange:
         kind="add", path=f"new {cell_type} cell", unified_diff=unified_diff("", source, "/dev/null", f"new {cell_type} cell"),
         new_hash=_hash(source),
     )  # fmt: skip
+
+
+def deleted(cell: CellInfo) -> PatchChange:
+    """``delete_cell``: every line removed, and its outputs with it."""
+    name = f"cell {cell.id}"
+    what = "it has no outputs" if not cell.outputs else (
+        "its output goes too" if len(cell.outputs) == 1 else f"its {len(cell.outputs)} outputs go too")
+    return PatchChange(
+        kind="delete", path=name, unified_diff=unified_diff(cell.source, "", f"{name} (index {cell.index}, now)", "/dev/null"),
+        old_hash=_hash(cell.source), note=f"the cell is deleted; {what}",
+    )  # fmt: skip
+
+
+def moved(cell: CellInfo, to_index: int, count: int) -> PatchChange:
+    """``move_cell``: the same cell at another position; nothing in it changes."""
+    name = f"cell {cell.id}"
+    where = "it stays where it is" if to_index == cell.index else f"from index {cell.index} to index {to_index}"
+    if to_index >= count:
+        where = f"to index {to_index}, past the last cell ({count - 1}): the move will be refused"
+    return PatchChange(
+        kind="move", path=f"{name} (index {cell.index})", move_path=f"{name} (index {to_index})",
+        old_hash=_hash(cell.source), new_hash=_hash(cell.source), note=f"moves {where}; its source and outputs go with it",
+    )  # fmt: skip

@@ -1,10 +1,20 @@
-"""Native notebook tools: ``read_notebook``, ``insert_cell``, ``replace_cell``, ``run_cell``.
+"""Native notebook tools: ``read_notebook``, ``insert_cell``, ``replace_cell``, ``delete_cell``,
+``move_cell``, ``run_cell``.
 
 They go through the same router, events and approval engine as MCP tools: reading is marked
 read-only (never asks), writing and running are not (they ask under ``on-request``). Cells
 written carry the call's provenance (``metadata.nbagent = {thread_id, turn_id, call_id}``); a
 cell is said to be the agent's only when that call is one of the reading thread's, since anyone
 can write a cell's metadata.
+
+Nothing the person typed is lost: the tools remember each cell's source as the model last read
+it (or, for a cell it never read, as its approval panel showed it), and a change to that cell is
+sent with it as ``expected_source``. The extension writes only if the live cell still holds
+exactly that, in the same step as the write; otherwise nothing changes and the model gets an
+error naming the cell, saying the person changed it, with its source now. Codex checks an edit
+against the file the same way (a patch's context lines must match); here the version is kept by
+the kernel, never taken from the model's arguments, so a model cannot claim a version it did not
+read.
 
 The tools talk to the JupyterLab extension through a bridge (``nbagent.notebook.bridge``). When
 the extension is absent (VS Code, Colab, classic Notebook, headless runs) they degrade, and the
@@ -22,8 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -34,10 +43,12 @@ from nbagent.core.provider import ToolProvider
 from nbagent.protocol import CallInfo, PatchChange, TextBlock, ToolAnnotations, ToolResult, ToolSpec
 from nbagent.protocol.bridge import (
     BridgeError,
-    CellInfo,
-    CellType,
+    DeleteCellParams,
+    DeleteCellResponse,
     InsertCellParams,
     InsertCellResponse,
+    MoveCellParams,
+    MoveCellResponse,
     OutputSummary,
     Provenance,
     ReadNotebookParams,
@@ -46,11 +57,12 @@ from nbagent.protocol.bridge import (
     ReplaceCellResponse,
     RunCellParams,
     RunCellResponse,
-    notebook_threads,
 )
 from nbagent.protocol.tools import ProgressFn
 from nbagent.schema import sanitize_schema
-from nbagent.tools.cell_diff import inserted, replaced
+from nbagent.tools.cell_diff import deleted, inserted, moved, replaced
+from nbagent.tools.notebook_file import MAX_NOTEBOOK_BYTES as MAX_NOTEBOOK_BYTES
+from nbagent.tools.notebook_file import NotebookFileError, read_notebook_file
 
 
 class BridgeClient(Protocol):
@@ -60,6 +72,8 @@ class BridgeClient(Protocol):
     async def read_notebook(self, params: ReadNotebookParams | None = None) -> ReadNotebookResponse: ...
     async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse: ...
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse: ...
+    async def delete_cell(self, params: DeleteCellParams) -> DeleteCellResponse: ...
+    async def move_cell(self, params: MoveCellParams) -> MoveCellResponse: ...
     async def run_cell(self, params: RunCellParams, *, timeout: float | None = None) -> RunCellResponse: ...
 
 
@@ -87,6 +101,15 @@ class ReplaceCellArgs(_Args):
     source: str = Field(description="The cell's new source.")
 
 
+class DeleteCellArgs(_Args):
+    cell_id: str = Field(description="Id of the cell to delete (from read_notebook).")
+
+
+class MoveCellArgs(_Args):
+    cell_id: str = Field(description="Id of the cell to move (from read_notebook).")
+    to_index: int = Field(ge=0, description="The cell's position after the move (0 = first).")
+
+
 class RunCellArgs(_Args):
     cell_id: str = Field(description="Id of the cell to run (from read_notebook).")
     timeout_sec: float = Field(300, gt=0, le=3600, description="Give up waiting for the outputs after this long.")
@@ -96,7 +119,7 @@ _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
     "read_notebook": (
         ReadNotebookArgs,
         "Read the notebook this kernel runs in: every cell with its id, type, source and a text summary "
-        "of its outputs. Use the ids with insert_cell, replace_cell and run_cell.",
+        "of its outputs. Use the ids with insert_cell, replace_cell, delete_cell, move_cell and run_cell.",
         "Read the notebook",
         ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     ),
@@ -110,9 +133,25 @@ _TOOLS: dict[str, tuple[type[_Args], str, str, ToolAnnotations]] = {
     ),
     "replace_cell": (
         ReplaceCellArgs,
-        "Replace the source of an existing notebook cell (by id). The old source is returned.",
+        "Replace the source of an existing notebook cell (by id). The old source is returned. "
+        "If the person changed the cell after you last read it, nothing is written and the error gives its "
+        "source now: build on their edit.",
         "Replace a notebook cell",
         ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+    ),
+    "delete_cell": (
+        DeleteCellArgs,
+        "Delete a notebook cell (by id), with its outputs. Its source is returned. "
+        "If the person changed the cell after you last read it, nothing is deleted.",
+        "Delete a notebook cell",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+    ),
+    "move_cell": (
+        MoveCellArgs,
+        "Move a notebook cell (by id) to another position; its source and outputs go with it. "
+        "If the person changed the cell after you last read it, it is not moved.",
+        "Move a notebook cell",
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
     ),
     "run_cell": (
         RunCellArgs,
@@ -236,6 +275,8 @@ class NotebookTools(ToolProvider):
         self.waiting = False
         self._specs = [_spec(name) for name in _TOOLS]
         self._next_inputs: tuple[object, list[str]] | None = None
+        self._versions: dict[str, str] = {}
+        """Cell id -> the source a change to that cell is conditional on (see the module doc)."""
 
     @contextlib.contextmanager
     def awaited(self) -> Iterator[None]:
@@ -262,13 +303,18 @@ class NotebookTools(ToolProvider):
             present = await self.bridge.available()
             handler = getattr(self, f"_{spec.name}" if present else f"_{spec.name}_fallback")
             return await handler(args, call)
+        except CellChanged as exc:
+            return ToolResult.error(str(exc))
         except BridgeError as exc:
             return ToolResult.error(f"{spec.name} failed: {exc}")
 
     async def preview(self, spec: ToolSpec, arguments: dict[str, Any]) -> list[PatchChange]:
         """``replace_cell`` as its cell's source diffed against the notebook now (unsaved edits
-        included, through the extension), ``insert_cell`` as the lines it adds."""
-        if spec.name not in ("replace_cell", "insert_cell"):
+        included, through the extension), ``delete_cell`` as every line removed, ``move_cell`` as
+        its positions, ``insert_cell`` as the lines it adds. A cell the model never read is from
+        now on expected to hold what the panel shows, so typing into it before the decision is
+        not overwritten either."""
+        if spec.name not in ("replace_cell", "insert_cell", "delete_cell", "move_cell"):
             return []
         try:
             args = _TOOLS[spec.name][0].model_validate(arguments)
@@ -276,14 +322,23 @@ class NotebookTools(ToolProvider):
             raise ValueError(f"bad arguments: {argument_errors(exc)}") from None
         if isinstance(args, InsertCellArgs):
             return [inserted(args.source, args.cell_type)]
-        assert isinstance(args, ReplaceCellArgs)
+        assert isinstance(args, (ReplaceCellArgs, DeleteCellArgs, MoveCellArgs))
         notebook = await self.snapshot()
         if notebook is None:
             raise ValueError("the notebook cannot be read here (no extension, no saved file)")
         cell = next((c for c in notebook.cells if c.id == args.cell_id), None)
         if cell is None:
             raise ValueError(f"the notebook has no cell with id {args.cell_id!r}")
-        return [replaced(cell, args.source)]
+        expected = self._versions.setdefault(cell.id, cell.source)
+        note = ("the person changed this cell after the agent last read it: the change will be refused"
+                if expected != cell.source else "")
+        if isinstance(args, ReplaceCellArgs):
+            change = replaced(cell, args.source)
+        elif isinstance(args, DeleteCellArgs):
+            change = deleted(cell)
+        else:
+            change = moved(cell, args.to_index, len(notebook.cells))
+        return [change.model_copy(update={"note": "; ".join(n for n in (note, change.note) if n)})]
 
     async def snapshot(self) -> ReadNotebookResponse | None:
         """The notebook as it is now, without outputs' text beyond errors: through the extension
@@ -295,7 +350,7 @@ class NotebookTools(ToolProvider):
         except BridgeError:
             pass
         path = self._notebook_file()
-        return _read_file(path, True, 200) if path is not None else None
+        return read_notebook_file(path, True, 200) if path is not None else None
 
     def _told(self, notebook: ReadNotebookResponse, call: CallInfo, note: str = "",
               structured: dict[str, Any] | None = None) -> ToolResult:
@@ -309,6 +364,7 @@ class NotebookTools(ToolProvider):
         notebook = await self.bridge.read_notebook(
             ReadNotebookParams(include_outputs=args.include_outputs, max_output_chars=args.max_output_chars)
         )
+        self._versions.update((cell.id, cell.source) for cell in notebook.cells)
         return self._told(notebook, call)
 
     async def _insert_cell(self, args: InsertCellArgs, call: CallInfo) -> ToolResult:
@@ -316,19 +372,55 @@ class NotebookTools(ToolProvider):
             InsertCellParams(source=args.source, cell_type=args.cell_type, index=args.index,
                              after_cell_id=args.after_cell_id, provenance=_provenance(call))
         )
+        self._versions[reply.cell_id] = args.source
         return _result(
             f"Inserted a {args.cell_type} cell with id {reply.cell_id} at index {reply.index}. It has not been run.",
             {"status": "inserted", **reply.model_dump(mode="json")},
         )
 
     async def _replace_cell(self, args: ReplaceCellArgs, call: CallInfo) -> ToolResult:
-        reply = await self.bridge.replace_cell(
-            ReplaceCellParams(cell_id=args.cell_id, source=args.source, provenance=_provenance(call))
-        )
+        async with self._unless_changed("replace_cell", args.cell_id) as expected:
+            reply = await self.bridge.replace_cell(ReplaceCellParams(
+                cell_id=args.cell_id, source=args.source, provenance=_provenance(call), expected_source=expected))
+        self._versions[args.cell_id] = args.source
         return _result(
             f"Replaced the source of cell {reply.cell_id} (index {reply.index}). Old source:\n{reply.old_source}",
             {"status": "replaced", **reply.model_dump(mode="json")},
         )
+
+    async def _delete_cell(self, args: DeleteCellArgs, call: CallInfo) -> ToolResult:
+        async with self._unless_changed("delete_cell", args.cell_id) as expected:
+            reply = await self.bridge.delete_cell(DeleteCellParams(cell_id=args.cell_id, expected_source=expected))
+        self._versions.pop(args.cell_id, None)
+        return _result(f"Deleted cell {reply.cell_id} (it was at index {reply.index}), with its outputs. "
+                       f"Its source was:\n{reply.old_source}", {"status": "deleted", **reply.model_dump(mode="json")})
+
+    async def _move_cell(self, args: MoveCellArgs, call: CallInfo) -> ToolResult:
+        async with self._unless_changed("move_cell", args.cell_id) as expected:
+            reply = await self.bridge.move_cell(
+                MoveCellParams(cell_id=args.cell_id, to_index=args.to_index, expected_source=expected))
+        return _result(f"Moved cell {reply.cell_id} from index {reply.from_index} to index {reply.to_index}.",
+                       {"status": "moved", **reply.model_dump(mode="json")})
+
+    @contextlib.asynccontextmanager
+    async def _unless_changed(self, tool: str, cell_id: str) -> AsyncIterator[str | None]:
+        """Yield the source the change to ``cell_id`` is conditional on; turn the extension's
+        ``conflict`` into an error that names the cell and gives its source now, which the model
+        has then read (so a change built on it may go through)."""
+        try:
+            yield self._versions.get(cell_id)
+        except BridgeError as exc:
+            if exc.code != "conflict":
+                raise
+            notebook = await self.bridge.read_notebook(ReadNotebookParams(include_outputs=False))
+            cell = next((c for c in notebook.cells if c.id == cell_id), None)
+            if cell is None:
+                raise BridgeError(tool, f"cell {cell_id} was changed by the person and is gone now", "not_found") from None
+            self._versions[cell_id] = cell.source
+            raise CellChanged(
+                f"{tool}: nothing was changed: the person edited cell {cell_id} (index {cell.index}) after you last "
+                f"read it, and their edit is kept. Its source now:\n{cell.source}"
+            ) from None
 
     async def _run_cell(self, args: RunCellArgs, call: CallInfo) -> ToolResult:
         # While the turn is awaited in its cell the kernel is busy with that cell, so the run
@@ -355,7 +447,7 @@ class NotebookTools(ToolProvider):
                 "run_python to inspect variables."
             )
         try:
-            notebook = _read_file(path, args.include_outputs, args.max_output_chars)
+            notebook = read_notebook_file(path, args.include_outputs, args.max_output_chars)
         except NotebookFileError as exc:
             return ToolResult.error(f"read_notebook: {exc}")
         note = ("(Read from the saved file because the nbagent JupyterLab extension is not active: "
@@ -368,10 +460,20 @@ class NotebookTools(ToolProvider):
     async def _replace_cell_fallback(self, args: ReplaceCellArgs, call: CallInfo) -> ToolResult:
         return self._deliver(args.source, "code", what=f"replace cell {args.cell_id}", replacing=args.cell_id)
 
+    async def _delete_cell_fallback(self, args: DeleteCellArgs, call: CallInfo) -> ToolResult:
+        return self._not_here("delete_cell")
+
+    async def _move_cell_fallback(self, args: MoveCellArgs, call: CallInfo) -> ToolResult:
+        return self._not_here("move_cell")
+
     async def _run_cell_fallback(self, args: RunCellArgs, call: CallInfo) -> ToolResult:
+        return self._not_here("run_cell", " Use run_python to run code in the kernel.")
+
+    @staticmethod
+    def _not_here(tool: str, instead: str = "") -> ToolResult:
         return ToolResult.error(
-            "run_cell: not possible here: the nbagent JupyterLab extension is not active in this front end "
-            "(VS Code, Colab, classic Notebook or a headless run). Use run_python to run code in the kernel."
+            f"{tool}: not possible here: the nbagent JupyterLab extension is not active in this front end "
+            f"(VS Code, Colab, classic Notebook or a headless run).{instead}"
         )
 
     def _deliver(self, source: str, cell_type: str, *, what: str, replacing: str | None = None) -> ToolResult:
@@ -432,107 +534,9 @@ class NotebookTools(ToolProvider):
         return None
 
 
+class CellChanged(Exception):
+    """A change refused because the person edited the cell; the message is the model's error."""
+
+
 def _provenance(call: CallInfo) -> Provenance:
     return Provenance(thread_id=call.thread_id, turn_id=call.turn_id, call_id=call.call_id)
-
-
-MAX_NOTEBOOK_BYTES = 50_000_000
-"""The largest notebook file read from disk (``read_notebook`` without the extension, the
-context at a turn's start): it is parsed whole, for a summary of a few thousand characters."""
-
-
-class NotebookFileError(ValueError):
-    """A notebook file that cannot be read; the message names the file and why."""
-
-
-class _FileOutput(BaseModel):
-    """One output as nbformat writes it; only what a summary shows is read."""
-
-    output_type: str = ""
-    text: str | list[str] = ""
-    ename: str = ""
-    evalue: str = ""
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""nbformat's cell id: another id (spaces, a new line) could pass for more of the line it heads."""
-
-
-class _FileCell(BaseModel):
-    id: str | None = None
-    cell_type: CellType = "code"
-    source: str | list[str] = ""
-    execution_count: int | None = None
-    outputs: list[_FileOutput] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class _FileNotebook(BaseModel):
-    """The parts of an ``.ipynb`` the tools read, validated: the file is whoever sent it's."""
-
-    cells: list[_FileCell] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-def _load_file(path: Path) -> _FileNotebook:
-    """Read at most ``MAX_NOTEBOOK_BYTES`` of ``path`` and validate it as a notebook."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            data = f.read(MAX_NOTEBOOK_BYTES + 1) if size <= MAX_NOTEBOOK_BYTES else b""
-    except OSError as exc:
-        raise NotebookFileError(f"could not read {path}: {exc.strerror or exc}") from None
-    if size > MAX_NOTEBOOK_BYTES or len(data) > MAX_NOTEBOOK_BYTES:
-        raise NotebookFileError(
-            f"{path} is {max(size, len(data)):,} bytes, over the {MAX_NOTEBOOK_BYTES:,} bytes a notebook is read up to "
-            "from its file; ask the user to clear large outputs, or use run_python to read what you need"
-        )
-    try:
-        return _FileNotebook.model_validate_json(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the file'}: {e['msg']}" for e in errors[:3])
-        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        raise NotebookFileError(f"{path} is not a notebook that can be read: {where}{more}") from None
-
-
-def _provenance_of(cell: _FileCell) -> Provenance | None:
-    meta = cell.metadata.get("nbagent")
-    if isinstance(meta, dict) and isinstance(meta.get("call_id"), str) and meta["call_id"]:
-        return Provenance(thread_id=str(meta.get("thread_id", "")), turn_id=str(meta.get("turn_id", "")),
-                          call_id=meta["call_id"])
-    return None
-
-
-def _read_file(path: Path, include_outputs: bool, max_chars: int) -> ReadNotebookResponse:
-    """Raises ``NotebookFileError``."""
-    notebook = _load_file(path)
-    cells = [
-        CellInfo(id=cell.id if cell.id and _CELL_ID.fullmatch(cell.id) else f"cell-{index}", index=index, cell_type=cell.cell_type, source=_joined(cell.source),
-                 execution_count=cell.execution_count, provenance=_provenance_of(cell),
-                 outputs=[_summarize_output(out, max_chars) for out in cell.outputs] if include_outputs else [])
-        for index, cell in enumerate(notebook.cells)
-    ]
-    meta = notebook.metadata.get("nbagent")
-    return ReadNotebookResponse(path=str(path), cells=cells, threads=notebook_threads(meta.get("threads") if isinstance(meta, dict) else None))
-
-
-def _joined(value: object) -> str:
-    """nbformat's multiline string (a string or a list of them); anything else is no text."""
-    if isinstance(value, list):
-        return "".join(v for v in value if isinstance(v, str))
-    return value if isinstance(value, str) else ""
-
-
-def _summarize_output(out: _FileOutput, max_chars: int) -> OutputSummary:
-    mime_types: list[str] = []
-    if out.output_type == "stream":
-        text = _joined(out.text)
-    elif out.output_type == "error":
-        text = f"{out.ename}: {out.evalue}"
-    else:
-        mime_types = list(out.data)
-        text = _joined(out.data.get("text/plain"))
-    return OutputSummary(output_type=out.output_type, text=text[:max_chars], mime_types=mime_types,
-                         truncated=len(text) > max_chars)

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from nbagent.protocol.bridge import BRIDGE_PROTOCOL_VERSION
+
 Frontend = Callable[[dict[str, Any]], dict[str, Any] | None]
 """Request envelope in, reply envelope out; ``None`` = stay silent."""
 
@@ -82,4 +84,4 @@ def error(request: dict[str, Any], code: str, message: str) -> dict[str, Any]:
     return {"id": request["id"], "ok": False, "result": None, "error": {"code": code, "message": message}}
 
 
-HELLO = {"protocol_version": 1, "extension_version": "0.1.0", "app": "JupyterLab", "path": "work/demo.ipynb"}
+HELLO = {"protocol_version": BRIDGE_PROTOCOL_VERSION, "extension_version": "0.1.0", "app": "JupyterLab", "path": "work/demo.ipynb"}

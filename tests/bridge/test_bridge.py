@@ -11,6 +11,7 @@ import pytest
 
 from nbagent.notebook.bridge import BridgeError, BridgeTimeout, BridgeUnavailable, NotebookBridge
 from nbagent.protocol.bridge import (
+    BRIDGE_PROTOCOL_VERSION,
     COMM_TARGET,
     CellInfo,
     InsertCellParams,
@@ -59,7 +60,7 @@ async def test_hello_is_the_open_data_and_is_cached() -> None:
     assert await bridge.available()
     assert factory.targets == [COMM_TARGET]
     opened = factory.comms[0].sent[0]
-    assert opened["method"] == "hello" and opened["params"]["protocol_version"] == 1
+    assert opened["method"] == "hello" and opened["params"]["protocol_version"] == BRIDGE_PROTOCOL_VERSION
     assert bridge.hello is not None and bridge.hello.path == "work/demo.ipynb"
 
 
@@ -216,6 +217,6 @@ async def test_outside_a_kernel_the_default_bridge_is_absent_without_waiting() -
 async def test_an_extension_speaking_another_protocol_version_is_refused_with_a_clear_reason() -> None:
     factory = FakeFactory(lambda r: ok(r, {**HELLO, "protocol_version": 99, "extension_version": "9.0.0"}))
     bridge = NotebookBridge(factory)
-    with pytest.raises(BridgeUnavailable, match="speaks bridge protocol 99, this kernel's nbagent speaks 1"):
+    with pytest.raises(BridgeUnavailable, match=f"speaks bridge protocol 99, this kernel's nbagent speaks {BRIDGE_PROTOCOL_VERSION}"):
         await bridge.connect()
     assert factory.comms[0].closed

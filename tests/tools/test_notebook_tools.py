@@ -103,10 +103,10 @@ def text(result: Any) -> str:
 def test_the_catalogue_is_native_trusted_and_only_reading_skips_approval() -> None:
     tools, *_ = make()
     specs = {s.name: s for s in tools.list_tools()}
-    assert list(specs) == ["read_notebook", "insert_cell", "replace_cell", "run_cell"]
+    assert list(specs) == ["read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"]
     assert all(s.source == "native" and s.trusted and s.server is None and s.definition_hash for s in specs.values())
     assert ask_reason(specs["read_notebook"], "on-request", remembered=False) is None
-    for name in ("insert_cell", "replace_cell", "run_cell"):
+    for name in ("insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"):
         assert ask_reason(specs[name], "on-request", remembered=False) is not None
     assert specs["insert_cell"].parameters["required"] == ["source"]
 
