@@ -4,8 +4,8 @@ in a tracing backend, and a fresh span per call, whatever tool source runs it.""
 from __future__ import annotations
 
 import hashlib
+import random
 import re
-import secrets
 
 _TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 _TRACE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -17,22 +17,21 @@ def trace_id_for_turn(turn_id: str) -> str:
     return tid if tid.strip("0") else "0" * 31 + "1"  # all-zero ids are invalid in W3C
 
 
-def _span_id() -> str:
-    while True:
-        span = secrets.token_hex(8)
-        if span.strip("0"):
-            return span
+def _random_hex(bits: int) -> str:
+    """Non-zero random ids, as OpenTelemetry's SDK makes them: unique, not secret, so without the
+    system call ``secrets`` makes for each (one per tool call)."""
+    while not (n := random.getrandbits(bits)):
+        pass
+    return f"{n:0{bits // 4}x}"
 
 
 def new_traceparent(trace_id: str | None = None) -> str:
     """``00-<trace>-<span>-01``: a fresh span, on ``trace_id`` or on a new random trace."""
     if trace_id is None:
-        trace_id = secrets.token_hex(16)
-        if not trace_id.strip("0"):
-            trace_id = "0" * 31 + "1"
+        trace_id = _random_hex(128)
     elif not _TRACE_ID_RE.fullmatch(trace_id) or not trace_id.strip("0"):
         raise ValueError(f"trace id must be 32 lowercase hex digits, not all zero: {trace_id!r}")
-    return f"00-{trace_id}-{_span_id()}-01"
+    return f"00-{trace_id}-{_random_hex(64)}-01"
 
 
 def is_valid_traceparent(value: object) -> bool:

@@ -122,27 +122,33 @@ class AuditTrail:
                         sandbox=msg.sandbox, denied=self._redact(msg.denied))
 
     def _decision(self, event: Event, call_id: str, call: dict[str, Any], decision: str, by: str) -> dict[str, Any]:
-        return self._record(event, TOOL_DECISION, call_id=call_id, decision=decision, by=by, **_identity(call),
-                            reason=call.get("reason"))
+        return self._record(event, TOOL_DECISION, self._policy_of(event), call_id=call_id, decision=decision, by=by,
+                            **_identity(call), reason=call.get("reason"))
 
     def _ended(self, event: Event, msg: ToolCallEnd) -> None:
-        call = self._calls.pop(msg.call_id, {"tool": msg.tool})
+        call = self._calls.pop(msg.call_id, None) or {"tool": msg.tool}
         asked = msg.call_id in self._asked
-        self._asked.discard(msg.call_id)
+        if asked:
+            self._asked.discard(msg.call_id)
+        identity = _identity(call)
+        policy = self._policy_of(event)
         records = []
-        if not asked and call.get("parsed") and call.get("definition_hash") is not None and msg.status != "denied":
+        if not asked and call.get("parsed") and identity["definition_hash"] is not None and msg.status != "denied":
             # ran with no ask: the policy and the tool's approval mode let it
-            records.append(self._decision(event, msg.call_id, call, "approve", "policy"))
-        records.append(self._record(event, TOOL_RESULT, call_id=msg.call_id, **_identity(call), status=msg.status,
+            records.append(self._record(event, TOOL_DECISION, policy, call_id=msg.call_id, decision="approve",
+                                        by="policy", **identity, reason=call.get("reason")))
+        records.append(self._record(event, TOOL_RESULT, policy, call_id=msg.call_id, **identity, status=msg.status,
                                     success=msg.status == "completed" and not msg.is_error,
                                     duration_ms=round(msg.duration_ms, 3)))
         self._append(records, event.at)
 
     def _write(self, event: Event, name: str, **fields: Any) -> None:
-        self._append([self._record(event, name, **fields)], event.at)
+        self._append([self._record(event, name, self._policy_of(event), **fields)], event.at)
 
-    def _record(self, event: Event, name: str, **fields: Any) -> dict[str, Any]:
-        policy = self._turn_policy.get(event.turn_id or "") or self._policy()
+    def _policy_of(self, event: Event) -> str:
+        return self._turn_policy.get(event.turn_id or "") or self._policy()
+
+    def _record(self, event: Event, name: str, policy: str, **fields: Any) -> dict[str, Any]:
         return {"event": name, "at": event.at, **self._who, "thread_id": event.thread_id,
                 "turn_id": event.turn_id, "policy": policy, **fields}
 
@@ -156,4 +162,6 @@ class AuditTrail:
 
 
 def _identity(call: dict[str, Any]) -> dict[str, Any]:
-    return {key: call.get(key) for key in ("tool", "server", "raw_tool", "definition_hash")}
+    get = call.get
+    return {"tool": get("tool"), "server": get("server"), "raw_tool": get("raw_tool"),
+            "definition_hash": get("definition_hash")}

@@ -1,9 +1,11 @@
 """The audit log: one JSON object per line, a file per UTC day (``YYYY-MM-DD.jsonl``) in a
 folder of the user's own (mode 0700, files 0600), for an administrator to collect.
 
-Each line is written whole on an append-only file opened for that line (``write_whole``, as the
-rollout writes), so lines of two sessions of the same user never interleave and a line once
-written survives a SIGKILL. What goes in a line is the caller's: never arguments, output or
+Each line is written whole, in one ``write`` on an append-only descriptor (``write_whole``, as
+the rollout writes), so lines of two sessions of the same user never interleave and a line once
+written survives a SIGKILL. The day's file stays open for ``REOPEN_AFTER_SEC`` after it was opened
+(opening and closing it per line cost as much as the rest of a line), so a file moved or deleted
+while open gets at most that long's lines before the next line makes a new one. What goes in a line is the caller's: never arguments, output or
 answers, only names, decisions and timings.
 """
 
@@ -13,6 +15,9 @@ import errno
 import json
 import os
 import time
+import weakref
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +25,39 @@ from nbagent.store.rollout import write_whole
 
 __all__ = ["AuditLog"]
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-"""One encoder for every line: ``json.dumps`` given options builds a new one per call."""
+REOPEN_AFTER_SEC = 1.0
+"""How long the day's file is written through one descriptor before it is opened again by name."""
+
+
+def _encoder() -> Callable[[Any], str]:
+    """One encoder for every line. ``JSONEncoder.encode`` makes its C encoder anew per call (half
+    of a line's cost), so the C encoder is made once here, as ``encode`` would make it."""
+    if c_make_encoder is None:  # a Python without the C accelerator
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+    made = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(made(value, 0))
+
+
+_encode = _encoder()
 
 
 class AuditLog:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
-        self._day: tuple[str, str] | None = None
-        """The last line's UTC day and its file: a call writes two lines, a path is made once a day."""
+        self._day: tuple[int, str] | None = None
+        """The last line's UTC day (POSIX days since the epoch) and its file: a path is made once a day."""
+        self._open_day: tuple[str, int, float] | None = None
+        """The file written last, its descriptor and when it was opened (``_clock``)."""
+        self._closer: weakref.finalize[Any, Any] | None = None
+        self._clock = time.monotonic
 
     def path_for(self, at: float) -> Path:
         return Path(self._path(at))
 
     def _path(self, at: float) -> str:
-        day = time.strftime("%Y-%m-%d", time.gmtime(at))
+        day = int(at // 86400)
         if self._day is None or self._day[0] != day:
-            self._day = (day, os.path.join(self.folder, day + ".jsonl"))
+            self._day = (day, os.path.join(self.folder, time.strftime("%Y-%m-%d", time.gmtime(at)) + ".jsonl"))
         return self._day[1]
 
     def write(self, record: dict[str, Any], at: float | None = None) -> None:
@@ -47,17 +68,35 @@ class AuditLog:
         """Append ``records`` as lines in one write (a call's decision and result together). The
         folder is made (0700) when the file cannot be opened for want of it, not per line."""
         at = time.time() if at is None else at
-        line = "".join(_encode(r) + "\n" for r in records)
+        line = "".join([_encode(r) + "\n" for r in records]).encode("utf-8")
         path = self._path(at)
+        fd = self._fd_for(path)
+        try:
+            write_whole(fd, line)
+        except OSError:
+            self.close()  # opened again for the next line
+            raise
+
+    def _fd_for(self, path: str) -> int:
+        now = self._clock()
+        if (kept := self._open_day) is not None and kept[0] == path and now - kept[2] < REOPEN_AFTER_SEC:
+            return kept[1]
+        self.close()
         try:
             fd = self._open(path)
         except FileNotFoundError:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = self._open(path)
-        try:
-            write_whole(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        self._open_day = (path, fd, now)
+        self._closer = weakref.finalize(self, os.close, fd)
+        return fd
+
+    def close(self) -> None:
+        """Close the day's file (the next line opens it again); a log dropped unclosed closes it."""
+        self._open_day = None
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
 
     @staticmethod
     def _open(path: str) -> int:

@@ -44,3 +44,18 @@ def test_a_link_at_the_days_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="an audit log is a regular file, not a symbolic link"):
         log.write({"event": "x"})
     assert elsewhere.read_text() == ""
+
+
+def test_a_days_file_removed_while_written_is_made_again_and_the_next_day_has_its_own(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit")
+    clock = [100.0]
+    log._clock = lambda: clock[0]
+    day = 1_764_892_800.0  # a UTC midnight
+    log.write({"event": "first"}, day)
+    log.path_for(day).unlink()  # a collector took the file while the session runs
+    clock[0] += 2.0
+    log.write({"event": "second"}, day + 60)
+    log.write({"event": "next day"}, day + 86_400)
+    assert [json.loads(line)["event"] for line in log.path_for(day).read_text().splitlines()] == ["second"]
+    assert [json.loads(line)["event"] for line in log.path_for(day + 86_400).read_text().splitlines()] == ["next day"]
+    assert log.path_for(day + 86_400).name == "2025-12-06.jsonl"
