@@ -1,0 +1,68 @@
+"""Browser end-to-end: an agent's change to a notebook cell in real JupyterLab. The approval panel
+shows the diff, Deny leaves the cell as it was, an approved proposal changes it, and a cell the
+person types into (key by key) after the agent read it is not overwritten: the card and the model
+are told. Driven by ``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test
+server, so what the model was told is read from the requests it received."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, lab, pytestmark, run_script
+
+__all__ = ["lab", "pytestmark"]  # the module's server, and the browser tests' skip conditions
+
+ORIGINAL = "total = 1"
+PLAN = {
+    "target_index": 1, "agent_index": 2, "original": ORIGINAL,
+    "denied": "total = 2  # denied", "approved": "total = 3  # approved", "overwrite": "total = 4  # would overwrite",
+    "typed": "  # the person typed this", "done": "Cell changes done.",
+}
+
+
+def _steps() -> list[dict]:
+    def replace(source: str) -> dict:
+        return {"tool_calls": [{"name": "replace_cell", "arguments": {"cell_id": "target", "source": source}}]}
+
+    return [
+        {"tool_calls": [{"name": "read_notebook", "arguments": {}}]},
+        replace(PLAN["denied"]), replace(PLAN["approved"]), replace(PLAN["overwrite"]),
+        {"text": PLAN["done"]},
+    ]
+
+
+def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_typed(
+    tmp_path: Path, openai_server, lab
+) -> None:
+    root = _folder(lab, "cell-changes")
+    (root / "nbagent.toml").write_text(
+        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
+        f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
+    )
+    wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
+            "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
+    target = {**_code(ORIGINAL), "id": "target"}
+    (root / "cells.ipynb").write_text(json.dumps({
+        "cells": [_code(wire), target, _code("%%agent\nImprove the total.")],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
+    openai_server.script(_steps())
+    artifacts = ARTIFACTS.parent / "cell-changes"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="cell-changes/cells.ipynb",
+               NBAGENT_E2E_PLAN=json.dumps(PLAN), NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
+    result = run_script("cell_changes.mjs", env, lab, timeout=300)
+
+    assert result["afterDeny"] == ORIGINAL
+    assert result["afterApprove"] == PLAN["approved"]
+    kept = PLAN["approved"] + PLAN["typed"]
+    assert result["afterConflict"] == kept  # not one key lost, nothing overwritten
+    assert "the person edited cell target" in result["cardText"], result["cardText"]
+    read, denied, approved, conflict = _told(openai_server.requests)
+    assert "id=target" in read and "denied" in denied.lower()
+    assert "Replaced the source of cell target" in approved
+    assert "the person edited cell target" in conflict and kept in conflict  # the model sees their edit

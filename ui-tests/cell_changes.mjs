@@ -1,0 +1,102 @@
+// Cell changes in JupyterLab, run by tests/e2e/test_cell_changes.py: the model reads the
+// notebook and proposes replace_cell on the target cell; the approval panel shows the diff;
+// Deny leaves the cell as it was; a second proposal, approved, changes it; a third is proposed,
+// and before the click the person types into the target cell key by key: approving it writes
+// nothing, the person's typing stays and the card shows the conflict.
+import { env, inPanel as inNotebook, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+
+const BASE = env('NBAGENT_E2E_URL');
+const TOKEN = env('NBAGENT_E2E_TOKEN');
+const NOTEBOOK = env('NBAGENT_E2E_NOTEBOOK');
+const ARTIFACTS = env('NBAGENT_E2E_ARTIFACTS');
+const PLAN = JSON.parse(env('NBAGENT_E2E_PLAN'));
+const DELAY = Number(process.env.NBAGENT_E2E_KEY_DELAY_MS || 40);
+const shot = shooter(ARTIFACTS);
+
+const inPanel = (page, fn, arg = null) => inNotebook(page, NOTEBOOK, fn, arg);
+const waitFor = (page, what, fn, arg = null) => waitInPanel(page, NOTEBOOK, what, fn, arg, TIMEOUT);
+const sourceOf = (page, index) => inPanel(page, (app, panel, i) => panel.content.model.cells.get(i).sharedModel.getSource(), index);
+
+async function runCell(page, index) {
+  await inPanel(
+    page,
+    (app, panel, i) => {
+      panel.content.activeCellIndex = i;
+      panel.content.mode = 'command';
+      void app.commands.execute('notebook:run-cell');
+      return true;
+    },
+    index
+  );
+}
+
+/** The visible, undecided approval panel for `tool` whose diff adds `line`. */
+async function panelFor(page, tool, line) {
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
+    for (const button of await page.locator('button.jupyter-button', { hasText: /^\s*Deny\s*$/ }).all()) {
+      if (!(await button.isVisible())) {
+        continue;
+      }
+      const panel = button.locator('xpath=ancestor::div[contains(@class, "widget-vbox")][1]');
+      const text = (await panel.textContent()) || '';
+      if (text.includes(`model calls it ${tool}`) && text.includes(`+${line}`)) {
+        return { panel, text };
+      }
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`no approval panel for ${tool} adding ${JSON.stringify(line)}`);
+}
+
+async function click(panel, label) {
+  await panel.locator('button.jupyter-button', { hasText: new RegExp(`^\\s*${label}\\s*$`) }).first().click();
+  log('clicked', { label });
+}
+
+await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
+  await page.goto(`${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}`, { timeout: TIMEOUT });
+  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
+  await waitFor(page, 'an idle kernel', (app, panel) => {
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
+  });
+  await runCell(page, 0);
+  await waitFor(page, 'the session', (app, panel) =>
+    (panel.content.model.cells.get(0).toJSON().outputs || []).some(o => String(o.text || '').includes('move_cell'))
+  );
+  const target = PLAN.target_index;
+  await runCell(page, PLAN.agent_index);
+
+  // 1. The diff is shown; Deny leaves the cell as it was.
+  const denied = await panelFor(page, 'replace_cell', PLAN.denied);
+  if (!denied.text.includes(`-${PLAN.original}`)) {
+    throw new Error(`the panel does not show the line it replaces: ${denied.text}`);
+  }
+  await shot(page, 'diff-shown');
+  await click(denied.panel, 'Deny');
+  const approved = await panelFor(page, 'replace_cell', PLAN.approved);
+  result.afterDeny = await sourceOf(page, target);
+
+  // 2. The second proposal, approved, changes the cell.
+  await click(approved.panel, 'Approve');
+  result.afterApprove = await waitFor(page, 'the approved write', (app, panel, a) => {
+    const s = panel.content.model.cells.get(a.i).sharedModel.getSource();
+    return s === a.want ? s : null;
+  }, { i: target, want: PLAN.approved });
+
+  // 3. A third proposal; before the click the person types into the cell, key by key.
+  const third = await panelFor(page, 'replace_cell', PLAN.overwrite);
+  const editor = page.locator('.jp-Notebook .jp-Cell').nth(target).locator('.cm-content');
+  await editor.click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(PLAN.typed, { delay: DELAY });
+  await waitFor(page, 'the typing in the model', (app, panel, a) =>
+    panel.content.model.cells.get(a.i).sharedModel.getSource().endsWith(a.typed), { i: target, typed: PLAN.typed });
+  await click(third.panel, 'Approve');
+  const card = page.locator('.jp-Notebook .jp-Cell').nth(PLAN.agent_index);
+  await card.getByText(PLAN.done).first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.cardText = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
+  result.afterConflict = await sourceOf(page, target);
+  await shot(page, 'conflict-shown');
+});
