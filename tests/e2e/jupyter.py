@@ -24,10 +24,15 @@ def free_port() -> int:
 
 
 class JupyterLab:
-    """``with JupyterLab(root, base) as lab:`` starts the server and stops it (and its kernels)."""
+    """``with JupyterLab(root, base) as lab:`` starts the server and stops it (and its kernels).
 
-    def __init__(self, root: Path, base: Path, extra_env: dict[str, str] | None = None) -> None:
+    ``rtc``: real-time collaboration (jupyter-collaboration, when installed). Off unless asked:
+    with it on, the server saves every open notebook itself, which tests of what the person's own
+    save writes must not have."""
+
+    def __init__(self, root: Path, base: Path, extra_env: dict[str, str] | None = None, *, rtc: bool = False) -> None:
         self.root = root
+        self.rtc = rtc
         self.base = base
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -70,6 +75,7 @@ class JupyterLab:
             "--LabApp.expose_app_in_browser=True", "--JupyterNotebookApp.expose_app_in_browser=True",
             f"--LabApp.user_settings_dir={self.base / 'settings'}",
             f"--LabApp.workspaces_dir={self.base / 'workspaces'}",
+            f"--YDocExtension.disable_rtc={not self.rtc}",
         ]
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, cwd=self.root, env=self.env(), stdout=log, stderr=subprocess.STDOUT)
