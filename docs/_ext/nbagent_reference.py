@@ -34,6 +34,7 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
     """Each TOML table nbagent reads: its header, its model, one line on where it sits."""
     from nbagent.config import ApprovedDefinition, Config, McpServerConfig, ModelProviderConfig, ToolConfig
     from nbagent.config.oauth import OAuthSettings
+    from nbagent.config.otel import OtelConfig, OtlpHttp
     from nbagent.config.trust import ProjectTrust
     from nbagent.sandbox import SandboxSettings, SandboxWorkspaceWrite
 
@@ -50,6 +51,8 @@ def tables() -> list[tuple[str, type[BaseModel], str]]:
         ("[sandbox]", SandboxSettings, "nbagent's own sandbox keys (docs/security.md, \"Sandbox\")."),
         ('[projects."FOLDER"]', ProjectTrust,
          "A folder (absolute path) whose own config is read or never read; only in `~/.nbagent/config.toml`."),
+        ("[otel]", OtelConfig, "The audit trail as OpenTelemetry log records (Codex's keys; docs/configuration.md)."),
+        ("[otel.exporter.otlp-http]", OtlpHttp, "The OTLP/HTTP collector the records are sent to."),
     ]
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 from nbagent.config.errors import ConfigError, problems
 from nbagent.config.files import outside, present, read_toml
 from nbagent.config.mcp_json import MCP_JSON, MCP_JSON_TYPES, file_key, read_mcp_json
+from nbagent.config.otel import OtelConfig
 from nbagent.config.requirements import (
     RequirementError,
     Requirements,
@@ -138,6 +139,8 @@ class Config(_Strict):
     """What ``workspace-write`` adds: ``writable_roots``, ``network_access``."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """``[sandbox] deny_read``: more paths no sandboxed process may read."""
+    otel: OtelConfig = Field(default_factory=OtelConfig)
+    """``[otel]``: the audit trail exported as OpenTelemetry log records (Codex's keys; :mod:`nbagent.config.otel`)."""
     projects: dict[str, ProjectTrust] = Field(default_factory=dict)
     """Folders (absolute paths) whose ``nbagent.toml`` and ``.mcp.json`` are read (``trusted``)
     or never read (``untrusted``); only the user file says (``nbagent.config.trust``)."""

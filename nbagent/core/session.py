@@ -35,6 +35,7 @@ from nbagent.core.function_tools import FunctionTools
 from nbagent.core.handlers import HANDLERS, OpFailed, OpRejected, answer_now, ask_key, ending_event
 from nbagent.core.inspect import Inspector
 from nbagent.core.instructions import instructions, project_docs
+from nbagent.core.otel import exporting, finish, start_export
 from nbagent.core.provider import ToolProvider
 from nbagent.core.request_tools import RequestTools
 from nbagent.core.router import ToolRouter
@@ -140,8 +141,10 @@ class Session:
         self._inspector.follow(lambda: self._thread.items, lambda: self._current_turn_id)
         self._bus.watch(self._inspector.on_event)
         self._router.add(self._mcp)
+        self._notes: list[str] = []  # said as the session opens, with the config's warnings
+        self._export = start_export(self._config, self._bus, lambda text: self._thread.redactor().text(text), self._notes.append)
         self._bus.watch(AuditTrail(  # every decision, call end, answer and sign-in, one line each
-            audit_log(self._config),
+            exporting(audit_log(self._config), self._export),
             spec_of=lambda name: found[0] if (found := self._router.catalogue().get(name)) else None,
             policy=lambda: self._config.approval_policy, redact=lambda text: self._thread.redactor().text(text),
         ))
@@ -170,7 +173,7 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
-        for message in self._config.warnings:  # keys read but not honoured, each named once
+        for message in [*self._config.warnings, *self._notes]:  # keys read but not honoured, each named once
             self._warn(message)
         self._servers.start()
         try:
@@ -206,6 +209,7 @@ class Session:
             await client.aclose()
         self._thread.close()
         self._store.close()
+        await finish(self._export)
         self._bus.emit(ShutdownComplete())
         self._bus.close()
 
