@@ -102,7 +102,7 @@ def _spawn(
         if plan is None:
             landlock.scope_signals()
         else:
-            _init(plan, report)
+            _init(plan, report, tmpdir)
         os.execvpe(command[0], command, env)
     except enforce.SandboxError as exc:
         _refused(exc)
@@ -121,12 +121,13 @@ def _refused(exc: enforce.SandboxError) -> None:
     _say(f"sandbox: {exc}; the server was not started")
 
 
-def _init(plan: dict[str, Any], report: Report | None) -> None:
+def _init(plan: dict[str, Any], report: Report | None, tmpdir: str | None) -> None:
     """In process 1 of the sandbox's PID namespace: mount its ``/proc``, fork the server, wait
     for it (adopting the namespace's orphans) and exit as it did, telling ``report`` its return
-    code first (the namespaces' teardown comes after). It does not keep the server's stdio
-    open, so the server's end is an EOF at once. Returns only in the server, Landlock in force,
-    ready to exec."""
+    code first, its ``TMPDIR`` removed (the namespaces' teardown comes after; the launcher
+    removes that folder again once nothing of the sandbox is left). It does not keep the
+    server's stdio open, so the server's end is an EOF at once. Returns only in the server,
+    Landlock in force, ready to exec."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     enforce.mount_proc()
     server = os.fork()
@@ -134,6 +135,10 @@ def _init(plan: dict[str, Any], report: Report | None) -> None:
         _close_stdio()
         status = _wait_for(server)
         if report is not None:
+            if tmpdir is not None:
+                import shutil
+
+                shutil.rmtree(tmpdir, ignore_errors=True)
             report(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
         # Process 1 cannot die of a signal it sends itself: 128 + the signal, as a shell says it.
         os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
@@ -218,6 +223,7 @@ def run(
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_PDEATHSIG, signal.SIGUSR1)
     status = 1 << 8  # a wait status: "exited with 1", until the server's own replaces it
+    server = 0
     try:
         if os.getppid() != parent:
             raise _ParentGone
@@ -239,10 +245,15 @@ def run(
     except _ParentGone:
         pass
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    # As subreaper every descendant is under ``me``: the parent chain suffices, and skipping the
-    # marker scan of every process's environment keeps a server's exit cheap. With no child left
-    # there is no descendant either (an orphan would have been re-parented here), and no scan.
-    if _has_children():
+    if plan is not None:
+        # All of a sandbox is in its PID namespace (whose /proc is the one this launcher sees
+        # now): killing its process 1, a child not reaped yet, ends everything in it.
+        if server and _has_children():
+            os.kill(server, signal.SIGKILL)
+    elif _has_children():
+        # As subreaper every descendant is under ``me``: the parent chain suffices, and skipping
+        # the marker scan of every process's environment keeps a server's exit cheap. With no
+        # child left there is no descendant either (an orphan would have been re-parented here).
         proctree.kill_all([me], None, None)
     _reap_all()
     if tmpdir is not None:

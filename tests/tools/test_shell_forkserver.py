@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,8 @@ from nbagent.sandbox import available
 from nbagent.sandbox.spawn import FORKSERVER
 from nbagent.tools import ShellTools, shell_policy
 from tests.core.conftest import home, script
-from tests.tools.test_shell import shell
+from tests.tools.test_shell import _running, shell
+from tests.trusting import clean_environ
 from tests.waiting import until
 
 __all__ = ["home", "script"]
@@ -29,9 +33,10 @@ pytestmark = pytest.mark.skipif(bool(available()), reason=f"no sandbox here: {av
 INFO = CallInfo(thread_id="t", turn_id="u", call_id="c")
 
 
-def started_from_fork_servers(children_only: bool = True) -> list[int]:
-    """Live fork servers this process started, found by their command line as ``ps`` shows it;
-    with ``children_only=False`` the launchers they forked (which carry the same one) too."""
+def started_from_fork_servers(children_only: bool = True, of: int | None = None) -> list[int]:
+    """Live fork servers process ``of`` (this one) started, found by their command line as ``ps``
+    shows it; with ``children_only=False`` the launchers they forked (which carry the same one) too."""
+    parent = os.getpid() if of is None else of
     found = []
     for name in os.listdir("/proc"):
         try:
@@ -41,8 +46,8 @@ def started_from_fork_servers(children_only: bool = True) -> list[int]:
                 ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        ours = FORKSERVER.encode() in argv and str(os.getpid()).encode() in argv
-        if ours and (ppid == os.getpid() or not children_only) and alive(int(name)):
+        ours = FORKSERVER.encode() in argv and str(parent).encode() in argv
+        if ours and (ppid == parent or not children_only) and alive(int(name)):
             found.append(int(name))
     return found
 
@@ -116,3 +121,31 @@ async def test_no_fork_server_is_left_once_the_session_has_ended(home: Path, scr
         assert result.status == "completed" and fork_servers()
     assert not fork_servers()
     await until(lambda: not started_from_fork_servers(children_only=False), "every launcher to have exited")
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "danger-full-access"])
+async def test_nbagent_killed_outright_leaves_no_fork_server_and_no_command(home: Path, mode: str) -> None:
+    """nbagent runs no code when it is SIGKILLed mid-command: its fork server and the command
+    (and what the command left detached) still all end."""
+    seconds = f"62.{os.getpid()}{os.urandom(2).hex().translate(str.maketrans('abcdef', '123456'))}"
+    program = textwrap.dedent(f"""
+        import asyncio
+        from nbagent.config import load_config
+        from nbagent.protocol import CallInfo
+        from nbagent.tools import ShellTools, shell_policy
+        tools = ShellTools(shell_policy(load_config(".", overrides={{"sandbox_mode": {mode!r}}})))
+        [spec] = tools.list_tools()
+        argv = ["bash", "-c", "setsid sleep {seconds} & sleep {seconds}"]
+        info = CallInfo(thread_id="t", turn_id="u", call_id="c")
+        asyncio.run(tools.call_tool(spec, {{"command": argv, "timeout_ms": 60000}}, info))
+    """)
+    env = clean_environ() | {"NBAGENT_HOME": os.environ["NBAGENT_HOME"]}
+    agent = subprocess.Popen([sys.executable, "-c", program], env=env, cwd=os.getcwd())
+    try:
+        await until(lambda: len(_running(seconds)) == 2, "the command and its detached child to run")
+        agent.kill()
+        agent.wait()
+        await until(lambda: not _running(seconds), "the command and its detached child to end")
+        await until(lambda: not started_from_fork_servers(False, agent.pid), "the fork server and its launchers to end")
+    finally:
+        agent.kill()
