@@ -9,15 +9,17 @@ seeded once, it keeps its stat and untracked caches, so a snapshot reads only wh
 file tracked but ignored that is added to the repository's index later is not seen (Codex
 copies the index each time).
 
-Where the workspace is no git repository, the same is done in a private repository beside the
-thread (its own ``GIT_DIR``, the workspace as ``GIT_WORK_TREE``): git's object store is the
-content-addressed store of the before-versions, and its index the stat cache between turns.
+Where the workspace is no git repository, the same is done in a private repository under the
+home, one per workspace (its own ``GIT_DIR``, the workspace as ``GIT_WORK_TREE``): git's object
+store is the content-addressed store of the before-versions, and each thread's index the stat
+cache between turns, seeded from the one the workspace's latest thread left.
 Untracked files larger than ``max_untracked_bytes`` are left out (Codex's
 ``ignore_large_untracked_files``): they are named as not saved, never copied.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -52,9 +54,9 @@ class GhostCommit:
 class GhostRepo:
     """Where snapshots of one work tree go: its own repository, or a private one.
 
-    ``index`` is the snapshot index (never the repository's own); ``seed`` the index it starts
-    from each snapshot (the real one, for its stat cache), ``None`` for a private repository,
-    whose index is its own and lasts between turns."""
+    ``index`` is the thread's snapshot index (never the repository's own); ``seed`` the index it
+    starts from when it has none yet, for its stat cache: the repository's own, or, for a private
+    repository (``publish``), the index the workspace's latest thread left there."""
 
     git_dir: Path
     work_tree: Path
@@ -63,6 +65,8 @@ class GhostRepo:
     prefix: str = ""
     """The workspace inside the work tree (``sub/dir/``), the only part a snapshot reads."""
     max_untracked_bytes: int = MAX_UNTRACKED_BYTES
+    publish: bool = False
+    """Leave this index as the next thread's seed (a private repository shared by a workspace's threads)."""
     excluded: tuple[str, ...] = ()
     """Folders never snapshot, relative to the work tree: nbagent's home when it lies inside
     (its rollouts and these snapshots' own store)."""
@@ -102,6 +106,13 @@ class GhostRepo:
         specs = [".", *(f":(exclude,literal,top){path}" for path in (*self.excluded, *large))]
         self.git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(specs).encode())
         return tuple(large)
+
+    def publish_index(self) -> None:
+        """Leave the index as the seed of the workspace's next thread, whole or not at all."""
+        if self.publish and self.seed is not None and self.index.exists():
+            partial = self.seed.with_name(f"{self.seed.name}.{os.getpid()}")
+            shutil.copyfile(self.index, partial)
+            os.replace(partial, self.seed)
 
     def _large_untracked(self) -> list[str]:
         specs = ["--", ".", *(f":(exclude,literal,top){path}" for path in self.excluded)]
@@ -183,8 +194,12 @@ def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> G
         top = Path(lines[1])
         return GhostRepo(git_dir, top, private_dir / "index", seed=git_dir / "index", prefix=lines[2],
                          excluded=_inside(home or private_dir, top))  # fmt: skip
-    git_dir = private_dir / "repo.git"
+    # One private repository per workspace, beside the threads: a new thread's first snapshot
+    # starts from the index the last one left, so it copies only what changed since.
+    shared = private_dir.parent / "workspaces" / hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+    git_dir = shared / "repo.git"
     if not (git_dir / "HEAD").exists():
         subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], check=True, capture_output=True)
         subprocess.run(["git", "--git-dir", str(git_dir), "config", "core.bare", "false"], check=True, capture_output=True)
-    return GhostRepo(git_dir, workspace, git_dir / "index", seed=None, excluded=_inside(home or private_dir, workspace))
+    return GhostRepo(git_dir, workspace, private_dir / "index", seed=shared / "index", publish=True,
+                     excluded=_inside(home or private_dir, workspace))  # fmt: skip

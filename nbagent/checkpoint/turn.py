@@ -56,6 +56,7 @@ class TurnCheckpoint:
 
     def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:
         not_saved = repo.stage()  # the after-state is only compared: no commit of it is kept
+        repo.publish_index()
         changes = repo.changes(before.id)
         if not changes:
             return None
