@@ -41,6 +41,8 @@ export interface BridgeRequest extends BridgeMessage {
   id: string;
   method: BridgeMethod;
   params?: { [key: string]: any };
+  /** The `frontend_id` of the hello the kernel kept; only that page answers. */
+  to?: string;
 }
 
 export interface BridgeErrorInfo extends BridgeMessage {
@@ -67,6 +69,8 @@ export interface HelloResponse extends BridgeMessage {
   extension_version?: string;
   app?: string;
   path?: string;
+  /** This page's bridge, random per page. */
+  frontend_id?: string;
 }
 
 export interface OutputSummary extends BridgeMessage {

@@ -62,6 +62,10 @@ export class NotebookBridgeModel {
    */
   autosave = false;
 
+  /** This page's bridge: every page open on the notebook gets the kernel's messages, and
+   * answers only those addressed to it (or to anyone). */
+  readonly frontendId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+
   constructor(
     readonly host: INotebookHost,
     readonly version: string
@@ -70,7 +74,11 @@ export class NotebookBridgeModel {
   /** Serve the requests of one kernel comm: the open data is the hello. */
   attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg): void {
     const respond = async (data: unknown) => {
-      const reply = await this.handle(data as BridgeRequest);
+      const request = data as BridgeRequest;
+      if (request && request.to && request.to !== this.frontendId) {
+        return; // the kernel talks to another page of this notebook
+      }
+      const reply = await this.handle(request);
       if (!comm.isDisposed) {
         comm.send(reply as any);
       }
@@ -119,7 +127,8 @@ export class NotebookBridgeModel {
       protocol_version: BRIDGE_PROTOCOL_VERSION,
       extension_version: this.version,
       app: this.host.appName,
-      path: this.host.path
+      path: this.host.path,
+      frontend_id: this.frontendId
     };
   }
 

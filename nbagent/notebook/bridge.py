@@ -217,7 +217,8 @@ class NotebookBridge:
         comm = self._comm
         if comm is None:  # closed between the hello and now
             raise BridgeError(method, f"notebook bridge: the comm closed before {method} was sent", "closed")
-        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"))  # type: ignore[arg-type]  # a method of RESPONSE_BY_METHOD
+        to = self._hello.frontend_id if self._hello is not None else ""
+        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"), to=to)  # type: ignore[arg-type]  # a method of RESPONSE_BY_METHOD
         future = self._expect(request)
         try:
             comm.send(request.model_dump(mode="json"))

@@ -58,6 +58,10 @@ class BridgeRequest(BridgeMessage):
     method: BridgeMethod
     params: dict[str, Any] = Field(default_factory=dict)
     """One of the ``*Params`` models below, dumped to JSON."""
+    to: str = ""
+    """The ``frontend_id`` of the hello the kernel kept. Every browser open on the notebook gets
+    the kernel's comm messages; only that one answers and writes, so with real-time collaboration
+    (one shared document) a cell is inserted once, not once per browser. Empty: anyone answers."""
 
 
 class BridgeErrorInfo(BridgeMessage):
@@ -95,6 +99,8 @@ class HelloResponse(BridgeMessage):
     """``JupyterLab`` or ``Jupyter Notebook`` (the application's name)."""
     path: str = ""
     """The notebook's path relative to the server root."""
+    frontend_id: str = ""
+    """This browser page's bridge, random per page; the kernel addresses its requests to it."""
 
 
 class OutputSummary(BridgeMessage):

@@ -1,0 +1,72 @@
+"""Browser end-to-end with jupyter-collaboration: two pages on one notebook share one document.
+The agent's approved insert_cell goes into that shared document while the second page's person
+types key by key into another cell: both pages show the agent's cell once, and every key typed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.jupyter import JupyterLab
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _missing, run_script
+
+pytestmark = [
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+    pytest.mark.skipif(importlib.util.find_spec("jupyter_server_ydoc") is None, reason="jupyter-collaboration is not installed"),
+]
+
+ORIGINAL = "typed_by_b = ''"
+PLAN = {
+    "agent_index": 1, "typing_index": 2, "original": ORIGINAL,
+    "typed": "  # B types this while the agent writes",
+    "inserted": "written_by_agent = 42", "done": "Collaboration turn done.",
+}
+
+
+@pytest.fixture(scope="module")
+def rtc_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
+    base = tmp_path_factory.mktemp("jupyterlab-rtc")
+    root = base / "root"
+    root.mkdir()
+    with JupyterLab(root, base, {"NBAGENT_HOME": str(base / "home"), "NBAGENT_E2E_FAKE_KEY": "sk-e2e"}, rtc=True) as server:
+        yield server
+
+
+def test_two_pages_see_the_agents_cell_and_lose_no_typing(openai_server, rtc_lab: JupyterLab) -> None:
+    root = rtc_lab.root / "collab"
+    root.mkdir()
+    (root / "nbagent.toml").write_text(
+        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
+        f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
+    )
+    wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
+            "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
+    (root / "collab.ipynb").write_text(json.dumps({
+        "cells": [_code(wire), _code("%%agent\nAdd the answer."), _code(ORIGINAL)],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
+    openai_server.script([
+        {"tool_calls": [{"name": "insert_cell", "arguments": {"source": PLAN["inserted"]}}]},
+        {"text": PLAN["done"]},
+    ])
+    artifacts = ARTIFACTS.parent / "collaboration"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    env = dict(os.environ, NBAGENT_E2E_URL=rtc_lab.url, NBAGENT_E2E_TOKEN=rtc_lab.token, NBAGENT_E2E_NOTEBOOK="collab/collab.ipynb",
+               NBAGENT_E2E_PLAN=json.dumps(PLAN), NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
+    result = run_script("collaboration.mjs", env, rtc_lab, timeout=300)
+
+    assert result["collaborative"] is True  # one shared document, not two copies
+    typed = ORIGINAL + PLAN["typed"]
+    for page in ("a", "b"):
+        cells = result[page]
+        assert cells.count(PLAN["inserted"]) == 1, cells  # once, though two pages got the request
+        assert cells.index(PLAN["inserted"]) == PLAN["agent_index"] + 1, cells  # right below the agent cell
+        assert cells[-1] == typed, cells  # every key B typed, after the agent's cell went in above it
+    assert result["a"] == result["b"]
