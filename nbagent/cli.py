@@ -512,7 +512,7 @@ def _command(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(VisibleWriter(sys.stdout)):
             return signals.run(_offered(args))
     if args.command == "undo":
-        return signals.run(cli_undo.run(args))
+        return cli_undo.main(args)
     if args.command == "trust":
         print(folder_trust.run(args, args.cwd))
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.checkpoint.ghost import GhostCommit, GhostError, GhostRepo, open_repo
 from nbagent.checkpoint.turn import TurnCheckpoint
-from nbagent.checkpoint.undo import UndoRefused, plan_undo, undo_turn
+from nbagent.checkpoint.undo import UndoRefused, plan_undo, undo_turn, undoable
 
 __all__ = [
     "GhostCommit",
@@ -16,4 +16,5 @@ __all__ = [
     "open_repo",
     "plan_undo",
     "undo_turn",
+    "undoable",
 ]

@@ -91,6 +91,15 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
     return UndoPlan(target, changed_since)
 
 
+def undoable(items: Sequence[Item]) -> list[str]:
+    """One line per turn that changed workspace files: its id, whether it is undone, its files."""
+    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
+    return [
+        f"{s.turn_id}  {'undone' if s.turn_id in undone else 'can be undone'}  {_short([c.path for c in s.changes])}"
+        for s in items if isinstance(s, GhostSnapshot)
+    ]
+
+
 def _said(change: FileChange) -> str:
     if change.before is None:
         return f"{change.path} (created by the turn, removed)"

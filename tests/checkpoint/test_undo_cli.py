@@ -5,6 +5,7 @@ untouched, as git itself reports) and in a plain folder; the next request tells 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from nbagent import Session
+from nbagent.cli import main
 from nbagent.config import Config, ModelProviderConfig, load_config
 from nbagent.protocol import GhostSnapshot, Undo, UndoCompleted, UndoItem
 from nbagent.sandbox import available
@@ -137,26 +139,38 @@ async def test_undo_puts_back_what_patch_and_shell_changed_and_the_model_is_told
     assert "undid turn" in sent and "new.txt" in sent
 
 
-async def test_a_later_turn_or_a_persons_edit_stops_the_undo_naming_it(openai_server, home: Path, tmp_path: Path) -> None:
-    """The same in either kind of workspace (the plan reads the items, not the repository)."""
+def test_a_later_turn_or_a_persons_edit_stops_the_undo_naming_it(
+    openai_server, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same in either kind of workspace (the plan reads the items, not the repository); the
+    command runs in this process (``nbagent.cli.main``), as the first test runs it in its own."""
     ws = tmp_path / "plain"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     first = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n*** End Patch"
     second = "*** Begin Patch\n*** Update File: a.txt\n@@\n-two\n+three\n*** End Patch"
-    thread = await turn(openai_server, home, ws, [call("apply_patch", {"input": first}), {"text": "1"}])
-    await turn(openai_server, home, ws, [call("apply_patch", {"input": second}), {"text": "2"}], thread=thread)
+    thread = asyncio.run(turn(openai_server, home, ws, [call("apply_patch", {"input": first}), {"text": "1"}]))
+    asyncio.run(turn(openai_server, home, ws, [call("apply_patch", {"input": second}), {"text": "2"}], thread=thread))
     first_turn, second_turn = (s.turn_id for s in items(home, thread, GhostSnapshot))
 
-    refused = undo(home, thread, "--turn", first_turn)
-    assert refused.returncode == 1 and f"turn {second_turn}" in refused.stderr and "undo it first" in refused.stderr
+    def nbagent_undo(*args: str) -> tuple[int, str, str]:
+        code = main(["undo", thread, *args])
+        said = capsys.readouterr()
+        return code, said.out, said.err
+
+    code, out, _ = nbagent_undo("--list")  # which turns, which files
+    assert code == 0 and out.splitlines() == [f"{first_turn}  can be undone  a.txt", f"{second_turn}  can be undone  a.txt"]
+
+    code, _, err = nbagent_undo("--turn", first_turn)
+    assert code == 1 and f"turn {second_turn}" in err and "undo it first" in err
     assert (ws / "a.txt").read_text() == "three\n"
 
     (ws / "a.txt").write_text("a person's words\n")  # changed after the turn: reported, kept
-    kept = undo(home, thread)
-    assert kept.returncode == 1 and "a.txt changed after turn" in kept.stderr
-    assert (ws / "a.txt").read_text() == "a person's words\n"
+    code, _, err = nbagent_undo()
+    assert code == 1 and "a.txt changed after turn" in err and (ws / "a.txt").read_text() == "a person's words\n"
 
-    forced = undo(home, thread, "--force")
-    assert forced.returncode == 0 and "overwrote" in forced.stdout and (ws / "a.txt").read_text() == "two\n"
-    assert (await undo_op(home, thread, turn_id=first_turn)).success and (ws / "a.txt").read_text() == "one\n"
+    code, out, _ = nbagent_undo("--force")
+    assert code == 0 and "overwrote" in out and (ws / "a.txt").read_text() == "two\n"
+    code, out, _ = nbagent_undo("--turn", first_turn)
+    assert code == 0 and (ws / "a.txt").read_text() == "one\n"
+    assert nbagent_undo("--list")[1].splitlines() == [f"{first_turn}  undone  a.txt", f"{second_turn}  undone  a.txt"]
