@@ -9,7 +9,7 @@ turn at the same time through the hub, against one user alone.
   adds, so nbagent's own part stays small;
 - turn time: the ``%%agent --wait`` cell (the scripted model, one call of the shared
   streamable-HTTP MCP server) with all N turns started at once, against the same turn run by one
-  user alone. Target: the median at most N / cores times the single turn (the cores shared
+  user alone (the median of three, each in a fresh kernel). Target: the median at most N / cores times the single turn (the cores shared
   fairly; no lock or queue between users makes it worse).
 
 Run as root: ``.venv/bin/python bench/hub.py [--users N]``. It adds users ``nbh-u01`` ...; it
@@ -96,13 +96,16 @@ def main() -> int:
     names = [f"nbh-u{i:02d}" for i in range(1, args.users + 1)]
     cores = os.cpu_count() or 1
     started = time.monotonic()
-    hub = start_hub(Path(tempfile.mkdtemp(prefix="nbagent-hub-bench-")), names)
+    run_dir = tempfile.TemporaryDirectory(prefix="nbagent-hub-bench-")  # the users' tokens: removed after
+    hub = start_hub(Path(run_dir.name), names)
     try:
         up = time.monotonic() - started
         spawn_started = time.monotonic()
         hub.start_servers(names)
         spawned = time.monotonic() - spawn_started
-        single = one_user(hub, names[0], "single.ipynb", None)
+        # Alone: three fresh kernels one after another, the median of each figure (one is noisy).
+        alone = [one_user(hub, names[0], f"single-{i}.ipynb", None) for i in range(3)]
+        single = {key: statistics.median(r[key] for r in alone) for key in alone[0]}
         barrier = threading.Barrier(len(names))
         results: dict[str, dict[str, float]] = {}
 
@@ -117,6 +120,7 @@ def main() -> int:
         assert len(results) == len(names), f"only {sorted(results)} finished"
     finally:
         hub.stop()
+        run_dir.cleanup()
 
     def med(key: str) -> float:
         return statistics.median(r[key] for r in results.values())
