@@ -1,9 +1,10 @@
-# Entry points: `make demo` (the quickstart walkthrough, offline), `make test`, `make docs`.
+# Entry points: `make demo` (the quickstart walkthrough, offline), `make test`, `make docs`,
+# `make walkthroughs` (the notebooks in notebooks/ rerun, outputs included).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo lint test test-deps npm-deps hub-venv bench bench-peers labextension docs docs-screenshot
+.PHONY: setup demo lint test test-deps npm-deps hub-venv bench bench-peers labextension walkthroughs docs docs-screenshot
 
 $(BIN)/nbagent: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -85,6 +86,12 @@ $(PEERS)/bin/python:
 	$(PEERS)/bin/pip install -q openai-agents 'pydantic-ai-slim[mcp]' fastmcp
 
 labextension: $(EXT_BUILT)
+
+# The notebooks in notebooks/ as committed, outputs included: written from their code, then each
+# notebooks/*.ipynb run the ordinary way (nbclient, as `jupyter nbconvert --execute`, no NBAGENT_*
+# variable), one at a time. tests/walkthroughs fails when a committed notebook is stale.
+walkthroughs: setup
+	$(BIN)/python -m nbagent.examples.walkthroughs commit
 
 # The docs site: the walkthroughs (and the quickstart) executed afresh with their widgets rendered,
 # then Sphinx with warnings as errors. The widget manager comes from docs/node_modules (npm ci),

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 
 AUTOPILOT_ENV = "NBAGENT_AUTOPILOT"
 """Set (to ``1``) by this executor: the notebook renders its widgets, and nobody is there to
-click them (the walkthroughs' autopilot answers instead)."""
+click them, so the quickstart answers instead (``kit.nobody_clicks``). A walkthrough needs no
+variable: its own ``AUTOPILOT`` cell says who answers, run whichever way."""
 EXECUTOR_ENV = {AUTOPILOT_ENV: "1", "NBAGENT_FRONTEND": "widgets"}
-"""How a notebook is executed with nobody at it: the widgets are rendered (and their state saved
-in the notebook) while the autopilot answers what a person would click."""
+"""How the docs and ``nbagent demo`` execute a notebook with nobody at it: the widgets are
+rendered (and their state saved in the notebook) while the notebook's own code answers what a
+person would click."""
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 STATE_CODE = "import ipywidgets, json; print(json.dumps(ipywidgets.Widget.get_manager_state(drop_defaults=True)))"

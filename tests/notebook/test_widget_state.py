@@ -29,7 +29,7 @@ ANSWER = """import nbagent.notebook as nb
 from nbagent.examples.walkthroughs.kit import autopilot
 from nbagent.protocol import ApprovalDecision
 session = await nb.ready()
-autopilot(session, lambda m: ApprovalDecision(call_id=m.call_id, decision="approve") if m.type == "approval_requested" else None)"""
+autopilot(session, lambda m: ApprovalDecision(call_id=m.call_id, decision="approve") if m.type == "approval_requested" else None, on=True)"""
 
 
 def test_the_approval_panel_of_a_wait_cell_is_in_the_saved_widget_state(tmp_path: Path):

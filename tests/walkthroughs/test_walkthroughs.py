@@ -1,25 +1,35 @@
-"""Every walkthrough is complete (its sections, the Codex and nbagent files it names exist), its
-committed ``.ipynb`` matches its source, it executes as CI and the docs run it with no error
-output, and its exercise check passes with the intended answer and fails with a wrong one."""
+"""Every walkthrough is complete (its sections, the Codex and nbagent files it names exist) and its
+committed ``.ipynb`` matches its source. Every notebook in notebooks/ runs the ordinary way, plain
+``jupyter nbconvert --execute`` with no ``NBAGENT_*`` variable, with no error output and the
+outputs it was committed with (normalised: ``outputs.py``); a walkthrough's exercise check, run
+after it, passes with the intended answer and refuses a wrong one. papermill runs them too, and
+with the autopilot switched off an ask is declined at once and a check cell stops the story."""
 
 from __future__ import annotations
 
+import difflib
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient.exceptions import CellExecutionError
 
 from nbagent.examples.walkthroughs import PLACEHOLDER, SANDBOX_FILES, SEED_FILES, Walkthrough, all_walkthroughs, kit
-from nbagent.examples.walkthroughs.__main__ import EXECUTOR_ENV
-from nbagent.kit.demo import notebook_kernel
+from nbagent.examples.walkthroughs.__main__ import ordinary_env
+from tests.walkthroughs.outputs import matches, seen
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGHS = all_walkthroughs()
 REQUIRED = {"01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"}
 SECTIONS = ("Where this lives in Codex", "Where this lives in nbagent", "Exercise")
 by_name = pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=[w.name for w in WALKTHROUGHS])
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+"""Every committed notebook, whether written from a walkthrough module or not."""
+BIN = Path(sys.executable).parent
+STALE = "run `make walkthroughs` and commit notebooks/"
 
 
 def _text(walkthrough: Walkthrough) -> str:
@@ -55,6 +65,7 @@ def test_names_only_files_that_exist(walkthrough: Walkthrough):
     assert not data, f"{walkthrough.name} reads files that do not ship beside it: {data}"
 
 
+
 def _errors(nb: nbformat.NotebookNode) -> list[str]:
     return [
         f"cell {index}: {out.get('ename')}: {out.get('evalue')}"
@@ -68,27 +79,99 @@ def _printed(cell: nbformat.NotebookNode) -> str:
     return "".join(out.get("text", "") for out in cell.get("outputs", []) if out["output_type"] == "stream")
 
 
-@by_name
-@pytest.mark.timeout(300)
-def test_runs_headless_and_its_exercise_checks(walkthrough: Walkthrough, tmp_path: Path):
-    nb = walkthrough.build()
+PROBE = "nbagent-exercise-probe"
+
+
+def _with_exercise_probes(nb: nbformat.NotebookNode, walkthrough: Walkthrough) -> None:
+    """Append to ``nb`` the exercise answered right, then wrong (its check must refuse it)."""
     exercise = walkthrough.exercise_index()
-    check = exercise + 1
-    # nbclient puts each cell it runs at its index in ``nb``: keep the sources to vary.
-    exercise_source, check_source = nb.cells[exercise].source, nb.cells[check].source
-    with notebook_kernel(nb, tmp_path, timeout=walkthrough.timeout, env=EXECUTOR_ENV) as client:
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        assert not _errors(nb), _errors(nb)
-        assert "Exercise:" in _printed(nb.cells[check]), "the unanswered exercise does not say what to do"
+    exercise_source, check_source = nb.cells[exercise].source, nb.cells[exercise + 1].source
+    right = exercise_source.replace(PLACEHOLDER, walkthrough.answer) + "\n" + check_source
+    wrong = "\n".join([
+        exercise_source.replace(PLACEHOLDER, walkthrough.wrong_answer),
+        "try:",
+        textwrap.indent(check_source, "    "),
+        "except AssertionError as refused:",
+        "    assert str(refused).startswith('Not yet'), refused",
+        "    print('refused:', refused)",
+        "else:",
+        "    raise AssertionError('the check accepted the wrong answer')",
+    ])
+    for source in (right, wrong):
+        nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE]}))
 
-        def answer_with(line: str) -> nbformat.NotebookNode:
-            client.execute_cell(nbformat.v4.new_code_cell(exercise_source.replace(PLACEHOLDER, line)), exercise)
-            probe = nbformat.v4.new_code_cell(check_source)
-            client.execute_cell(probe, check)
-            return probe
 
-        # The intended answer first: after a cell fails, the kernel drops requests already queued.
-        assert "Right." in _printed(answer_with(walkthrough.answer))
-        with pytest.raises(CellExecutionError, match="Not yet"):
-            answer_with(walkthrough.wrong_answer)
+def _run_nbconvert(source: nbformat.NotebookNode, run: Path) -> nbformat.NotebookNode:
+    """``jupyter nbconvert --to notebook --execute`` in ``run``, with no NBAGENT_* variable."""
+    run.mkdir()
+    nbformat.write(source, str(run / "in.ipynb"))
+    done = subprocess.run(
+        [str(BIN / "jupyter"), "nbconvert", "--to", "notebook", "--execute", "in.ipynb", "--output", "out.ipynb"],
+        cwd=run, env=ordinary_env(), capture_output=True, text=True, timeout=280,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return nbformat.read(str(run / "out.ipynb"), as_version=4)
+
+
+def _places(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    ran = nb.metadata.get("nbagent", {}).get("ran_in", {})
+    return [(ran.get(key, ""), f"<{key}>") for key in ("run", "venv", "repo")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.timeout(300)
+def test_runs_under_nbconvert_as_committed(path: Path, tmp_path: Path):
+    committed = nbformat.read(str(path), as_version=4)
+    assert committed.metadata.get("nbagent", {}).get("ran_in"), f"{path.name} was committed without its outputs: {STALE}"
+    source = nbformat.read(str(path), as_version=4)
+    walkthrough = next((w for w in WALKTHROUGHS if w.name == path.stem), None)
+    if walkthrough is not None:
+        _with_exercise_probes(source, walkthrough)
+    run = (tmp_path / "run").resolve()
+    fresh = _run_nbconvert(source, run)
+    assert not _errors(fresh), _errors(fresh)
+
+    here = [(str(run), "<run>"), (sys.prefix, "<venv>"), (str(REPO), "<repo>")]
+    for index, (was, now) in enumerate(zip(committed.cells, fresh.cells, strict=False)):
+        if was.cell_type != "code":
+            continue
+        before, after = seen(was, _places(committed)), seen(now, here)
+        assert matches(before, after), f"{path.name} cell {index} is stale ({STALE}):\n" + "\n".join(
+            difflib.unified_diff("\n".join(before).splitlines(), "\n".join(after).splitlines(), "committed", "this run", lineterm=""))
+
+    if walkthrough is not None:
+        check = walkthrough.exercise_index() + 1
+        assert "Exercise:" in _printed(fresh.cells[check]), "the unanswered exercise does not say what to do"
+        right, wrong = fresh.cells[-2:]
+        assert "Right." in _printed(right)
+        assert "refused: Not yet" in _printed(wrong)
+
+
+def _papermill(name: str, run: Path, *parameters: str) -> subprocess.CompletedProcess[str]:
+    run.mkdir()
+    return subprocess.run(
+        [str(BIN / "papermill"), str(REPO / "notebooks" / f"{name}.ipynb"), "out.ipynb", *parameters],
+        cwd=run, env=ordinary_env(), capture_output=True, text=True, timeout=280,
+    )
+
+
+@pytest.mark.timeout(300)
+def test_papermill_runs_a_walkthrough_and_its_autopilot_switch(tmp_path: Path):
+    """As committed, papermill runs a walkthrough to the end; with ``-p AUTOPILOT False`` and
+    nobody to click, 08's patch is declined at once (no wait) and the check cell under "the test
+    is green" stops the run with what happened instead."""
+    ran = _papermill("04-approval", tmp_path / "on")
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    assert not _errors(nbformat.read(str(tmp_path / "on" / "out.ipynb"), as_version=4))
+
+    name = "08-fix-a-failing-test"
+    off = _papermill(name, tmp_path / "off", "-p", "AUTOPILOT", "False")
+    assert off.returncode != 0
+    out = nbformat.read(str(tmp_path / "off" / "out.ipynb"), as_version=4)
+    printed = "".join(_printed(cell) for cell in out.cells)
+    assert "autopilot off: no notebook UI here, so nobody can click" in printed
+    assert "no code in this notebook answers" in printed and "policy on-request" in printed
+    assert "no front end is attached to ask: it was declined without running." in printed
+    assert "The patch was not approved (the card above says by whom), so calc/core.py is unchanged" in printed
+    errors = _errors(out)
+    assert len(errors) == 1 and "says the fix is on disk and the test is green, but in this run pytest still fails" in errors[0]

@@ -1,13 +1,19 @@
 """``python -m nbagent.examples.walkthroughs write [DIR]`` writes the notebooks (default
-``notebooks/``); ``execute --out DIR [NAME...]`` runs them as CI and the docs do (widgets rendered,
-the autopilot answering) and writes the executed copies, with their widget state, to ``DIR``.
+``notebooks/``); ``execute --out DIR [NAME...]`` runs them as the docs do (widgets rendered, the
+autopilot answering) and writes the executed copies, with their widget state, to ``DIR``;
+``commit [NAME...]`` (``make walkthroughs``) writes the quickstart and the walkthroughs, then runs
+every ``notebooks/*.ipynb`` the ordinary way (nbclient, as ``jupyter nbconvert --execute`` does,
+with no ``NBAGENT_*`` variable) and keeps its outputs in the committed notebook.
 
 ``execute`` also runs the quickstart, as ``00-quickstart``: the docs site shows it first."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -18,7 +24,10 @@ from nbagent.examples.walkthroughs import all_walkthroughs, get, write
 from nbagent.kit.demo import EXECUTOR_ENV, WIDGET_STATE, make_output_dir
 from nbagent.kit.demo import execute as run_notebook
 
-__all__ = ["EXECUTOR_ENV", "QUICKSTART", "WIDGET_STATE", "execute", "main", "names", "run_all"]
+__all__ = ["EXECUTOR_ENV", "QUICKSTART", "WIDGET_STATE", "commit", "execute", "main", "names", "ordinary_env", "run_all"]
+
+REPO = Path(__file__).resolve().parents[3]
+"""The checkout (or site-packages) this package runs from."""
 
 QUICKSTART = "00-quickstart"
 """The quickstart's name among the executed notebooks (it is not a ``wNN`` walkthrough module)."""
@@ -51,6 +60,42 @@ def execute(name: str, out: Path) -> Path:
     return target
 
 
+def ordinary_env() -> dict[str, str]:
+    """This process's environment without any ``NBAGENT_*`` variable: a notebook run the ordinary
+    way gets no help from nbagent's own executor settings."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("NBAGENT_")}
+
+
+def commit(notebooks: Path, scratch: Path, only: list[str] | None = None) -> list[Path]:
+    """Write the quickstart and the walkthroughs into ``notebooks``, then run each
+    ``notebooks/*.ipynb`` (every one there, or those whose name starts with one of ``only``), one
+    at a time, in ``scratch/NAME`` with nbclient and ``ordinary_env()``; write its outputs into
+    the committed notebook. A failing cell raises before its notebook is written."""
+    import nbclient
+
+    from nbagent.examples import quickstart
+
+    write(notebooks)
+    quickstart.write(notebooks / f"{QUICKSTART}.ipynb")
+    done = []
+    for path in sorted(notebooks.glob("*.ipynb")):
+        if only and not any(path.stem.startswith(name) for name in only):
+            continue
+        work = scratch / path.stem
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        nb = nbformat.read(str(path), as_version=4)
+        started = time.monotonic()
+        client = nbclient.NotebookClient(nb, timeout=300, record_timing=False, resources={"metadata": {"path": str(work)}})
+        client.execute(env=ordinary_env())
+        # Where it ran, so a comparison with another run can tell the folders apart from the text.
+        nb.metadata.setdefault("nbagent", {})["ran_in"] = {"run": str(work), "venv": sys.prefix, "repo": str(REPO)}
+        nbformat.write(nb, str(path))
+        print(f"{path} ({time.monotonic() - started:.1f} s)", flush=True)
+        done.append(path)
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nbagent.examples.walkthroughs")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,10 +105,20 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--out", default="build/walkthroughs")
     x.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at once, each in its own process (default 2)")
     x.add_argument("names", nargs="*", help=f"notebooks by name or number, {QUICKSTART} included (default: all)")
+    c = sub.add_parser("commit", help="write the notebooks, run each the ordinary way and keep its outputs in notebooks/")
+    c.add_argument("--scratch", help="where the notebooks run (default: a new temporary folder, removed after)")
+    c.add_argument("names", nargs="*", help="notebooks by name or number (default: every notebooks/*.ipynb)")
     args = parser.parse_args(argv)
     if args.command == "write":
         for path in write(args.dir):
             print(path)
+        return 0
+    if args.command == "commit":
+        # Outside any git checkout by default: a turn snapshots its workspace with git first.
+        scratch = Path(args.scratch or tempfile.mkdtemp(prefix="nbagent-walkthroughs-")).resolve()
+        commit(Path("notebooks"), scratch, args.names)
+        if not args.scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         return 0
     return run_all(args.names or names(), Path(args.out), max(1, args.jobs))
 

@@ -26,7 +26,7 @@ from nbagent.protocol import ApprovalDecision, ListMcpTools
 session = await nb.ready()
 await session.perform(ListMcpTools())          # the demo server is started in the background
 
-def approve(msg):                      # what the Approve button sends, when nobody clicks
+def approve(msg):                      # what the Approve button sends, when the autopilot is on
     if msg.type == "approval_requested":
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
 autopilot(session, approve, on=AUTOPILOT)
@@ -114,7 +114,7 @@ We run both, in the running example *fix a failing test*: the test needs a fixtu
     ("markdown", """### Role 1: a server nbagent consumes
 
 The model asks for `mcp__demo__write_note`. The session routes it to the demo server, asks for
-approval (the tool is marked destructive; the autopilot approves when nobody clicks), runs it,
+approval (the tool is marked destructive; the autopilot approves unless `AUTOPILOT = False`), runs it,
 records it and hands the result back to the model."""),
     ("code", "%%agent --wait\nThe test fails: its fixture note is missing. Fix it."),
     ("markdown", """## "What the model saw" vs what the server sent

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, claim, data
 
 CONFIG = f"""
 model = "replay:{data('04-approval.json')}"
@@ -79,7 +79,11 @@ print("panels shown:", [(m.raw_tool, m.reason) for m in asked])
 print("recorded decisions (tool, decision, by):")
 for row in approvals(session.snapshot().items):
     print("  ", row)
-print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])'''
+print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])
+decided = approvals(session.snapshot().items)
+claim(decided == [("wipe", "approve_session", "user"), ("wipe", "approve", "remembered"), ("tidy", "always", "user")],
+      "wipe was approved for the session, its second call ran remembered, and tidy was approved Always",
+      otherwise=f"the decisions were {decided}")'''
 
 ALWAYS = '''print(Path("nbagent.toml").read_text().split("[mcp_servers.approvals.tools.tidy]")[1].strip())
 from nbagent.core.approval import changed_parts, fingerprint
@@ -149,9 +153,9 @@ every execution to `ran.jsonl`. The config marks the server trusted and sets `st
 `approval_mode = "approve"`."""),
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
-    ("markdown", """The next cell gets the session and, when nobody is at the notebook (CI, the docs build),
+    ("markdown", """The next cell gets the session and, with the autopilot on (the `AUTOPILOT` cell above),
 answers each approval panel with the op its button sends: *Approve for session* for `wipe` and
-`sweep`, *Always* for `tidy`, *Deny* for a tool whose definition changed. In a browser you click."""),
+`sweep`, *Always* for `tidy`, *Deny* for a tool whose definition changed. With it off, you click."""),
     ("code", READY),
     ("markdown", """### The table, from the live decision function
 

@@ -120,12 +120,12 @@ would kill the call it belongs to."""),
 
 `nbagent/examples/elicit_server.py` is a meeting-rooms server; it appends what it received to
 `received.jsonl`. Its calls get `tool_timeout_sec = 1.5`; a question nobody answers is settled
-after `elicitation_timeout_sec` (4 s when nobody clicks, 60 s in a browser)."""),
+after `elicitation_timeout_sec` (4 s with the autopilot on, 60 s when you click)."""),
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
-    ("markdown", """When nobody is at the notebook the next cell answers each question with the op the form's
+    ("markdown", """With the autopilot on, the next cell answers each question with the op the form's
 buttons send. Its first answer arrives 2.5 s after the question — longer than the tool's whole
-timeout. In a browser you fill in the form instead (take your time: the call waits)."""),
+timeout. With it off, you fill in the form instead (take your time: the call waits)."""),
     ("code", READY),
     ("markdown", """### A form question, and the wait kept out of the timeout
 

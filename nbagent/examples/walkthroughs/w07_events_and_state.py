@@ -116,7 +116,7 @@ SIDE_BY_SIDE = r'''import sqlite3
 raw = rollout.read_text().splitlines()
 print(f"{rollout.relative_to(work)}: {len(raw)} lines, {rollout.stat().st_size} bytes. The first three:")
 for text in raw[:3]:
-    print("   ", text[:160])
+    print("   ", text.replace(str(data("")), "…")[:160])   # … : the walkthroughs' folder
 
 db = sqlite3.connect(f"file:{work / 'home' / 'state.sqlite'}?mode=ro", uri=True)   # read-only
 db.row_factory = sqlite3.Row

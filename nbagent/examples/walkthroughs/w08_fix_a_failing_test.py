@@ -44,7 +44,7 @@ from nbagent.protocol import ApprovalDecision
 session = await nb.ready()
 
 def answer(msg):
-    """What a person would click when nobody is there: approve the patch as proposed."""
+    """What a person would click, when the autopilot is on: approve the patch as proposed."""
     if msg.type == "approval_requested":
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
     return None
@@ -190,8 +190,8 @@ what happened) and the example workspace MCP server over stdio, rooted at `proje
 also writes a package with a bug into `project/`."""),
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
-    ("markdown", """In a browser you click the approval panel. When nobody can click (CI, the docs
-build), the autopilot below sends the same `ApprovalDecision` op the *Approve* button sends. The
+    ("markdown", """With the autopilot on (the `AUTOPILOT` cell above), the cell below sends the same
+`ApprovalDecision` op the *Approve* button sends; with it off, you click the approval panel. The
 taps keep every event and every model request for the analysis that follows."""),
     ("code", TAPS),
     ("markdown", """## A live demonstration: the agent fixes the test

@@ -214,7 +214,7 @@ client talks to it over a real socket. The tools come from the real demo MCP ser
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
     ("code", READY),
-    ("markdown", "Our running example, fixing a failing test: the model lists the notes, then writes a test report, which asks for approval (the autopilot approves when nobody clicks)."),
+    ("markdown", "Our running example, fixing a failing test: the model lists the notes, then writes a test report, which asks for approval (the autopilot approves unless `AUTOPILOT = False`)."),
     ("code", "%%agent --wait\nThe order tests fail and there is no test report yet. Write one as a note."),
     ("code", '''claim(wrote_note(), "the write was approved and the note written",
       otherwise="the write was declined, so no note exists; this walkthrough records an approved write")'''),

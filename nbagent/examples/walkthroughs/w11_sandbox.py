@@ -7,10 +7,10 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-WHO_ANSWERS = """> **Who answers the panels.** When nobody is at the notebook (`jupyter nbconvert --execute`,
-> papermill, the docs build), the walkthrough's own autopilot (`kit.autopilot`) answers each
-> approval, and it **denies** the one this notebook asks. Opened in JupyterLab, you answer it:
-> deny it to see the same run, approve it to see the command run outside the sandbox."""
+WHO_ANSWERS = """> **Who answers the panels.** The walkthrough's own autopilot (`kit.autopilot`, on while
+> `AUTOPILOT = True`) answers each approval, and it **denies** the one this notebook asks. Set
+> `AUTOPILOT = False` and run it in JupyterLab or Notebook 7 to answer it yourself: deny it to see
+> the same run, approve it to see the command run outside the sandbox."""
 
 SETUP = '''import os, socket, tempfile, threading
 from pathlib import Path
