@@ -50,3 +50,13 @@ async def test_the_local_server_reports_usage_through_the_real_client_only_when_
             await model.aclose()
     assert got == TokenUsage(**usage)
     assert not any("usage" in part for part in chunks({"text": "ok"}, "m", include_usage=False))
+
+
+async def test_a_server_that_reports_negative_usage_refunds_nothing() -> None:
+    with ScriptedChatServer([{"text": "ok", "usage": {"input_tokens": -5000, "output_tokens": 3}}]) as server:
+        model = ChatModel("scripted-local-model", Endpoint(base_url=server.base_url, api_key=server.token))
+        try:
+            got = usage_of(await collect(model, ModelRequest(model="scripted-local-model", items=[UserMessage(text="hi")])))
+        finally:
+            await model.aclose()
+    assert (got.input_tokens, got.output_tokens) == (0, 3) and got.total_tokens >= 0
