@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import struct
 import sys
@@ -27,6 +28,7 @@ _SCOPE_ABI = 6
 _PR_SET_NO_NEW_PRIVS = 38
 
 
+@functools.cache  # once per process: a fork of the fork server finds it loaded
 def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -25,7 +25,6 @@ Standard library only, and no nbagent import: it must start fast, from a cleared
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -60,7 +59,7 @@ class _ParentGone(Exception):
 
 def _prctl(option: int, value: int) -> None:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        enforce._libc().prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the parent's environment is still clean
         pass
 

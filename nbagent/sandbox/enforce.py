@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import struct
 import sys
@@ -67,6 +68,7 @@ class SandboxError(Exception):
     """A step of entering the sandbox failed; the server must not start."""
 
 
+@functools.cache  # once per process: a fork of the fork server finds it loaded
 def _libc() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long

@@ -119,6 +119,8 @@ def main(argv: list[str]) -> None:
         signal.signal(sig, signal.SIG_IGN)
     launcher._prctl(launcher.PR_SET_DUMPABLE, 0)
     launcher._prctl(launcher.PR_SET_PDEATHSIG, signal.SIGUSR1)
+    launcher.landlock.abi()  # libc and the calls every fork makes, looked up once here
+    launcher.enforce._libc().unshare  # noqa: B018
     gc.disable()  # no cycles worth collecting here; and a collection in a fork copies the pages it touches
     gc.freeze()
     if os.getppid() == parent:
