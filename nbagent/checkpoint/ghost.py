@@ -31,6 +31,12 @@ from nbagent.protocol import FileChange
 MAX_UNTRACKED_BYTES = 10 * 1024 * 1024
 """Codex's default limit for an untracked file a ghost commit takes."""
 MESSAGE = "nbagent snapshot"
+NOT_SNAPSHOT = (
+    "__pycache__/", ".ipynb_checkpoints/", ".venv/", "venv/", "node_modules/", ".tox/", ".mypy_cache/",
+    ".pytest_cache/", ".ruff_cache/", ".git/",
+)  # fmt: skip
+"""Outside git, what a ``.gitignore`` would usually leave out: environments, caches, nested
+repositories. Their files are neither copied nor restored."""
 ZERO = "0" * 40
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "nbagent", "GIT_AUTHOR_EMAIL": "nbagent@localhost",
@@ -201,5 +207,7 @@ def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> G
     if not (git_dir / "HEAD").exists():
         subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], check=True, capture_output=True)
         subprocess.run(["git", "--git-dir", str(git_dir), "config", "core.bare", "false"], check=True, capture_output=True)
+        (git_dir / "info").mkdir(exist_ok=True)
+        (git_dir / "info" / "exclude").write_text("".join(f"{name}\n" for name in NOT_SNAPSHOT))
     return GhostRepo(git_dir, workspace, private_dir / "index", seed=shared / "index", publish=True,
                      excluded=_inside(home or private_dir, workspace))  # fmt: skip
