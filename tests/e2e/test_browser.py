@@ -4,7 +4,7 @@ the replay model, driven in Debian's headless chromium by ``ui-tests/e2e.mjs`` (
 Approve on the real panels writes a cell right below the agent cell (with provenance, marked;
 the notebook is left dirty and the user's save writes it to disk); Deny writes nothing. Screenshots go to ``test-artifacts/e2e/`` (git-ignored).
 
-One JupyterLab serves the whole module (it serves Notebook 7 too): each test has its own folder
+One JupyterLab (``lab`` in conftest.py) serves every browser test without real-time collaboration (it serves Notebook 7 too): each test has its own folder
 under the server's root, with its own ``nbagent.toml`` (a kernel starts in its notebook's folder).
 """
 
@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,16 +48,6 @@ def _missing() -> str | None:
 
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "root"
-    root.mkdir()
-    env = {"NBAGENT_HOME": str(base / "home"), "NBAGENT_E2E_FAKE_KEY": "sk-e2e-typing"}
-    with JupyterLab(root, base, env) as server:
-        yield server
 
 
 def _folder(lab: JupyterLab, name: str) -> Path:

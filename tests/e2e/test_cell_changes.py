@@ -11,9 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, lab, pytestmark, run_script
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
 
-__all__ = ["lab", "pytestmark"]  # the module's server, and the browser tests' skip conditions
+__all__ = ["pytestmark"]  # the browser tests' skip conditions
 
 ORIGINAL = "total = 1"
 PLAN = {
