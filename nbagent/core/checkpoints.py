@@ -42,6 +42,9 @@ async def settle(turn: TurnContext) -> None:
         return
     try:
         snapshot = await asyncio.shield(checkpoint.settle())
+    except asyncio.CancelledError:  # stopped again while it ends: it still closes, unrecorded
+        turn.emit(WarningEvent(message="what this turn changed in the workspace was not recorded: it was stopped again"))
+        return
     except (GhostError, OSError) as exc:
         turn.emit(WarningEvent(message=f"what this turn changed in the workspace could not be recorded: {exc}"))
         return
