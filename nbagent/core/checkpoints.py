@@ -67,4 +67,6 @@ async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
     said = f"undid turn {item.undone_turn_id}: restored {', '.join(item.restored)}"
     if item.overwritten:
         said += f"; overwrote changes made after it to {', '.join(item.overwritten)}"
+    if notebooks := [path for path in item.restored if path.endswith(".ipynb")]:
+        said += f"; an open notebook shows its restored cells once reloaded from disk: {', '.join(notebooks)}"
     return UndoCompleted(success=True, message=said, undone_turn_id=item.undone_turn_id, restored=item.restored)
