@@ -2,7 +2,8 @@
 // notebook and proposes replace_cell on the target cell; the approval panel shows the diff;
 // Deny leaves the cell as it was; a second proposal, approved, changes it; a third is proposed,
 // and before the click the person types into the target cell key by key: approving it writes
-// nothing, the person's typing stays and the card shows the conflict.
+// nothing, the person's typing stays and the card shows the conflict. Then move_cell and
+// delete_cell, each shown (positions; "its output goes too") and approved.
 import { env, inPanel as inNotebook, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
@@ -30,8 +31,8 @@ async function runCell(page, index) {
   );
 }
 
-/** The visible, undecided approval panel for `tool` whose diff adds `line`. */
-async function panelFor(page, tool, line) {
+/** The visible, undecided approval panel for `tool` that shows `needle`. */
+async function panelFor(page, tool, needle) {
   const deadline = Date.now() + TIMEOUT;
   while (Date.now() < deadline) {
     for (const button of await page.locator('button.jupyter-button', { hasText: /^\s*Deny\s*$/ }).all()) {
@@ -40,13 +41,13 @@ async function panelFor(page, tool, line) {
       }
       const panel = button.locator('xpath=ancestor::div[contains(@class, "widget-vbox")][1]');
       const text = (await panel.textContent()) || '';
-      if (text.includes(`model calls it ${tool}`) && text.includes(`+${line}`)) {
+      if (text.includes(`model calls it ${tool}`) && text.includes(needle)) {
         return { panel, text };
       }
     }
     await page.waitForTimeout(200);
   }
-  throw new Error(`no approval panel for ${tool} adding ${JSON.stringify(line)}`);
+  throw new Error(`no approval panel for ${tool} showing ${JSON.stringify(needle)}`);
 }
 
 async function click(panel, label) {
@@ -69,13 +70,13 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   await runCell(page, PLAN.agent_index);
 
   // 1. The diff is shown; Deny leaves the cell as it was.
-  const denied = await panelFor(page, 'replace_cell', PLAN.denied);
+  const denied = await panelFor(page, 'replace_cell', `+${PLAN.denied}`);
   if (!denied.text.includes(`-${PLAN.original}`)) {
     throw new Error(`the panel does not show the line it replaces: ${denied.text}`);
   }
   await shot(page, 'diff-shown');
   await click(denied.panel, 'Deny');
-  const approved = await panelFor(page, 'replace_cell', PLAN.approved);
+  const approved = await panelFor(page, 'replace_cell', `+${PLAN.approved}`);
   result.afterDeny = await sourceOf(page, target);
 
   // 2. The second proposal, approved, changes the cell.
@@ -86,7 +87,7 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   }, { i: target, want: PLAN.approved });
 
   // 3. A third proposal; before the click the person types into the cell, key by key.
-  const third = await panelFor(page, 'replace_cell', PLAN.overwrite);
+  const third = await panelFor(page, 'replace_cell', `+${PLAN.overwrite}`);
   const editor = page.locator('.jp-Notebook .jp-Cell').nth(target).locator('.cm-content');
   await editor.click();
   await page.keyboard.press('Control+End');
@@ -94,9 +95,23 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   await waitFor(page, 'the typing in the model', (app, panel, a) =>
     panel.content.model.cells.get(a.i).sharedModel.getSource().endsWith(a.typed), { i: target, typed: PLAN.typed });
   await click(third.panel, 'Approve');
+
+  // 4. A move and a delete, each shown before it is approved.
+  await click((await panelFor(page, 'move_cell', PLAN.move_shows)).panel, 'Approve');
+  const gone = await panelFor(page, 'delete_cell', PLAN.delete_shows);
+  await shot(page, 'delete-shown');
+  await click(gone.panel, 'Approve');
   const card = page.locator('.jp-Notebook .jp-Cell').nth(PLAN.agent_index);
   await card.getByText(PLAN.done).first().waitFor({ state: 'visible', timeout: TIMEOUT });
   result.cardText = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
   result.afterConflict = await sourceOf(page, target);
+  result.cells = await inPanel(page, (app, panel) => {
+    const model = panel.content.model;
+    const out = [];
+    for (let i = 0; i < model.cells.length; i++) {
+      out.push({ id: model.cells.get(i).id, source: model.cells.get(i).sharedModel.getSource() });
+    }
+    return out;
+  });
   await shot(page, 'conflict-shown');
 });

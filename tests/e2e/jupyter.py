@@ -54,6 +54,14 @@ class JupyterLab:
         (settings / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        if not self.rtc:
+            # The server side is off by --YDocExtension.disable_rtc; these are its page's parts
+            # (shared-document provider, people panel), so the page is what it is without them.
+            labconfig = self.base / "config" / "labconfig"
+            labconfig.mkdir(parents=True, exist_ok=True)
+            (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": {
+                "@jupyter/collaboration-extension": True, "@jupyter/docprovider-extension": True,
+            }}))
         env = dict(os.environ)
         env.update(
             JUPYTER_PATH=str(data),

@@ -20,6 +20,7 @@ PLAN = {
     "target_index": 1, "agent_index": 2, "original": ORIGINAL,
     "denied": "total = 2  # denied", "approved": "total = 3  # approved", "overwrite": "total = 4  # would overwrite",
     "typed": "  # the person typed this", "done": "Cell changes done.",
+    "move_shows": "moves from index 4 to index 3", "delete_shows": "the cell is deleted; its output goes too",
 }
 
 
@@ -30,6 +31,8 @@ def _steps() -> list[dict]:
     return [
         {"tool_calls": [{"name": "read_notebook", "arguments": {}}]},
         replace(PLAN["denied"]), replace(PLAN["approved"]), replace(PLAN["overwrite"]),
+        {"tool_calls": [{"name": "move_cell", "arguments": {"cell_id": "keep", "to_index": 3}}]},
+        {"tool_calls": [{"name": "delete_cell", "arguments": {"cell_id": "scratch"}}]},
         {"text": PLAN["done"]},
     ]
 
@@ -45,8 +48,10 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
             "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
     target = {**_code(ORIGINAL), "id": "target"}
+    scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1,
+               "outputs": [{"output_type": "stream", "name": "stdout", "text": "scratch\n"}]}
     (root / "cells.ipynb").write_text(json.dumps({
-        "cells": [_code(wire), target, _code("%%agent\nImprove the total.")],
+        "cells": [_code(wire), target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep"}],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))
@@ -62,7 +67,11 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     kept = PLAN["approved"] + PLAN["typed"]
     assert result["afterConflict"] == kept  # not one key lost, nothing overwritten
     assert "the person edited cell target" in result["cardText"], result["cardText"]
-    read, denied, approved, conflict = _told(openai_server.requests)
+    assert [c["id"] for c in result["cells"][1:]] == ["target", result["cells"][2]["id"], "keep"]  # moved, then deleted
+    assert "scratch" not in [c["id"] for c in result["cells"]]
+    read, denied, approved, conflict, move, delete = _told(openai_server.requests)
     assert "id=target" in read and "denied" in denied.lower()
     assert "Replaced the source of cell target" in approved
     assert "the person edited cell target" in conflict and kept in conflict  # the model sees their edit
+    assert "Moved cell keep from index 4 to index 3" in move
+    assert "Deleted cell scratch" in delete and "print('scratch')" in delete
