@@ -220,3 +220,13 @@ async def test_an_extension_speaking_another_protocol_version_is_refused_with_a_
     with pytest.raises(BridgeUnavailable, match=f"speaks bridge protocol 99, this kernel's nbagent speaks {BRIDGE_PROTOCOL_VERSION}"):
         await bridge.connect()
     assert factory.comms[0].closed
+
+
+async def test_requests_are_addressed_to_the_page_whose_hello_was_kept() -> None:
+    """Every page open on the notebook gets the kernel's messages (with real-time collaboration,
+    all on one shared document): only the page whose hello was kept may answer and write."""
+    factory = FakeFactory(lambda r: ok(r, {**HELLO, "frontend_id": "page-a"}) if r["method"] == "hello" else serve(r))
+    bridge = NotebookBridge(factory)
+    await bridge.read_notebook()
+    hello, read = factory.comms[0].sent
+    assert hello["to"] == "" and read["to"] == "page-a"
