@@ -185,10 +185,23 @@ def _inside(folder: Path, top: Path) -> tuple[str, ...]:
         return ()
 
 
+_OPENED: dict[tuple[Path, Path], GhostRepo] = {}
+"""The repository each thread's workspace snapshots into, found once per process: a turn's
+checkpoint then starts git no more than it must."""
+
+
 def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> GhostRepo:
     """The snapshots of ``workspace``: in its own git repository when it is inside one (the
     snapshot index beside the thread in ``private_dir``), else in a private repository there;
     ``home`` is left out when it lies inside."""
+    key = (workspace, private_dir)
+    if (known := _OPENED.get(key)) is not None and (known.git_dir / "HEAD").exists():
+        return known
+    _OPENED[key] = repo = _open(workspace, private_dir, home)
+    return repo
+
+
+def _open(workspace: Path, private_dir: Path, home: Path | None) -> GhostRepo:
     private_dir.mkdir(parents=True, exist_ok=True)
     probe = subprocess.run(
         ["git", "rev-parse", "--absolute-git-dir", "--show-toplevel", "--show-prefix"], cwd=workspace,
