@@ -38,7 +38,9 @@ class ScriptedChatServer:
         self._lock = threading.Lock()
         self._meter = ScriptedMeter()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True, name="scripted-chat-server")
+        # A short poll: ``stop`` waits for the serving loop to look, and tests stop many servers.
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True,
+                                        name="scripted-chat-server")
 
     @property
     def base_url(self) -> str:

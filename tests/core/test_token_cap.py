@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,9 @@ from nbagent.store.usage import utc_day
 
 CALL = {"text": "Adding.", "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
         "usage": {"input_tokens": 900, "output_tokens": 100}}
+
+NO_SERVER: Any = SimpleNamespace(base_url="http://127.0.0.1:9/v1", token="unused")
+"""Where a config names its model server, for a config refused before any request."""
 
 
 @pytest.fixture
@@ -81,8 +86,8 @@ async def test_no_user_file_loosens_the_cap(tmp_path: Path, etc: Path) -> None:
                                   "[limits]\nmax_tokens = 5\n"])
 def test_a_bad_cap_is_an_error_naming_the_file_and_key(tmp_path: Path, etc: Path, text: str) -> None:
     (etc / "requirements.toml").write_text(text)
-    with ScriptedChatServer([]) as server, pytest.raises(ConfigError) as raised:
-        load(tmp_path, server)
+    with pytest.raises(ConfigError) as raised:  # refused as the config loads: no server is needed
+        load(tmp_path, NO_SERVER)
     assert str(etc / "requirements.toml") in str(raised.value) and "limits" in str(raised.value)
 
 

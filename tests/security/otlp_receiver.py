@@ -28,7 +28,7 @@ class OtlpReceiver:
         self.headers: list[dict[str, str]] = []
         self.arrived = threading.Condition()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def endpoint(self) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,9 @@ from nbagent.examples.openai_compatible_server import ScriptedChatServer
 from tests.security.otlp_receiver import OtlpReceiver
 
 COLLECTOR_KEY = "otlp-collector-key-5b1d0c9e7a"
+
+NO_SERVER: Any = SimpleNamespace(base_url="http://127.0.0.1:9/v1", token="unused")
+"""Where a config names its model server, for a config refused before any request."""
 
 
 def config_text(server: ScriptedChatServer, otel: str) -> str:
@@ -120,6 +125,6 @@ async def test_without_the_sdk_a_session_warns_once_and_runs(tmp_path: Path, mon
     ('[otel]\nlog_user_prompt = "yes"\n', "log_user_prompt"),
 ])
 def test_a_bad_otel_table_is_an_error_naming_the_key(tmp_path: Path, otel: str, named: str) -> None:
-    with ScriptedChatServer([]) as server, pytest.raises(ConfigError) as raised:
-        load(tmp_path, config_text(server, otel))
+    with pytest.raises(ConfigError) as raised:  # refused as the config loads: no server is needed
+        load(tmp_path, config_text(NO_SERVER, otel))
     assert named in str(raised.value) and "config.toml" in str(raised.value)
