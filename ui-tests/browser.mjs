@@ -68,6 +68,21 @@ export async function inPanel(page, nbPath, fn, arg = null) {
   );
 }
 
+/** Run cell `index` as the Run button does; not awaited (a `--wait` cell would hold it). */
+export async function runCell(page, nbPath, index) {
+  await inPanel(
+    page,
+    nbPath,
+    (app, panel, i) => {
+      panel.content.activeCellIndex = i;
+      panel.content.mode = 'command';
+      void app.commands.execute('notebook:run-cell');
+      return true;
+    },
+    index
+  );
+}
+
 /** Poll `inPanel(fn)` until it returns something truthy (bounded). */
 export async function waitInPanel(page, nbPath, what, fn, arg = null, timeout = TIMEOUT) {
   const deadline = Date.now() + timeout;

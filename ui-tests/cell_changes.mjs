@@ -4,7 +4,7 @@
 // and before the click the person types into the target cell key by key: approving it writes
 // nothing, the person's typing stays and the card shows the conflict. Then move_cell and
 // delete_cell, each shown (positions; "its output goes too") and approved.
-import { env, inPanel as inNotebook, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel as inNotebook, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
@@ -18,18 +18,7 @@ const inPanel = (page, fn, arg = null) => inNotebook(page, NOTEBOOK, fn, arg);
 const waitFor = (page, what, fn, arg = null) => waitInPanel(page, NOTEBOOK, what, fn, arg, TIMEOUT);
 const sourceOf = (page, index) => inPanel(page, (app, panel, i) => panel.content.model.cells.get(i).sharedModel.getSource(), index);
 
-async function runCell(page, index) {
-  await inPanel(
-    page,
-    (app, panel, i) => {
-      panel.content.activeCellIndex = i;
-      panel.content.mode = 'command';
-      void app.commands.execute('notebook:run-cell');
-      return true;
-    },
-    index
-  );
-}
+const runCell = (page, index) => runNotebookCell(page, NOTEBOOK, index);
 
 /** The visible, undecided approval panel for `tool` that shows `needle`. */
 async function panelFor(page, tool, needle) {

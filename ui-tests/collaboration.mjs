@@ -3,7 +3,7 @@
 // approval; page B's person starts typing key by key into the last cell; halfway through, A's
 // person clicks Approve, so the agent's cell goes in above B's cell while B types. Both pages
 // then show the agent's cell once and every key B typed.
-import { env, inPanel, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel, log, runCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
@@ -37,12 +37,7 @@ await runInBrowser(ARTIFACTS, 'collaboration', async (a, result) => {
   await open(a);
   await open(b);
   result.collaborative = await inPanel(a, NOTEBOOK, (app, panel) => panel.context.model.collaborative === true);
-  const run = i => inPanel(a, NOTEBOOK, (app, panel, index) => {
-    panel.content.activeCellIndex = index;
-    panel.content.mode = 'command';
-    void app.commands.execute('notebook:run-cell');
-    return true;
-  }, i);
+  const run = i => runCell(a, NOTEBOOK, i);
   await run(0);
   await waitInPanel(a, NOTEBOOK, 'the session', (app, panel) =>
     (panel.content.model.cells.get(0).toJSON().outputs || []).some(o => String(o.text || '').includes('insert_cell')));
