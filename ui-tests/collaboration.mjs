@@ -1,6 +1,6 @@
 // Two browser pages on one notebook with real-time collaboration, run by
 // tests/e2e/test_collaboration.py. Page A runs a `%%agent` cell whose insert_cell asks for
-// approval; page B's person starts typing key by key into the last cell; halfway through, A's
+// approval; page B's person starts typing key by key into the last cell; a few keys in, A's
 // person clicks Approve, so the agent's cell goes in above B's cell while B types. Both pages
 // then show the agent's cell once and every key B typed.
 import { env, inPanel, log, runCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
@@ -46,15 +46,31 @@ await runInBrowser(ARTIFACTS, 'collaboration', async (a, result) => {
   await approve.waitFor({ state: 'visible', timeout: TIMEOUT });
   log('panel shown in A');
 
-  // B's person types into the last cell, key by key; A approves halfway through.
+  // B's person types into the last cell, key by key; A approves a few keys in.
   await b.locator('.jp-Notebook .jp-Cell').nth(PLAN.typing_index).locator('.cm-content').click();
   await b.keyboard.press('Control+End');
-  const typing = b.keyboard.type(PLAN.typed, { delay: DELAY });
-  await waitInPanel(b, NOTEBOOK, 'half of the typing', (app, panel, a) =>
-    panel.content.model.cells.get(a.i).sharedModel.getSource().length >= a.half,
-  { i: PLAN.typing_index, half: PLAN.original.length + Math.floor(PLAN.typed.length / 2) });
+  let typingDone = false;
+  const typing = b.keyboard.type(PLAN.typed, { delay: DELAY }).then(() => {
+    typingDone = true;
+  });
+  await waitInPanel(b, NOTEBOOK, 'the first keys', (app, panel, a) =>
+    panel.content.model.cells.get(a.i).sharedModel.getSource().length >= a.some,
+  { i: PLAN.typing_index, some: PLAN.original.length + 8 });
+  const clicked = Date.now();
   await approve.click();
   log('approved in A while B types');
+  await waitInPanel(b, NOTEBOOK, "the agent's cell in B", (app, panel, inserted) => {
+    const model = panel.content.model;
+    for (let i = 0; i < model.cells.length; i++) {
+      if (model.cells.get(i).sharedModel.getSource() === inserted) {
+        return true;
+      }
+    }
+    return false;
+  }, PLAN.inserted);
+  result.insertedWhileTyping = !typingDone; // the cell went in above B's while B was typing
+  result.insertMs = Date.now() - clicked;
+  log("the agent's cell is in B", { typingDone });
   await typing;
   log('B done typing');
   const want = PLAN.original + PLAN.typed;

@@ -24,7 +24,7 @@ pytestmark = [
 ORIGINAL = "typed_by_b = ''"
 PLAN = {
     "agent_index": 1, "typing_index": 2, "original": ORIGINAL,
-    "typed": "  # B types this while the agent writes",
+    "typed": "  # B types this, key by key, while the agent's cell goes in above it",
     "inserted": "written_by_agent = 42", "done": "Collaboration turn done.",
 }
 
@@ -63,6 +63,7 @@ def test_two_pages_see_the_agents_cell_and_lose_no_typing(openai_server, rtc_lab
     result = run_script("collaboration.mjs", env, rtc_lab, timeout=300)
 
     assert result["collaborative"] is True  # one shared document, not two copies
+    assert result["insertedWhileTyping"] is True, result["insertMs"]
     typed = ORIGINAL + PLAN["typed"]
     for page in ("a", "b"):
         cells = result[page]
