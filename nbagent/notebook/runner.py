@@ -54,10 +54,16 @@ def model_label(agent: KernelAgent, model: str | None) -> tuple[str, bool]:
 
 
 def header(agent: KernelAgent, op: UserTurn, thread: str) -> Header:
-    """What the turn runs with, as its display names it."""
+    """What the turn runs with, as its display names it: a ``--policy`` the requirements refuse
+    is not shown as if it ran (under ``full-auto`` the header is an alarm)."""
     session, configured = agent.session, agent.configured
     label, scripted = model_label(agent, op.model)
-    policy = op.policy or (session.snapshot().policy if session else (configured.policy if configured else "on-request"))
+    asked = op.policy
+    if asked and agent.config is not None and agent.config.requirements.refusal(
+        "allowed_approval_policies", "approval_policy", asked
+    ):
+        asked = None  # the session refuses the turn and says why; nothing runs under what was asked
+    policy = asked or (session.snapshot().policy if session else (configured.policy if configured else "on-request"))
     return Header(model_label=label, scripted=scripted, thread=thread, policy=policy, context=agent.context_on)
 
 

@@ -82,6 +82,7 @@ def test_the_requirements_hold_for_every_user_whatever_their_own_config_asks(dep
         # Chosen for one turn, it is refused and nothing runs.
         refused = run.kernel.execute("%%agent --policy full-auto --wait\nWho am I?")
         assert "error (config): approval_policy = 'full-auto' is not allowed by requirements" in refused.text
+        assert "EVERY tool call runs without asking" not in refused.text, refused.text  # no false alarm
     calls = [json.loads(line) for line in deployment.hub.record.read_text().splitlines()]
     assert len(calls) == len(USERS)
 
