@@ -7,7 +7,7 @@
 // with its source, provenance metadata and marker, and the saved file has it. Then a second turn
 // whose insert_cell is denied: nothing is written.
 import fs from 'node:fs';
-import { env, inPanel as inNotebook, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel as inNotebook, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
@@ -35,19 +35,7 @@ const cellsOf = (app, panel) => {
   return out;
 };
 
-async function runCell(page, index) {
-  await inPanel(
-    page,
-    (app, panel, i) => {
-      panel.content.activeCellIndex = i;
-      panel.content.mode = 'command';
-      // Not awaited: an awaited cell would hold the evaluate until the turn ends.
-      void app.commands.execute('notebook:run-cell');
-      return true;
-    },
-    index
-  );
-}
+const runCell = (page, index) => runNotebookCell(page, NOTEBOOK, index);
 
 /** Click the visible decision button of the pending approval panel for `tool`. */
 async function decide(page, tool, label) {

@@ -10,7 +10,7 @@
 // labels of the ipywidgets Text/Textarea, the exact button labels (Deny, Approve, Accept), and
 // for a form field the row (.widget-hbox) whose label (.widget-html) starts with the field's
 // title; only visible ones count (a decided panel keeps its hidden inputs).
-import { env, inPanel, log, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
@@ -23,19 +23,7 @@ const DELAY = Number(process.env.NBAGENT_E2E_KEY_DELAY_MS || 40);
 
 const exact = label => new RegExp(`^\\s*${label}\\s*$`);
 
-async function runCell(page, index) {
-  await inPanel(
-    page,
-    NOTEBOOK,
-    (app, panel, i) => {
-      panel.content.activeCellIndex = i;
-      panel.content.mode = 'command';
-      void app.commands.execute('notebook:run-cell'); // not awaited: a --wait cell holds it
-      return true;
-    },
-    index
-  );
-}
+const runCell = (page, index) => runNotebookCell(page, NOTEBOOK, index);
 
 const kernelStatus = page => inPanel(page, NOTEBOOK, (app, panel) => panel.sessionContext.session.kernel.status);
 
