@@ -225,7 +225,14 @@ class NotebookBridge:
         except Exception as exc:
             self._pending.pop(request.id, None)
             raise BridgeError(method, f"notebook bridge: could not send {method}: {exc!r}") from exc
-        result = await self._await(request, future, self.request_timeout if timeout is None else timeout)
+        try:
+            result = await self._await(request, future, self.request_timeout if timeout is None else timeout)
+        except BridgeTimeout:
+            if not self._pending:
+                # The page whose hello was kept may be gone (closed, reloaded) while another page
+                # of the notebook is open: the next request says hello again, to whoever is there.
+                self._drop_comm(comm, close=True)
+            raise
         response_type = RESPONSE_BY_METHOD[method]
         try:
             return response_type.model_validate(result)

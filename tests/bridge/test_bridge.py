@@ -230,3 +230,24 @@ async def test_requests_are_addressed_to_the_page_whose_hello_was_kept() -> None
     await bridge.read_notebook()
     hello, read = factory.comms[0].sent
     assert hello["to"] == "" and read["to"] == "page-a"
+
+
+async def test_after_a_timeout_the_next_request_says_hello_to_whichever_page_is_there() -> None:
+    """The kept page was closed; another page of the notebook is open and answers a new hello."""
+    gone = {"page-a": False}
+
+    def pages(request: dict) -> dict | None:
+        if request["method"] == "hello":
+            return ok(request, {**HELLO, "frontend_id": "page-b" if gone["page-a"] else "page-a"})
+        if request["to"] == "page-a" and gone["page-a"]:
+            return None  # nobody answers for a closed page
+        return serve(request)
+
+    factory = FakeFactory(pages)
+    bridge = NotebookBridge(factory)
+    await bridge.read_notebook()
+    gone["page-a"] = True
+    with pytest.raises(BridgeTimeout):
+        await bridge.run_cell(RunCellParams(cell_id="a1"), timeout=0.2)
+    assert (await bridge.read_notebook()).path == "work/demo.ipynb"
+    assert factory.comms[0].closed and factory.comms[1].sent[-1]["to"] == "page-b"
