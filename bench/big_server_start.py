@@ -102,10 +102,11 @@ async def nbagent(server: list[str], called: Callable[[], None]) -> None:
     from nbagent import Session, protocol
     from nbagent.config import Config, McpServerConfig
 
-    with tempfile.TemporaryDirectory() as home:
+    # A workspace of its own beside the home, as a user has: the call's checkpoint snapshots it.
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as workspace:
         config = Config(home=home, approval_policy="full-auto")
         servers = {"big": McpServerConfig(command=server[0], args=server[1:], env={"MANY_TOOLS": os.environ["MANY_TOOLS"]})}
-        async with Session(config=config, mcp_servers=servers, cwd=home) as session:
+        async with Session(config=config, mcp_servers=servers, cwd=workspace) as session:
             if hasattr(protocol, "CallTool"):
                 await session.perform(protocol.ListMcpTools())
                 output = await session.perform(protocol.CallTool(name=f"mcp__big__{TOOL}", arguments=ARGUMENTS))

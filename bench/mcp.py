@@ -7,7 +7,8 @@ interleaved: each round runs every contender's batch of calls once, in a rotatin
 neighbour's load falls on all of them alike. Figures are medians over rounds, per call.
 
 Contenders: ``sdk`` (``mcp.Client.call_tool``, the floor), ``nbagent`` (``Session.call_tool``:
-router, approval under full-auto, ``_meta``, result wrapping, events, rollout on disk) and, when
+router, approval under full-auto, the workspace's checkpoint, ``_meta``, result wrapping, events,
+rollout on disk) and, when
 ``make bench-peers`` has made their venv, ``agents`` (OpenAI Agents SDK
 ``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
 ``fastmcp`` (``Client.call_tool``). ``--only ... nbagent-mcp`` adds the connection manager's call
@@ -78,10 +79,11 @@ async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
     from nbagent.config import Config, McpServerConfig
     from nbagent.protocol import CallTool, ListMcpTools
 
-    with tempfile.TemporaryDirectory() as home:
+    # A workspace of its own beside the home, as a user has: a call's checkpoint snapshots it.
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as workspace:
         config = Config(home=home, approval_policy="full-auto")
         servers = {"echo": McpServerConfig(command=server[0], args=server[1:])}
-        async with Session(config=config, mcp_servers=servers, cwd=home) as session:
+        async with Session(config=config, mcp_servers=servers, cwd=workspace) as session:
             await session.perform(ListMcpTools())
 
             async def call() -> object:
