@@ -75,11 +75,17 @@ def commit(notebooks: Path, scratch: Path, only: list[str] | None = None) -> lis
 
     from nbagent.examples import quickstart
 
-    write(notebooks)
-    quickstart.write(notebooks / f"{QUICKSTART}.ipynb")
+    def chosen(name: str) -> bool:
+        return not only or any(name.startswith(prefix) for prefix in only)
+
+    for walkthrough in all_walkthroughs():
+        if chosen(walkthrough.name):
+            nbformat.write(walkthrough.build(), str(notebooks / f"{walkthrough.name}.ipynb"))
+    if chosen(QUICKSTART):
+        quickstart.write(notebooks / f"{QUICKSTART}.ipynb")
     done = []
     for path in sorted(notebooks.glob("*.ipynb")):
-        if only and not any(path.stem.startswith(name) for name in only):
+        if not chosen(path.stem):
             continue
         work = scratch / path.stem
         shutil.rmtree(work, ignore_errors=True)

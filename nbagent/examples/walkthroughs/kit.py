@@ -57,6 +57,10 @@ def nobody_clicks() -> bool:
     return os.environ.get(AUTOPILOT_ENV) == "1" or nb.headless()
 
 
+_answering: list[Callable[[], None]] = []
+"""Unsubscribes the autopilot that is answering, if one is."""
+
+
 def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool) -> bool:
     """When ``on`` (the notebook's ``AUTOPILOT`` cell), answer each approval and question with
     ``answer(msg)``: an ``ApprovalDecision`` / ``ElicitationResponse`` (the very ops the buttons
@@ -65,6 +69,10 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool
     clicks; print what that means here. Returns ``on``."""
     import nbagent.notebook as nb
 
+    for stop in _answering:  # this cell run again: the switch as it is now, and one autopilot
+        stop()
+    _answering.clear()
+    nb.answers_asks(on)
     if not on:
         who = ("no notebook UI here, so nobody can click: every call that needs approval, and every question, "
                "is declined at once, and the check cells say where the story differs" if nb.headless()
@@ -78,8 +86,7 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool
             if op is not None:
                 session.submit(op)
 
-    session.subscribe(on_event)
-    nb.answers_asks()
+    _answering.append(session.subscribe(on_event))
     return True
 
 

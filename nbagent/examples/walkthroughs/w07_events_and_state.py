@@ -154,8 +154,9 @@ TEAR = r'''from nbagent.store import ABORTED_OUTPUT
 # Simulate a crash mid-write: keep the file up to the middle of the last call's output line.
 raw_lines = rollout.read_bytes().split(b"\n")
 cut = max(i for i, text in enumerate(raw_lines) if b'"function_call_output"' in text)
-rollout.write_bytes(b"\n".join(raw_lines[:cut]) + b"\n" + raw_lines[cut][: len(raw_lines[cut]) // 2])
-print(f"cut line {cut + 1} in half; the file now ends with: ...{rollout.read_bytes()[-50:]}")
+middle = raw_lines[cut].index(b'"output":') + 24                # a few bytes into the output
+rollout.write_bytes(b"\n".join(raw_lines[:cut]) + b"\n" + raw_lines[cut][:middle])
+print(f"cut line {cut + 1} inside its output; the file now ends with: ...{rollout.read_bytes()[-50:]}")
 
 lines, warnings = read_rollout(rollout)
 print("\nloading it:", warnings)'''
