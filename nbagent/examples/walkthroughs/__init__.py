@@ -41,6 +41,15 @@ SANDBOX_FILES = (
 """The Codex files beyond ``SEED_FILES`` the sandbox walkthrough names: the lesson's files pass
 the sandbox along to a server, these define its policies and enforce them."""
 
+REVIEW_FILES = (
+    "codex-rs/utils/git/src/ghost_commits.rs",
+    "codex-rs/core/src/tasks/ghost_snapshot.rs",
+    "codex-rs/core/src/tasks/undo.rs",
+    "codex-rs/apply-patch/src/parser.rs",
+)
+"""The Codex files beyond ``SEED_FILES`` the review-and-undo walkthrough names: the patch format, the
+per-turn ghost commit and the undo that restores it."""
+
 WHO_ANSWERS: list[tuple[CellKind, str]] = [
     ("markdown", """**Who answers the approval panels:** this notebook's own autopilot, as its cells below
 spell out, so a run ends the same in JupyterLab, Notebook 7, `jupyter nbconvert --execute`,
