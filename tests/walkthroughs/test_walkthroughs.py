@@ -101,37 +101,46 @@ def _with_exercise_probes(nb: nbformat.NotebookNode, walkthrough: Walkthrough) -
         nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE]}))
 
 
-def _run_nbconvert(source: nbformat.NotebookNode, run: Path) -> nbformat.NotebookNode:
-    """``jupyter nbconvert --to notebook --execute`` in ``run``, with no NBAGENT_* variable."""
-    run.mkdir()
-    nbformat.write(source, str(run / "in.ipynb"))
-    done = subprocess.run(
-        [str(BIN / "jupyter"), "nbconvert", "--to", "notebook", "--execute", "in.ipynb", "--output", "out.ipynb"],
-        cwd=run, env=ordinary_env(), capture_output=True, text=True, timeout=280,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return nbformat.read(str(run / "out.ipynb"), as_version=4)
-
-
 def _places(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
     ran = nb.metadata.get("nbagent", {}).get("ran_in", {})
     return [(ran.get(key, ""), f"<{key}>") for key in ("run", "venv", "repo")]
 
 
+@pytest.fixture(scope="module")
+def nbconvert_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every notebook, each in a folder of its own (a walkthrough with its exercise answered after
+    it), run by one plain ``jupyter nbconvert --to notebook --execute`` with no NBAGENT_*
+    variable: one command for all, so CI pays for nbconvert's start once. ``--allow-errors``
+    lets the others run past one that fails; each test then reads its notebook's errors."""
+    root = tmp_path_factory.mktemp("nbconvert").resolve()
+    inputs = {}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(str(path), as_version=4)
+        walkthrough = next((w for w in WALKTHROUGHS if w.name == path.stem), None)
+        if walkthrough is not None:
+            _with_exercise_probes(nb, walkthrough)
+        (root / path.stem).mkdir()
+        inputs[path.stem] = root / path.stem / path.name
+        nbformat.write(nb, str(inputs[path.stem]))
+    done = subprocess.run(
+        [str(BIN / "jupyter"), "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+         "--ExecutePreprocessor.timeout=240", "--ExecutePreprocessor.startup_timeout=180", *map(str, inputs.values())],
+        cwd=root, env=ordinary_env(), capture_output=True, text=True, timeout=1500,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return {name: path.with_suffix(".nbconvert.ipynb") for name, path in inputs.items()}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-@pytest.mark.timeout(300)
-def test_runs_under_nbconvert_as_committed(path: Path, tmp_path: Path):
+@pytest.mark.timeout(1600)  # the first one waits for every notebook's run
+def test_runs_under_nbconvert_as_committed(path: Path, nbconvert_runs: dict[str, Path]):
     committed = nbformat.read(str(path), as_version=4)
     assert committed.metadata.get("nbagent", {}).get("ran_in"), f"{path.name} was committed without its outputs: {STALE}"
-    source = nbformat.read(str(path), as_version=4)
-    walkthrough = next((w for w in WALKTHROUGHS if w.name == path.stem), None)
-    if walkthrough is not None:
-        _with_exercise_probes(source, walkthrough)
-    run = (tmp_path / "run").resolve()
-    fresh = _run_nbconvert(source, run)
+    fresh = nbformat.read(str(nbconvert_runs[path.stem]), as_version=4)
     assert not _errors(fresh), _errors(fresh)
 
-    here = [(str(run), "<run>"), (sys.prefix, "<venv>"), (str(REPO), "<repo>")]
+    run = str(nbconvert_runs[path.stem].parent)
+    here = [(run, "<run>"), (sys.prefix, "<venv>"), (str(REPO), "<repo>")]
     for index, (was, now) in enumerate(zip(committed.cells, fresh.cells, strict=False)):
         if was.cell_type != "code":
             continue
@@ -139,6 +148,7 @@ def test_runs_under_nbconvert_as_committed(path: Path, tmp_path: Path):
         assert matches(before, after), f"{path.name} cell {index} is stale ({STALE}):\n" + "\n".join(
             difflib.unified_diff("\n".join(before).splitlines(), "\n".join(after).splitlines(), "committed", "this run", lineterm=""))
 
+    walkthrough = next((w for w in WALKTHROUGHS if w.name == path.stem), None)
     if walkthrough is not None:
         check = walkthrough.exercise_index() + 1
         assert "Exercise:" in _printed(fresh.cells[check]), "the unanswered exercise does not say what to do"
