@@ -140,6 +140,8 @@ export interface DeleteCellResponse extends BridgeMessage {
   cell_id: string;
   index: number;
   old_source?: string;
+  /** The deleted cell's type, so an undo puts back a markdown cell as markdown. */
+  cell_type?: CellType;
 }
 
 export interface MoveCellParams extends BridgeMessage {

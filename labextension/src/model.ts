@@ -209,9 +209,10 @@ export class NotebookBridgeModel {
     const model = this.requireModel();
     const index = this.indexOf(params.cell_id);
     const oldSource = this.unchanged(params.cell_id, model.cells.get(index).sharedModel.getSource(), params.expected_source);
+    const cellType = model.cells.get(index).type as CellType;
     model.sharedModel.deleteCell(index);
     await this.maybeSave(params.save);
-    return { cell_id: params.cell_id, index, old_source: oldSource };
+    return { cell_id: params.cell_id, index, old_source: oldSource, cell_type: cellType };
   }
 
   async moveCell(params: MoveCellParams): Promise<MoveCellResponse> {

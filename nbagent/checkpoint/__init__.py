@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nbagent.checkpoint.ghost import GhostCommit, GhostError, GhostRepo, open_repo
 from nbagent.checkpoint.turn import TurnCheckpoint
-from nbagent.checkpoint.undo import UndoRefused, plan_undo, undo_turn, undoable
+from nbagent.checkpoint.undo import UndoRefused, cells_undone, plan_undo, undo_turn, undoable
 
 __all__ = [
     "GhostCommit",
@@ -13,6 +13,7 @@ __all__ = [
     "GhostRepo",
     "TurnCheckpoint",
     "UndoRefused",
+    "cells_undone",
     "open_repo",
     "plan_undo",
     "undo_turn",

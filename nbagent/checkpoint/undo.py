@@ -59,8 +59,10 @@ def _short(paths: Sequence[str], limit: int = 10) -> str:
     return ", ".join(paths[:limit]) + more
 
 
-def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool = False) -> UndoPlan:
-    """The turn to undo and what stands in the way, or ``UndoRefused`` saying why not."""
+def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool = False,
+              keep: Sequence[str] = ()) -> UndoPlan:
+    """The turn to undo and what stands in the way, or ``UndoRefused`` saying why not; the files
+    in ``keep`` are left as they are."""
     undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
     snapshots = [i for i in items if isinstance(i, GhostSnapshot)]
     if turn_id is None:
@@ -76,8 +78,10 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
             raise UndoRefused(f"turn {turn_id} is undone already")
         target = found[0]
     _checked(target)
+    later_ones = snapshots[snapshots.index(target) + 1:]
+    target = target.model_copy(update={"changes": [c for c in target.changes if c.path not in keep]})
     paths = {c.path for c in target.changes}
-    for later in snapshots[snapshots.index(target) + 1:]:
+    for later in later_ones:
         shared = sorted(paths & {c.path for c in later.changes})
         if later.turn_id not in undone and shared:
             raise UndoRefused(f"turn {later.turn_id}, later, changed {_short(shared)} too: undo it first")
@@ -108,19 +112,28 @@ def _said(change: FileChange) -> str:
     return f"{change.path} (restored)"
 
 
-def undo_turn(plan: UndoPlan) -> UndoItem:
-    """Restore the plan's files; the item says what was done, in words the model reads."""
+def undo_turn(plan: UndoPlan, cells: Sequence[str] = ()) -> UndoItem:
+    """Restore the plan's files; the item says what was done (with the ``cells`` the front end
+    restored), in words the model reads."""
     snapshot = plan.snapshot
     repo = _repo(snapshot)
     for change in snapshot.changes:
         repo.restore(change)
     restored = [c.path for c in snapshot.changes]
-    text = (
-        f"[undo] The user undid turn {snapshot.turn_id}: the workspace files it changed are back as they were "
-        f"before it: {', '.join(_said(c) for c in snapshot.changes)}. Treat that turn's file changes as not made."
-    )
+    item = cells_undone(snapshot.turn_id or "", cells)
+    if restored:
+        item.text += (f" The workspace files it changed are back as they were before it: "
+                      f"{', '.join(_said(c) for c in snapshot.changes)}. Treat that turn's file changes as not made.")
     if plan.changed_since:
-        text += f" These had been changed after that turn and were overwritten: {', '.join(plan.changed_since)}."
+        item.text += f" These had been changed after that turn and were overwritten: {', '.join(plan.changed_since)}."
     if snapshot.not_saved:
-        text += f" Not saved, so not restored (too large): {_short(snapshot.not_saved)}."
-    return UndoItem(undone_turn_id=snapshot.turn_id or "", restored=restored, overwritten=plan.changed_since, text=text)
+        item.text += f" Not saved, so not restored (too large): {_short(snapshot.not_saved)}."
+    return item.model_copy(update={"restored": restored, "overwritten": plan.changed_since})
+
+
+def cells_undone(turn_id: str, cells: Sequence[str]) -> UndoItem:
+    """The record of an undo of ``turn_id`` whose ``cells`` the front end restored (files: none yet)."""
+    text = f"[undo] The user undid turn {turn_id}."
+    if cells:
+        text += f" The notebook cells it changed are back as they were before it: {', '.join(cells)}."
+    return UndoItem(undone_turn_id=turn_id, cells=list(cells), text=text)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from nbagent.checkpoint import GhostError, TurnCheckpoint, UndoRefused, plan_undo, undo_turn
+from nbagent.checkpoint import GhostError, TurnCheckpoint, UndoRefused, cells_undone, plan_undo, undo_turn
 from nbagent.core.approval import known_safe
 from nbagent.core.thread import ThreadState
 from nbagent.core.turn_context import TurnContext
-from nbagent.protocol import ToolSpec, Undo, UndoCompleted, WarningEvent
+from nbagent.protocol import GhostSnapshot, ToolSpec, Undo, UndoCompleted, WarningEvent
 
 NOT_SAVED = "the workspace could not be snapshot before this turn's first change, so it cannot be undone"
 
@@ -56,15 +56,19 @@ async def settle(turn: TurnContext) -> None:
 async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
     """Undo ``op.turn_id`` (the latest undoable turn when unset) in ``thread``: its files back,
     an ``UndoItem`` recorded; a refusal says why and changes nothing."""
+    items = list(thread.items)
     try:
-        items = list(thread.items)
-        item = await asyncio.to_thread(lambda: undo_turn(plan_undo(items, op.turn_id, force=op.force)))
+        if op.cells and not any(isinstance(i, GhostSnapshot) and i.turn_id == op.turn_id for i in items):
+            item = cells_undone(op.turn_id or "", op.cells)  # the turn changed cells only
+        else:
+            item = await asyncio.to_thread(
+                lambda: undo_turn(plan_undo(items, op.turn_id, force=op.force, keep=op.keep), op.cells))
     except UndoRefused as exc:
         return UndoCompleted(success=False, message=f"nothing undone: {exc}", undone_turn_id=op.turn_id)
     except (GhostError, OSError) as exc:
         return UndoCompleted(success=False, message=f"undo failed: {exc}", undone_turn_id=op.turn_id)
     thread.record(item)
-    said = f"undid turn {item.undone_turn_id}: restored {', '.join(item.restored)}"
+    said = f"undid turn {item.undone_turn_id}: restored {', '.join(item.cells + item.restored)}"
     if item.overwritten:
         said += f"; overwrote changes made after it to {', '.join(item.overwritten)}"
     if notebooks := [path for path in item.restored if path.endswith(".ipynb")]:

@@ -31,7 +31,6 @@ from nbagent.protocol import (
     PatchChange,
     SessionConfigured,
     ToolCallBegin,
-    Undo,
     UndoCompleted,
     WarningEvent,
 )
@@ -248,14 +247,31 @@ class KernelAgent:
 
         async def job() -> None:
             try:
-                session = await self.ready()
-                done = await session.perform(Undo(turn_id=turn_id))
-                assert isinstance(done, UndoCompleted)
+                done = await self.undo_turn(await self.ready(), turn_id)
                 report(done.success, done.message)
             except Exception as exc:  # boundary: said on the turn's header, never raised into the widget
                 report(False, f"undo failed: {exc}")
 
         self.spawn(job())
+
+    async def undo_turn(self, session: Session, turn_id: str | None, force: bool = False) -> UndoCompleted:
+        """Undo ``turn_id``: the cells it changed in this notebook, live through the extension
+        (when it is here), then its workspace files, recorded as one ``UndoItem``."""
+        from nbagent.checkpoint import UndoRefused
+        from nbagent.checkpoint.cells import undo_op
+
+        tools = self.notebook_tools
+        bridge = tools.bridge if tools is not None and await tools.bridge.available() else None
+        hello = getattr(bridge, "hello", None)
+        path = (hello.path if hello is not None else "") or os.environ.get("JPY_SESSION_NAME", "")
+        try:
+            op = await undo_op(session.snapshot().items, bridge, turn_id, force=force,
+                               is_notebook=lambda p: bool(path) and (path.endswith("/" + p) or path == p))  # fmt: skip
+        except UndoRefused as exc:
+            return UndoCompleted(success=False, message=f"nothing undone: {exc}", undone_turn_id=turn_id)
+        done = await session.perform(op)
+        assert isinstance(done, UndoCompleted)
+        return done
 
     def stop(self, turn_id: str | None = None) -> bool:
         """Interrupt the running turn, or ``turn_id``'s whether running or still queued."""

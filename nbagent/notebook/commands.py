@@ -47,7 +47,6 @@ from nbagent.protocol import (
     ResumeThread,
     ThreadList,
     TurnFailed,
-    Undo,
     UndoCompleted,
 )
 from nbagent.textsafe import one_line
@@ -433,7 +432,7 @@ HELP = """%agent commands:
   %agent inspect wire SERVER [-n N]   the last JSON-RPC messages to and from a server, secrets redacted
                                   (each inspect view takes --json)
   %agent stop                     interrupt the running turn
-  %agent undo [TURN] [--force]    put back the files a turn changed (default: the latest that changed any);
+  %agent undo [TURN] [--force]    put back the cells and files a turn changed (default: the latest that changed any);
                                   --force also overwrites files changed after it
   %agent approve [CALL_ID]        approve a pending call (where widgets do not render)
   %agent deny CALL_ID [REASON]    deny it; the model reads the reason
@@ -488,8 +487,7 @@ def _compact(agent: KernelAgent, args: list[str]) -> None:
 def _undo(agent: KernelAgent, args: list[str]) -> None:
     words = [a for a in args if a != "--force"]
     _expect("undo", words, most=1)
-    op = Undo(turn_id=words[0] if words else None, force="--force" in args)
-    _later(agent, lambda sess: sess.perform(op),
+    _later(agent, lambda sess: agent.undo_turn(sess, words[0] if words else None, force="--force" in args),
            lambda _sess, done: done.message if isinstance(done, UndoCompleted) else str(done))
 
 

@@ -197,6 +197,8 @@ class DeleteCellResponse(BridgeMessage):
     index: int
     """Where the cell was."""
     old_source: str = ""
+    cell_type: CellType = "code"
+    """The deleted cell's type, so an undo puts back a markdown cell as markdown."""
 
 
 class MoveCellParams(BridgeMessage):

@@ -136,6 +136,8 @@ class UndoItem(_Item):
     restored: list[str] = Field(default_factory=list)
     overwritten: list[str] = Field(default_factory=list)
     """Files changed after the turn that the undo overwrote because it was told to (``--force``)."""
+    cells: list[str] = Field(default_factory=list)
+    """The live notebook's cells the undo restored (through the front end), one line each."""
     text: str
 
 

@@ -222,6 +222,11 @@ class Undo(ProtocolModel):
     """The turn to undo; the latest one that changed files and is not undone yet when unset."""
     force: bool = False
     """Overwrite files changed after the turn (the answer names them)."""
+    keep: list[str] = Field(default_factory=list)
+    """Workspace files left as they are: the open notebook, whose cells the front end restored
+    in the live document (restoring its file too would make the document and its file differ)."""
+    cells: list[str] = Field(default_factory=list)
+    """The cells the front end restored for this undo, one line each; recorded with it."""
 
 
 Op = Annotated[
