@@ -3,7 +3,9 @@
 // Deny leaves the cell as it was; a second proposal, approved, changes it; a third is proposed,
 // and before the click the person types into the target cell key by key: approving it writes
 // nothing, the person's typing stays and the card shows the conflict. Then move_cell and
-// delete_cell, each shown (positions; "its output goes too") and approved.
+// delete_cell, each shown (positions; "its output goes too") and approved, and a file made with
+// apply_patch. Then "Undo turn", refused while the person's typing is in a cell the turn wrote,
+// done once it is out: the cells and the file are as before the turn.
 import { env, inPanel as inNotebook, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
@@ -90,6 +92,7 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   const gone = await panelFor(page, 'delete_cell', PLAN.delete_shows);
   await shot(page, 'delete-shown');
   await click(gone.panel, 'Approve');
+  await click((await panelFor(page, 'apply_patch', PLAN.note)).panel, 'Approve');
   const card = page.locator('.jp-Notebook .jp-Cell').nth(PLAN.agent_index);
   await card.getByText(PLAN.done).first().waitFor({ state: 'visible', timeout: TIMEOUT });
   result.cardText = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
@@ -103,4 +106,25 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
     return out;
   });
   await shot(page, 'conflict-shown');
+
+  // 5. "Undo turn": refused while the person's typing is in a cell the turn wrote; once they
+  // take it out, the turn's cells and the file it made are put back.
+  const undo = card.locator('button.jupyter-button', { hasText: /^\s*Undo turn\s*$/ }).first();
+  await undo.click();
+  await card.getByText('not undone').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.refused = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
+  await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).sharedModel.setSource(a.back),
+    { i: target, back: PLAN.approved });
+  await undo.click();
+  await card.getByText('undid turn').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.undone = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
+  result.afterUndo = await inPanel(page, (app, panel) => {
+    const model = panel.content.model;
+    const out = [];
+    for (let i = 0; i < model.cells.length; i++) {
+      out.push({ id: model.cells.get(i).id, type: model.cells.get(i).type, source: model.cells.get(i).sharedModel.getSource() });
+    }
+    return out;
+  });
+  await shot(page, 'undone');
 });

@@ -21,7 +21,9 @@ PLAN = {
     "denied": "total = 2  # denied", "approved": "total = 3  # approved", "overwrite": "total = 4  # would overwrite",
     "typed": "  # the person typed this", "done": "Cell changes done.",
     "move_shows": "moves from index 4 to index 3", "delete_shows": "the cell is deleted; its output goes too",
+    "note": "note.txt",
 }
+NOTE = "*** Begin Patch\n*** Add File: note.txt\n+made by the turn\n*** End Patch"
 
 
 def _steps() -> list[dict]:
@@ -33,6 +35,7 @@ def _steps() -> list[dict]:
         replace(PLAN["denied"]), replace(PLAN["approved"]), replace(PLAN["overwrite"]),
         {"tool_calls": [{"name": "move_cell", "arguments": {"cell_id": "keep", "to_index": 3}}]},
         {"tool_calls": [{"name": "delete_cell", "arguments": {"cell_id": "scratch"}}]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": NOTE}}]},
         {"text": PLAN["done"]},
     ]
 
@@ -69,9 +72,19 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     assert "the person edited cell target" in result["cardText"], result["cardText"]
     assert [c["id"] for c in result["cells"][1:]] == ["target", result["cells"][2]["id"], "keep"]  # moved, then deleted
     assert "scratch" not in [c["id"] for c in result["cells"]]
-    read, denied, approved, conflict, move, delete = _told(openai_server.requests)
+    read, denied, approved, conflict, move, delete, _patch = _told(openai_server.requests)
     assert "id=target" in read and "denied" in denied.lower()
     assert "Replaced the source of cell target" in approved
     assert "the person edited cell target" in conflict and kept in conflict  # the model sees their edit
     assert "Moved cell keep from index 4 to index 3" in move
     assert "Deleted cell scratch" in delete and "print('scratch')" in delete
+
+    # "Undo turn": refused naming the cell the person typed into; then every cell as before the
+    # turn (the deleted one back with its type, the moved one back in place) and the file gone.
+    assert "not undone" in result["refused"] and "cell target (edited since)" in result["refused"], result["refused"]
+    assert "undid turn" in result["undone"] and "note.txt" in result["undone"], result["undone"]
+    after = result["afterUndo"]
+    assert [(c["type"], c["source"]) for c in after[1:]] == [
+        ("code", ORIGINAL), ("code", "%%agent\nImprove the total."), ("code", "print('scratch')"), ("code", "kept = True")]
+    assert after[1]["id"] == "target" and after[4]["id"] == "keep"
+    assert not (root / PLAN["note"]).exists()
