@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 
 from nbagent.checkpoint import GhostError, TurnCheckpoint, UndoRefused, cells_undone, plan_undo, undo_turn
+from nbagent.checkpoint.cells import cells_turn
 from nbagent.core.approval import known_safe
 from nbagent.core.thread import ThreadState
 from nbagent.core.turn_context import TurnContext
 from nbagent.protocol import GhostSnapshot, ToolSpec, Undo, UndoCompleted, WarningEvent
 
+LIVE_CELLS = "are put back from the notebook itself, open with the extension (%agent undo, or its Undo turn button)"
 NOT_SAVED = "the workspace could not be snapshot before this turn's first change, so it cannot be undone"
 
 
@@ -64,7 +66,10 @@ async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
             item = await asyncio.to_thread(
                 lambda: undo_turn(plan_undo(items, op.turn_id, force=op.force, keep=op.keep), op.cells))
     except UndoRefused as exc:
-        return UndoCompleted(success=False, message=f"nothing undone: {exc}", undone_turn_id=op.turn_id)
+        said = f"nothing undone: {exc}"
+        if not op.cells and (turn := cells_turn(items, op.turn_id)) is not None:
+            said += f"; turn {turn} changed notebook cells, which {LIVE_CELLS}"
+        return UndoCompleted(success=False, message=said, undone_turn_id=op.turn_id)
     except (GhostError, OSError) as exc:
         return UndoCompleted(success=False, message=f"undo failed: {exc}", undone_turn_id=op.turn_id)
     thread.record(item)
@@ -73,4 +78,6 @@ async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
         said += f"; overwrote changes made after it to {', '.join(item.overwritten)}"
     if notebooks := [path for path in item.restored if path.endswith(".ipynb")]:
         said += f"; an open notebook shows its restored cells once reloaded from disk: {', '.join(notebooks)}"
+    if not op.cells and cells_turn(items, item.undone_turn_id) is not None:
+        said += f"; the cells it changed in the live notebook are as they are: they {LIVE_CELLS}"
     return UndoCompleted(success=True, message=said, undone_turn_id=item.undone_turn_id, restored=item.restored)

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from nbagent import Session
 from nbagent.checkpoint import UndoRefused
 from nbagent.checkpoint.cells import undo_op as cells_undo_op
 from nbagent.notebook.bridge import NotebookBridge
 from nbagent.protocol import CallInfo, FunctionCall, FunctionCallOutput, GhostSnapshot, Item, UndoItem
 from nbagent.tools.notebook import NotebookTools
 from tests.bridge.fakes import HELLO, FakeFactory, error, ok
-from tests.checkpoint.test_undo_cli import call, items, turn, undo_op
+from tests.checkpoint.test_undo_cli import call, config_for, items, turn, undo_op
 
 
 class Notebook:
@@ -142,3 +143,19 @@ async def test_the_undo_records_the_cells_and_keeps_the_open_notebooks_file(open
     (undone,) = items(home, thread, UndoItem)
     assert undone.cells == ["cell a (its source restored)"] and undone.restored == ["a.txt"]
     assert "notebook cells it changed are back" in undone.text
+
+
+async def test_without_the_notebook_open_the_undo_says_the_cells_need_it(openai_server, tmp_path: Path) -> None:
+    """``nbagent undo`` has no live notebook: a turn that changed only cells is not marked undone,
+    and the answer says where its cells are put back."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    openai_server.script([call("insert_cell", {"source": "z = 1"}), {"text": "done"}])
+    notebook = Notebook(BEFORE)
+    async with Session(config=config_for(openai_server, home, ws), cwd=ws) as session:
+        session.add_provider(Turns(notebook).tools)
+        result = await session.run("add a cell")
+    assert result.ok and ("new1", "code", "z = 1") in notebook.view()
+    done = await undo_op(home, result.thread_id)
+    assert not done.success and "changed notebook cells, which are put back from the notebook itself" in done.message
+    assert items(home, result.thread_id, UndoItem) == []
