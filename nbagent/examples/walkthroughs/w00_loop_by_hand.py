@@ -249,6 +249,13 @@ and the same MCP server, configured in the `nbagent.toml` the first cell wrote."
 | 3 · one tool call | `call_tool(name, arguments)` | `nbagent/core/tool_call.py` (`execute_call`): resolve the name, approve (`nbagent/core/approval.py`), run on the server, emit `tool_call_begin`/`tool_call_end` |
 | 4 · backfill | `backfill(state, call, result)` | `nbagent/core/tool_output.py` (`to_model_output`) makes the text; `tool_call.py` records the `function_call_output` item; `turn.py` loops to the next request |
 
+The lesson's way of reading such code sorts the files into three kinds, and this turn touched
+all three: **protocol and data structures** (the items of `nbagent/protocol/items.py`,
+`FunctionCall` and `FunctionCallOutput`, and the wire shapes of `nbagent/models/chat.py`), **runtime
+state moved forward** (`turn.py`, `tool_call.py`, `thread.py` above) and **surfaces** that show it
+to a person or a program (`nbagent/notebook/magics.py` for `%%agent`, `nbagent/notebook/inspect_view.py`
+for the three views above).
+
 What nbagent adds around the same four steps is the rest of the lesson: every item is written to
 the rollout as it happens, every step is an event a widget or a client can follow, the call may
 need an approval, and the server runs in a sandbox."""),
