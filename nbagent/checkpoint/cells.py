@@ -138,7 +138,7 @@ async def undo_cells(bridge: CellBridge, plan: CellsPlan) -> list[str]:
         try:
             done = await _inverse(bridge, c, sources)
         except wire.BridgeError as exc:  # a keystroke won the race, or the page went: what was done is still said
-            said.append(f"cell {c.cell_id} (not restored, and no change made before it was undone: {exc})")
+            said.append(f"cell {c.cell_id} (not restored: {exc}; the turn's earlier cell changes were left as they are)")
             break
         if done is not None:
             said.append(done)

@@ -40,6 +40,8 @@ class Notebook:
         if method == "insert_cell":
             self.made += 1
             index = len(self.cells) if p.get("index") is None else p["index"]
+            if not 0 <= index <= len(self.cells):
+                return error(request, "bad_request", f"index {index} is out of range 0..{len(self.cells)}")
             self.cells.insert(index, {"id": f"new{self.made}", "cell_type": p["cell_type"], "source": p["source"]})
             return ok(request, {"cell_id": f"new{self.made}", "index": index})
         index = next((n for n, c in enumerate(self.cells) if c["id"] == p["cell_id"]), None)
