@@ -179,10 +179,16 @@ class GhostRepo:
 
 
 def _inside(folder: Path, top: Path) -> tuple[str, ...]:
+    """``folder`` as a path to leave out of the snapshots of ``top``; refused when it is ``top``,
+    since then the snapshots would hold the store they are kept in, growing at every turn."""
     try:
-        return (folder.resolve().relative_to(top.resolve()).as_posix(),)
+        inside = folder.resolve().relative_to(top.resolve()).as_posix()
     except ValueError:
         return ()
+    if inside == ".":
+        raise GhostError(f"the workspace {top} is nbagent's home, where the snapshots are kept: "
+                         "work in another folder to have turns checkpointed")
+    return (inside,)
 
 
 _OPENED: dict[tuple[Path, Path], GhostRepo] = {}

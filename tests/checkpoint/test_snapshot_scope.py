@@ -8,8 +8,10 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from nbagent.checkpoint import TurnCheckpoint
-from nbagent.checkpoint.ghost import MAX_UNTRACKED_BYTES
+from nbagent.checkpoint.ghost import MAX_UNTRACKED_BYTES, GhostError
 from nbagent.protocol import GhostSnapshot
 
 
@@ -38,3 +40,12 @@ def test_a_plain_workspace_leaves_out_environments_caches_home_and_big_files(tmp
     assert snapshot is not None
     assert [c.path for c in snapshot.changes] == ["a.txt"]
     assert snapshot.not_saved == ["big.bin"]
+
+
+def test_a_workspace_that_is_nbagents_home_is_not_snapshot_into_itself(tmp_path: Path) -> None:
+    """Its store lies inside it: each snapshot would copy the ones before, growing every turn."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("before\n")
+    with pytest.raises(GhostError, match="nbagent's home"):
+        checkpoint(ws, ws, lambda w: (w / "a.txt").write_text("after\n"))
