@@ -36,15 +36,7 @@ autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="a
 
 events = []                          # every event from now on, exactly as front ends get them
 session.subscribe(events.append)
-
-requests = []                        # every model request: a tap on the scripted client's stream
-client = session.model_client()
-play = client.stream
-def tapped(request):
-    requests.append((session.snapshot().current_turn_id, request))
-    return play(request)
-client.stream = tapped
-print("thread:", session.snapshot().thread_id, "| model:", client.label)'''
+print("thread:", session.snapshot().thread_id, "| model:", session.model_client().label)'''
 
 EVENT_TABLE = r'''def show_events(turn_id):
     """One row per event of a turn (runs of deltas folded): seq, ms since the turn began, type."""
@@ -71,17 +63,19 @@ for e in events:
         print(f"seq {e.seq:>3}  turn {e.turn_id}  entry={e.msg.entry:<7} model={e.msg.model.split('/')[-1]}  policy={e.msg.policy}")
 print("second turn:", result.status, "-", result.text)'''
 
-ASSEMBLY = r'''from nbagent.protocol import FunctionCallOutput
-for n, (turn_id, request) in enumerate(requests, 1):
-    print(f"request {n} (turn {turn_id[-6:]}): {len(request.instructions)} chars of instructions, "
-          f"{len(request.items)} items, tools {[t.name for t in request.tools]}")
-    for item in request.items:
-        print(f"    {item.type:<22} {item.id}")
+ASSEMBLY = r'''from IPython.utils.capture import capture_output
+from nbagent.protocol import FunctionCallOutput
+with capture_output() as shown:                  # the same view, as JSON for this code to read
+    get_ipython().run_line_magic("agent", "inspect request --json")
+last = json.loads(shown.stdout)
+print(f"{len(last['instructions'])} chars of instructions, {len(last['items'])} items, "
+      f"tools {[t['name'] for t in last['tools']]}")
+for item in last["items"]:
+    print(f"    {item['type']:<22} {item['id']}")
 
 # The request is a projection of the thread: its items are the thread's items, in order.
-last = requests[-1][1]
-print("\nlast request's items are the thread's items:",
-      [i.id for i in last.items] == [i.id for i in session.snapshot().items[:len(last.items)]])'''
+print("\nthe request's items are the thread's items:",
+      [i["id"] for i in last["items"]] == [i.id for i in session.snapshot().items[:len(last["items"])]])'''
 
 SAW = r'''from nbagent.models.responses import to_input_items
 
@@ -93,9 +87,9 @@ output = next(i for i in session.snapshot().items if isinstance(i, FunctionCallO
 print("\nThe item the runtime backfilled into the thread:")
 print("   ", output.model_dump_json(include={"type", "call_id", "output", "is_error", "status", "duration_ms"}))
 
-second = next(r for t, r in requests if t == first_turn and any(i.id == output.id for i in r.items))
-wire = [w for w in to_input_items(second.items) if w.get("call_id") == output.call_id]
-print("\nWhat the model saw (request", [r for _, r in requests].index(second) + 1, "on the Responses wire):")
+carried = [i for i in session.snapshot().items if i.id in {j["id"] for j in last["items"]}]
+wire = [w for w in to_input_items(carried) if w.get("call_id") == output.call_id]
+print("\nWhat the model saw (the last request above, on the Responses wire):")
 for w in wire:
     print("   ", json.dumps(w)[:300])'''
 
@@ -219,6 +213,53 @@ NBAGENT = """## Where this lives in nbagent
   the index rebuilt when missing or corrupt), `nbagent/store/repair.py` (the "aborted" outputs).
 * `nbagent/cli.py`: `nbagent resume`, the other process above."""
 
+CHECK = r'''from nbagent.protocol import Event, ToolCallBegin, ToolCallEnd, WarningEvent
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+def folds_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = ended`, no call)")
+    begin = lambda c: Event(turn_id="t", msg=ToolCallBegin(call_id=c, tool="mcp__w__read_file"))
+    end = lambda c, s: Event(turn_id="t", msg=ToolCallEnd(call_id=c, tool="mcp__w__read_file", output="",
+                                                        status=s, is_error=s != "completed"))
+    note = Event(turn_id="t", msg=WarningEvent(message="a warning"))
+    ours = [e for e in events if e.turn_id == first_turn]
+    cases = [
+        ("this run's first turn", ours, {e.msg.call_id: e.msg.status for e in ours if e.msg.type == "tool_call_end"}),
+        ("no events", [], {}),
+        ("a call still running", [begin("a"), note], {"a": "running"}),
+        ("two calls ending out of order", [begin("a"), begin("b"), end("b", "denied"), note, end("a", "completed")],
+         {"a": "completed", "b": "denied"}),
+        ("a failed call and a running one", [begin("x"), end("x", "failed"), begin("y")], {"x": "failed", "y": "running"}),
+    ]
+    for name, given, wanted in cases:
+        try:
+            got = fn(list(given))
+        except Exception as exc:
+            refuse(f"on {name} it raised {type(exc).__name__}: {exc} (every event has .msg.type; "
+                   "only tool_call_begin and tool_call_end have .msg.call_id, and only the end has .msg.status)")
+        if not isinstance(got, dict):
+            refuse(f"it returned {type(got).__name__}; return a dict {{call_id: status}}")
+        if got != wanted:
+            if set(got) != set(wanted):
+                refuse(f"on {name} the keys are off: one entry per call that began, keyed by its call_id")
+            refuse(f"on {name} a status is off: a call's status is its end's .msg.status, or 'running' before it ends")
+    return True
+
+check(answer, folds_right,
+      hint="see the message above",
+      why="the events are the only interface a front end needs: a card is 'running' from tool_call_begin "
+          "until its tool_call_end, and shows that end's status. The turn itself works the same way: "
+          "exactly one terminal event closes it.")'''
+
+ANSWER = (
+    "answer = lambda events: {e.msg.call_id: getattr(e.msg, 'status', 'running') for e in events"
+    " if e.msg.type in ('tool_call_begin', 'tool_call_end')}"
+)
+WRONG_ANSWER = "answer = lambda events: {e.msg.call_id: e.msg.status for e in events if e.msg.type == 'tool_call_end'}"
+
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 07 · Events and state: a turn, its stream, its record
 
@@ -242,9 +283,10 @@ Setup: a scripted model (`replay:`), plus the example workspace MCP server over 
 records what it sends back."""),
     ("code", SETUP),
     ("code", "%load_ext nbagent"),
-    ("markdown", """Two taps, both plain Python. `session.subscribe` receives every event the front
-ends receive. The scripted model client's `stream` is wrapped so that each `ModelRequest` the
-turn builds is kept. Neither tap changes what the runtime does."""),
+    ("markdown", """One tap, plain Python: `session.subscribe` receives every event the front ends
+receive, and does not change what the runtime does. What the model was sent needs no tap:
+`%agent inspect request` shows the last request nbagent built, as the model client was given
+it."""),
     ("code", TAPS),
     ("markdown", """## A live demonstration: one turn, as its events
 
@@ -266,8 +308,10 @@ started the turn."""),
 
 Each model request is built from state: the instructions (base, config, `AGENTS.md`, servers'
 instructions), the thread's items as the context view sees them, and the tool catalogue.
-"The model request is a projection of runtime state." The first turn made two requests. The
-second one holds the call and its output."""),
+"The model request is a projection of runtime state." `%agent inspect request` shows the last
+one, the second turn's: it carries the first turn's call and output too, because they are items
+of the thread (add `--json` for a program, as the cell after it does)."""),
+    ("code", "%agent inspect request"),
     ("code", ASSEMBLY),
     ("markdown", """## What the model saw vs what the server sent
 
@@ -320,21 +364,21 @@ Each repair is appended to the file as a recorded fact."""),
     ("markdown", NBAGENT),
     ("markdown", """## Exercise
 
-How many model requests did the **first** turn (the `%%agent` cell) make? Count from what you saw
-above. Think about what result backfill does after a tool call."""),
-    ("code", "answer = ..."),
-    ("code", r'''check(answer, sum(1 for turn_id, _ in requests if turn_id == first_turn),
-      hint="count the model requests of the first turn: one before the tool call, and...?",
-      why="one request produced the tool call; after the output was backfilled as an item, a second "
-          "request let the model answer. A tool result is never the end of a turn: the model decides the next step.")'''),
+A front end never asks the runtime what state a turn is in: it folds the events it receives.
+Write that fold for tool calls. `ended(events)` takes a list of events (each has `.msg`, and
+`.msg.type` says which kind) and returns a dict `{call_id: status}` with one entry per call that
+**began**: the `status` of its `tool_call_end`, or `"running"` while no end has arrived. Other
+events are ignored. The check runs it on this run's first turn and on event lists it builds."""),
+    ("code", "def ended(events):\n    ...\n\nanswer = ..."),
+    ("code", CHECK),
 ]
 
 WALKTHROUGH = Walkthrough(
     name="07-events-and-state",
     title="Events and state: a turn, its stream, its record",
     cells=CELLS,
-    answer="answer = 2",
-    wrong_answer="answer = 1",
+    answer=ANSWER,
+    wrong_answer=WRONG_ANSWER,
     timeout=120,
     files=("07-events-and-state.json", "07-resume.json"),
 )
