@@ -89,14 +89,52 @@ print(long_name, "->", routes[long_name])
 print("output:", output.output)
 print("server received:", json.loads(Path("calls.jsonl").read_text().splitlines()[-1])["tool"])'''
 
-EXERCISE = '''looked_up = calls[2].name     # the order look-up the model made in its second round
-print(looked_up)
-# Which raw identity did that call reach? A tuple (server, raw tool name).
-answer = ...'''
+EXERCISE = """# Write the rule for a tool alone on its server (no other identity clashes with it): a function
+# of (server, tool) returning the name the model sees. The functions of the cell "How a name is
+# made" may help; `qualify_tools` would do it for you, so leave it out.
+answer = ..."""
 
-CHECK = '''check(answer, routes[looked_up],
-      hint="the name carries only a hash of the raw tool; look it up in `routes` or in the server's record",
-      why="the runtime keeps the reverse map; the model's name is a key into it, never parsed back into a server and a tool.")'''
+CHECK = r"""from nbagent.mcp.identity import qualify_tools
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+def names_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = visible`, no call)")
+    if "qualify_tools" in getattr(getattr(fn, "__code__", None), "co_names", ()):
+        refuse("it calls qualify_tools, which does the whole job; write the rule from its parts")
+    cases = [("git", "status"), ("my.server", "read file v2"), ("db", "查询"), ("ci", "x" * 70),
+             ("logs", "tail-" + "f" * 48), ("logs", "tail-" + "f" * 49), ("a.b", "c" * 80)]
+    for server, tool in cases:
+        wanted = qualify_tools([(server, tool)]).by_raw[(server, tool)]
+        try:
+            got = fn(server, tool)
+        except Exception as exc:
+            refuse(f"for ({server!r}, {tool[:12]!r}...) it raised {type(exc).__name__}: {exc}")
+        if not isinstance(got, str):
+            refuse(f"it returned a {type(got).__name__}; return the name as a str")
+        if got == wanted:
+            continue
+        shown = f"({server!r}, {tool if len(tool) < 20 else tool[:12] + '...'!r}, {len(tool)} characters)"
+        if not got.startswith("mcp__"):
+            refuse(f"for {shown} the name does not start with the prefix only MCP tools carry")
+        if any(not (c.isascii() and (c.isalnum() or c in "_-")) for c in got):
+            refuse(f"for {shown} the name has characters the model API refuses; each becomes `_`")
+        if len(got) > 64:
+            refuse(f"for {shown} the name is {len(got)} characters, past the API's 64")
+        if len(got) != len(wanted):
+            refuse(f"for {shown} the name should be {len(wanted)} characters, not {len(got)}: a name that fits "
+                   "keeps its full form, one that does not is cut just enough for `_` and 8 hex digits")
+        if got[-9:-8] != "_":
+            refuse(f"for {shown} the name is cut, but two long names cut alike would clash: what does it end with?")
+        refuse(f"for {shown} the length is right but not the name: what exactly does the hash digest?")
+    return True
+
+check(answer, names_right,
+      hint="see the message above",
+      why="a name that fits is readable; one that does not keeps a cut prefix and a hash of the raw identity, "
+          "so it is the same after a restart. A clash with another identity is the one case this leaves out.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 02 · Tool identity: raw names vs model-visible names
@@ -163,7 +201,11 @@ unknown name is not guessed at: the model reads an error and no server hears of 
 - `nbagent/core/router.py` — `ToolRouter`: visible name -> (spec, provider) for every source.
 - `nbagent/protocol/tools.py` — `ToolSpec`: `name` (visible) beside `server` and `raw_name`.
 - `nbagent/core/tool_call.py` — an unknown name becomes an output the model reads."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+Write the naming rule yourself, for a tool whose name clashes with no other. The check runs your
+function on identities you have not seen: a dotted server, spaces, Chinese, names just under
+and just over the limit."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -172,8 +214,11 @@ WALKTHROUGH = Walkthrough(
     name="02-tool-identity",
     title="Tool identity: raw names vs model-visible names",
     cells=CELLS,
-    answer='answer = ("docs", "查询订单")',
-    wrong_answer='answer = ("docs", "取消订单")',
+    answer=(
+        "answer = lambda server, tool: base_name(server, tool) if len(base_name(server, tool)) <= MAX_NAME_LEN "
+        "else hashed_name(base_name(server, tool), raw_digest((server, tool)))"
+    ),
+    wrong_answer='answer = lambda server, tool: f"mcp__{server}__{tool}"[:64]',
     timeout=120,
     files=("02-tool-identity.json",),
 )

@@ -1,0 +1,62 @@
+"""The exercise checks of walkthroughs 01-06, run as their cells run (each walkthrough's own
+source, with the names its earlier cells define): the intended answer passes, and each kind of
+wrong answer, a wrong type among them, is refused with a hint that points at the mistake, printing
+nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nbagent.examples.walkthroughs import kit, w02_tool_identity
+
+
+def _run(check: str, answer_line: str, space: dict[str, Any]) -> None:
+    space = {"check": kit.check, **space}
+    exec(answer_line, space)
+    exec(check, space)
+
+
+def _passes(check: str, answer_line: str, space: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    _run(check, answer_line, space)
+    assert capsys.readouterr().out.startswith("Right.")
+
+
+def _refused(check: str, answer_line: str, hint: str, space: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(AssertionError, match="^Not yet: ") as refused:
+        _run(check, answer_line, space)
+    assert hint in str(refused.value)
+    assert not capsys.readouterr().out, "a refusal prints nothing, the answer least of all"
+    _run(check, "answer = ...", space)
+    assert capsys.readouterr().out.startswith("Exercise:")
+
+
+# -- 02: the model-visible name of (server, tool) ----------------------------------------------
+
+W02 = {"__builtins__": __builtins__}
+exec("from nbagent.mcp.identity import MAX_NAME_LEN, base_name, hashed_name, raw_digest, sanitize_name", W02)
+
+
+def test_02_the_naming_rule_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w02_tool_identity.CHECK, w02_tool_identity.WALKTHROUGH.answer, W02, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w02_tool_identity.WALKTHROUGH.wrong_answer, "characters the model API refuses"),
+        ("answer = lambda server, tool: base_name(server, tool)", "past the API's 64"),
+        ("answer = lambda server, tool: base_name(server, tool)[:64]", "what does it end with?"),
+        ("answer = lambda server, tool: hashed_name(base_name(server, tool), raw_digest((server, tool)))",
+         "a name that fits keeps its full form"),
+        ("answer = lambda server, tool: hashed_name(base_name(server, tool), raw_digest((tool, server))) "
+         "if len(base_name(server, tool)) > 64 else base_name(server, tool)", "what exactly does the hash digest"),
+        ('answer = base_name("git", "status")', "it should be the function itself"),
+        ("answer = lambda server, tool: (server, tool)", "return the name as a str"),
+        ("answer = lambda server, tool: qualify_tools([(server, tool)]).by_raw[(server, tool)]", "it calls qualify_tools"),
+    ],
+    ids=["unsanitised", "too-long", "cut-no-hash", "always-hashed", "wrong-digest", "not-a-function", "not-a-str", "qualify"],
+)
+def test_02_a_wrong_naming_rule_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w02_tool_identity.CHECK, answer_line, hint, W02, capsys)
