@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nbagent.examples.walkthroughs import kit, w02_tool_identity
+from nbagent.examples.walkthroughs import kit, w02_tool_identity, w04_approval
 
 
 def _run(check: str, answer_line: str, space: dict[str, Any]) -> None:
@@ -60,3 +60,28 @@ def test_02_the_naming_rule_passes(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_02_a_wrong_naming_rule_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
     _refused(w02_tool_identity.CHECK, answer_line, hint, W02, capsys)
+
+
+# -- 04: the policy table as a function --------------------------------------------------------
+
+
+def test_04_the_policy_table_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w04_approval.CHECK, w04_approval.WALKTHROUGH.answer, {}, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w04_approval.WALKTHROUGH.wrong_answer, "when does it count?"),
+        ('answer = lambda policy, a, trusted: "runs" if policy == "full-auto" or (trusted and a and a.get("readOnlyHint")) '
+         'else "declined" if policy == "never" else "asks"', "is not safe, whatever else it says"),
+        ('answer = lambda policy, a, trusted: "runs" if policy == "full-auto" or (trusted and a and a.get("readOnlyHint") '
+         'and not a.get("destructiveHint")) else "asks"', "there is nobody to ask"),
+        ('answer = lambda policy, a, trusted: "runs" if a["readOnlyHint"] else "asks"', "raised TypeError"),
+        ('answer = lambda policy, a, trusted: a is not None', "return 'runs', 'asks' or 'declined'"),
+        ('answer = {"on-request": "asks"}', "it should be the function itself"),
+    ],
+    ids=["untrusted-hint", "destructive", "never", "none-annotations", "not-a-verdict", "not-a-function"],
+)
+def test_04_a_wrong_policy_table_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w04_approval.CHECK, answer_line, hint, {}, capsys)

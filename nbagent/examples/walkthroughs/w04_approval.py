@@ -119,16 +119,58 @@ print((last.raw_tool, last.decision, last.by))
 print(last.message)
 print("the model read:", [i for i in session.snapshot().items if i.type == "function_call_output"][-1].output)'''
 
-EXERCISE = '''# Suppose `trusted = true` were deleted from the config. In a fresh session (nothing remembered),
-# which of the server's tools would still run without asking under `on-request`?
-# A set of raw tool names, e.g. {"peek", "tidy"}.
-answer = ...'''
+EXERCISE = """# Write the table as a function, for a tool with the default approval_mode ("auto") and no
+# decision remembered: decide(policy, annotations, trusted) returns "runs", "asks" or "declined".
+# `annotations` is the tool's annotations as its server lists them (None, or a dict that may hold
+# "readOnlyHint" and "destructiveHint", each True, False or absent); `trusted` is the server's flag.
+answer = ..."""
 
-CHECK = '''untrusted = {name for name, spec in specs.items()
-             if ask_reason(spec.model_copy(update={"trusted": False}), "on-request", remembered=False) is None}
-check(answer, untrusted,
-      hint="annotations are hints from the server: they count only for a trusted one. What else can let a call through?",
-      why="peek's readOnlyHint is the server's claim and stops counting; stamp's approval_mode is the person's own rule and still does.")'''
+CHECK = r"""from itertools import product
+from nbagent.core.approval import ask_reason
+from nbagent.protocol.tools import ToolAnnotations, ToolSpec
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+def real(policy, annotations, trusted):
+    hints = None if annotations is None else ToolAnnotations(
+        read_only_hint=annotations.get("readOnlyHint"), destructive_hint=annotations.get("destructiveHint"))
+    spec = ToolSpec(name="mcp__s__t", source="mcp", server="s", raw_name="t", annotations=hints, trusted=trusted)
+    if ask_reason(spec, policy, remembered=False) is None:
+        return "runs"
+    return "declined" if policy == "never" else "asks"
+
+def table_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = decide`, no call)")
+    hints = [None, {}, {"readOnlyHint": True}, {"readOnlyHint": False}, {"destructiveHint": True},
+             {"readOnlyHint": True, "destructiveHint": True}, {"readOnlyHint": True, "destructiveHint": False}]
+    for policy, annotations, trusted in product(("on-request", "never", "untrusted", "full-auto"), hints, (True, False)):
+        wanted = real(policy, annotations, trusted)
+        try:
+            got = fn(policy, None if annotations is None else dict(annotations), trusted)
+        except Exception as exc:
+            refuse(f"decide({policy!r}, {annotations!r}, {trusted}) raised {type(exc).__name__}: {exc} "
+                   "(annotations may be None, and a hint may be absent: `.get`)")
+        if got not in ("runs", "asks", "declined"):
+            refuse(f"decide({policy!r}, {annotations!r}, {trusted}) returned {got!r}; return 'runs', 'asks' or 'declined'")
+        if got != wanted:
+            case = f"decide({policy!r}, {annotations!r}, trusted={trusted}) is not {got!r}"
+            if policy in ("full-auto", "untrusted"):
+                refuse(f"{case}: under {policy!r} the hints do not matter")
+            if not trusted and got == "runs":
+                refuse(f"{case}: whose claim is a readOnlyHint, and when does it count?")
+            if (annotations or {}).get("destructiveHint") and got == "runs":
+                refuse(f"{case}: a tool that says it is destructive is not safe, whatever else it says")
+            if policy == "never" and got == "asks":
+                refuse(f"{case}: under 'never' there is nobody to ask")
+            refuse(f"{case}: what must a trusted server say for a call to be known safe?")
+    return True
+
+check(answer, table_right,
+      hint="see the message above",
+      why="only a trusted server's readOnlyHint, with no destructiveHint, lets a call run by itself; "
+          "'never' turns every ask into a decline, and the per-tool approval_mode (the person's word) comes before all of it.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 04 · Approval: who lets a tool call run
@@ -234,7 +276,10 @@ definition changed, so nothing lets this call through: no panel, a decision reco
   came from.
 - `nbagent/schema/hash.py` — `definition_hash`.
 - `nbagent/notebook/approval.py` — the panel you saw."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+Write the policy table yourself. The check compares your function with `ask_reason` on every
+policy, for annotations and trust settings none of this server's tools has."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -243,8 +288,12 @@ WALKTHROUGH = Walkthrough(
     name="04-approval",
     title="Approval: policies, modes, annotations, remembered decisions and the rug pull",
     cells=CELLS,
-    answer='answer = {"stamp"}',
-    wrong_answer='answer = {"peek", "stamp"}',
+    answer=(
+        'answer = lambda policy, a, trusted: "runs" if policy == "full-auto" or (policy != "untrusted" and trusted '
+        'and a is not None and a.get("readOnlyHint") is True and not a.get("destructiveHint")) '
+        'else "declined" if policy == "never" else "asks"'
+    ),
+    wrong_answer='answer = lambda policy, a, trusted: "runs" if a and a.get("readOnlyHint") else "asks"',
     timeout=120,
     files=("04-approval.json",),
 )
