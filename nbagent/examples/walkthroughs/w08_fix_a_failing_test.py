@@ -12,7 +12,7 @@ from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
-from nbagent.examples.walkthroughs.kit import autopilot, check, claim, data, model_requests, workspace
+from nbagent.examples.walkthroughs.kit import autopilot, check, claim, data, workspace
 
 CONFIG = f"""
 model = "replay:{data('08-fix-a-failing-test.json')}"   # a scripted model, offline
@@ -52,8 +52,7 @@ def answer(msg):
 print("autopilot:", autopilot(session, answer, on=AUTOPILOT))
 
 events = []                                  # every event, as the widgets get them
-session.subscribe(events.append)
-requests = model_requests(session)          # every model request the turns build'''
+session.subscribe(events.append)'''
 
 CALLS = r'''from nbagent.protocol import ApprovalRecord, FunctionCall, FunctionCallOutput
 items = session.snapshot().items
@@ -64,7 +63,13 @@ for call in (i for i in items if isinstance(i, FunctionCall)):
     asked = f"approval: {ok.decision} by {ok.by}" if ok else "no approval asked"
     print(f"{call.raw_tool:<12} {call.arguments:<72.72} -> {out.status:<9} error={out.is_error!s:<5} {asked}")'''
 
-SAW = r'''spec = next(t for t in session.snapshot().tools if t.raw_name == "apply_patch")
+SAW = r'''from IPython.utils.capture import capture_output
+with capture_output() as shown:              # the last request, as `%agent inspect request` shows it
+    get_ipython().run_line_magic("agent", "inspect request --json")
+last = json.loads(shown.stdout)
+in_last = {i["id"] for i in last["items"]}
+
+spec = next(t for t in session.snapshot().tools if t.server == "workspace" and t.raw_name == "apply_patch")
 print("The tool as the server named it, and as the model sees it:")
 print(f"    raw identity   ({spec.server!r}, {spec.raw_name!r})    model-visible name  {spec.name!r}")
 print(f"    annotations    {spec.annotations.model_dump(exclude_none=True)}    trusted={spec.trusted}")
@@ -75,8 +80,8 @@ calls = [i for i in items if isinstance(i, FunctionCall)]
 print("\nWhat the server sent, next to the output item the model saw on its next request:")
 for record, call in zip(sent, calls):
     out = outputs[call.call_id]
-    seen = any(any(i.id == out.id for i in r.items) for r in requests)
-    print(f"--- {record['tool']} (server: is_error={record['is_error']}; item: is_error={out.is_error}; on a later request: {seen})")
+    print(f"--- {record['tool']} (server: is_error={record['is_error']}; item: is_error={out.is_error}; "
+          f"in the last request: {out.id in in_last})")
     print("  tool returned:", record["sent"][:240].replace("\n", "\n" + " " * 16))
     print("  model saw:   ", out.output[:240].replace("\n", "\n" + " " * 16))'''
 
@@ -102,7 +107,8 @@ ends = [e.msg for e in mine if e.msg.type == "tool_call_end"]
 asked = [e.msg for e in mine if e.msg.type == "approval_requested"]
 resolved = [e.msg for e in mine if e.msg.type == "approval_resolved"]
 texts = [e.msg.text for e in mine if e.msg.type == "agent_message"]
-mcp_tools = sorted({t.name for t in requests[0].tools if t.server})
+mcp_tools = sorted({t.name for t in session.snapshot().tools if t.server})
+replies = sum(1 for e in mine if e.msg.type == "token_count")   # one per model reply
 
 rollout = work / "home" / "threads" / f"{session.snapshot().thread_id}.jsonl"
 lines, _ = read_rollout(rollout)
@@ -122,13 +128,13 @@ rows = [
      f"thread `{session.snapshot().thread_id}` bound; entry `{started.entry}`, policy `{started.policy}`, "
      f"cwd `{session.snapshot().cwd}`; MCP tools offered: {', '.join(f'`{t}`' for t in mcp_tools)}"),
     ("Model understanding", f"“{texts[0]}”",
-     f"request 1: {len(requests[0].items)} item(s) of history, {len(requests[0].tools)} tools, "
-     f"{len(requests[0].instructions)} chars of instructions; {len(requests)} requests in this turn"),
+     f"{replies} model requests in this turn; the last: {len(last['items'])} items of history, "
+     f"{len(last['tools'])} tools, {len(last['instructions'])} chars of instructions"),
     ("Tool call", ", ".join(f"`{b.raw_tool}`" for b in begins), calls_line()),
     ("Result backfill", "the model sees the command output",
      f"{len(ends)} `function_call_output` items, each tied to its `call_id` "
-     f"({', '.join(e.status for e in ends)}); request n+1 carries call n's output "
-     f"(items per request: {[len(r.items) for r in requests]})"),
+     f"({', '.join(e.status for e in ends)}); the last request carries every one of them: "
+     f"{all(outputs[e.call_id].id in in_last for e in ends)}"),
     ("Completion", f"“{done_msg.last_message}”",
      f"rollout: {len(lines)} lines, turn record `{[l.status for l in lines if l.type == 'turn'][-1]}`; "
      f"index row: turns={row[0]}, items={row[1]}; events seq {mine[0].seq}–{mine[-1].seq}, "
@@ -169,6 +175,55 @@ NBAGENT = """## Where this lives in nbagent
   `ApprovalDecision` op as the autopilot does here.
 * `nbagent/store/rollout.py` and `nbagent/store/index.py`: the record behind the last row."""
 
+CHECK = r'''def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+first_run = next(o.output for o in outputs.values() if o.is_error)   # the run_tests that failed
+summary = lambda *lines: "\n".join([".F" + " " * 70 + "[100%]", "=== short test summary info ===", *lines])
+cases = [
+    ("this run's report", first_run, ["tests/test_core.py::test_add"]),
+    ("a green run", ".." + " " * 70 + "[100%]\n2 passed in 0.01s", []),
+    ("two failures", summary("FAILED tests/test_b.py::test_zero - ZeroDivisionError: division by zero",
+                             "FAILED tests/test_a.py::TestParse::test_empty - assert None == ''",
+                             "2 failed, 3 passed in 0.05s"),
+     ["tests/test_a.py::TestParse::test_empty", "tests/test_b.py::test_zero"]),
+    ("a parametrized test", summary("FAILED tests/test_m.py::test_mul[2-3] - assert 5 == 6",
+                                    "FAILED tests/test_m.py::test_mul[0-1] - assert 1 == 0", "2 failed in 0.02s"),
+     ["tests/test_m.py::test_mul[0-1]", "tests/test_m.py::test_mul[2-3]"]),
+    ("a failure with no message", summary("FAILED tests/test_io.py::test_read", "1 failed in 0.01s"),
+     ["tests/test_io.py::test_read"]),
+]
+
+def reads_reports(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = failing`, no call)")
+    for name, report, wanted in cases:
+        try:
+            got = fn(report)
+        except Exception as exc:
+            refuse(f"on {name} it raised {type(exc).__name__}: {exc} (the report is one string; split it into lines)")
+        if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
+            refuse(f"on {name} it returned {type(got).__name__}; return a list of test id strings")
+        if got != wanted:
+            if sorted(set(got)) == wanted:
+                refuse(f"on {name} the right tests, but return each once, sorted")
+            if any(" - " in t or t.startswith("FAILED") for t in got):
+                refuse(f"on {name} an id still carries the rest of its line: keep only `path::name`")
+            refuse(f"on {name} a failing test is missing or extra: pytest's short summary names each failure once, "
+                   "on a line of its own")
+    return True
+
+check(answer, reads_reports,
+      hint="see the message above",
+      why="the report is data the model reads like any tool output; nbagent passes it on unchanged (is_error "
+          "travels with it), and the model's next step, reading calc/core.py, came from this line.")'''
+
+ANSWER = (
+    "answer = lambda report: sorted({line.split()[1] for line in report.splitlines()"
+    " if line.startswith('FAILED ')})"
+)
+WRONG_ANSWER = "answer = lambda report: [line for line in report.splitlines() if line.startswith('FAILED ')]"
+
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 08 · Fix a failing test, end to end
 
@@ -192,7 +247,8 @@ also writes a package with a bug into `project/`."""),
     ("code", "%load_ext nbagent"),
     ("markdown", """With the autopilot on (the `AUTOPILOT` cell above), the cell below sends the same
 `ApprovalDecision` op the *Approve* button sends; with it off, you click the approval panel. The
-taps keep every event and every model request for the analysis that follows."""),
+tap keeps every event for the analysis that follows; what the model was sent, nbagent's inspector
+shows (`%agent inspect request`)."""),
     ("code", TAPS),
     ("markdown", """## A live demonstration: the agent fixes the test
 
@@ -200,6 +256,10 @@ Watch the cards. `run_tests` and `read_file` are read-only on a trusted server, 
 without asking. `apply_patch` is marked destructive, so an approval panel shows the proposed
 `old` → `new` edit as editable JSON, and the call waits for a decision."""),
     ("code", "%%agent --wait\nThe tests of this project fail. Fix the failing test."),
+    ("markdown", """The turn as nbagent's inspector shows it: each event with its `seq` and the
+milliseconds since the turn began. The calls, the approval asked and resolved in between, and the
+one terminal event."""),
+    ("code", "%agent inspect turn"),
     ("markdown", """Each call of the turn, from the thread's items: the raw tool and arguments, how it
 ended, and the recorded approval decision when there was one. The first `run_tests` ended in an
 error (pytest exited 1), which is the outcome the script branched on."""),
@@ -227,24 +287,21 @@ typed in by hand. Run the turn again and deny the patch, and the table changes w
     ("markdown", NBAGENT),
     ("markdown", """## Exercise
 
-Only one of the agent's calls needed a **recorded decision** before it ran. Which one? Give the
-model-visible name, as a string."""),
-    ("code", "answer = ..."),
-    ("code", r'''claim(done.returncode == 0, "this exercise is about the run that fixed the test",
-      otherwise="the test still fails: run the turn again and approve the patch first")
-asked_for = {i.tool for i in session.snapshot().items if isinstance(i, ApprovalRecord)}
-check(answer, lambda a: {a} == asked_for,
-      hint="look for the call with an `approval` item in the thread (the cell listing each call shows it)",
-      why="apply_patch is marked destructive, so it waits for a decision, which is recorded before it runs; "
-          "run_tests and read_file are read-only on a trusted server and run without asking.")'''),
+The agent's first step was to read pytest's report and find the failing test. Write that step:
+`failing(report)` takes the text `pytest -q` prints and returns the ids of the tests that failed
+(`path::name`, as pytest's short summary names them), sorted, each once; an empty list when all
+passed. The check runs it on this run's first `run_tests` output, then on reports you have not
+seen."""),
+    ("code", "def failing(report):\n    ...\n\nanswer = ..."),
+    ("code", CHECK),
 ]
 
 WALKTHROUGH = Walkthrough(
     name="08-fix-a-failing-test",
     title="Fix a failing test, end to end",
     cells=CELLS,
-    answer='answer = "mcp__workspace__apply_patch"',
-    wrong_answer='answer = "mcp__workspace__run_tests"',
+    answer=ANSWER,
+    wrong_answer=WRONG_ANSWER,
     timeout=120,
     files=("08-fix-a-failing-test.json",),
 )
