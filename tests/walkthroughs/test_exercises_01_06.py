@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nbagent.examples.walkthroughs import kit, w02_tool_identity, w04_approval
+from nbagent.examples.walkthroughs import kit, w02_tool_identity, w04_approval, w06_metadata_and_results
 
 
 def _run(check: str, answer_line: str, space: dict[str, Any]) -> None:
@@ -85,3 +85,29 @@ def test_04_the_policy_table_passes(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_04_a_wrong_policy_table_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
     _refused(w04_approval.CHECK, answer_line, hint, {}, capsys)
+
+
+# -- 06: the result wrapper --------------------------------------------------------------------
+
+W06 = {"__builtins__": __builtins__}
+exec("import base64, json", W06)
+
+
+def test_06_the_result_wrapper_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w06_metadata_and_results.CHECK, w06_metadata_and_results.WALKTHROUGH.answer, W06, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w06_metadata_and_results.WALKTHROUGH.wrong_answer, "for a result with an image after a text"),
+        ("answer = lambda r: '\\n'.join([b['text'] for b in r['content'] if b['type'] == 'text'] "
+         "+ [json.dumps(r['structuredContent'])] if 'structuredContent' in r else [])", "the model would read something else"),
+        ("answer = lambda r: r['content'][0].text", "it raised AttributeError"),
+        ("answer = lambda r: r['content']", "return the text, a str"),
+        ("answer = 'done'", "it should be the function itself"),
+    ],
+    ids=["texts-only", "structured-spaced", "attribute-access", "not-a-str", "not-a-function"],
+)
+def test_06_a_wrong_result_wrapper_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w06_metadata_and_results.CHECK, answer_line, hint, W06, capsys)

@@ -99,16 +99,55 @@ cut = next(n for n, line in enumerate(lines) if "bytes cut" in line)
 print("\\n".join(["..."] + lines[cut - 2:cut + 3] + ["..."]))
 print("\\nthe rollout keeps the full block for the card:", len(out.content[0].text.encode()), "bytes")'''
 
-EXERCISE = '''from nbagent.calls.trace import new_traceparent, trace_id_for_turn
-second_turn = [i for i in session.snapshot().items if i.type == "function_call"][-1].turn_id
-# Write a traceparent a server would file under the same trace as the second turn's call.
-# (new_traceparent(trace_id) makes one; which trace id?)
-answer = ...'''
+EXERCISE = """# Write the wrapper: wrap(result) takes a CallToolResult as it comes over the wire (a dict:
+# "content", a list of blocks; maybe "structuredContent" and "isError") and returns the text the
+# model reads, before any byte cap. The rules are in the markdown cell above.
+answer = ..."""
 
-CHECK = '''received = [l["meta"] for l in wire() if l["tool"] == "whoami"][-1]["traceparent"]
-check(answer, lambda tp: is_valid_traceparent(tp) and tp.split("-")[1] == received.split("-")[1],
-      hint="every call of a turn shares one trace id; see how nbagent/mcp/meta.py derives it",
-      why="the trace id is derived from the turn id, so a tracing backend lines up every call of a turn, whichever server got it.")'''
+CHECK = r"""import base64
+import mcp_types
+from nbagent.core.tool_output import render_for_model
+from nbagent.mcp.results import from_call_result
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+def text(t):
+    return {"type": "text", "text": t}
+
+PIXEL = base64.b64encode(bytes(range(37))).decode()
+CASES = [
+    ("one text block", {"content": [text("3 tests collected")]}),
+    ("two text blocks", {"content": [text("line one"), text("line two")]}),
+    ("an error", {"content": [text("disk full: /tmp")], "isError": True}),
+    ("an image after a text", {"content": [text("the chart:"), {"type": "image", "data": PIXEL, "mimeType": "image/webp"}]}),
+    ("an embedded resource", {"content": [{"type": "resource", "resource": {"uri": "file:///ci/log.txt", "text": "ok"}}]}),
+    ("structured content no text says", {"content": [text("done")], "structuredContent": {"passed": 41, "note": "été"}}),
+    ("structured content a text block already says",
+     {"content": [text('{"passed": 41, "failed": 0}')], "structuredContent": {"failed": 0, "passed": 41}}),
+    ("structured content and no blocks", {"content": [], "structuredContent": {"ids": [1, 2]}}),
+]
+
+def wraps_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = wrap`, no call)")
+    for label, wire in CASES:
+        wanted = render_for_model(from_call_result(mcp_types.CallToolResult.model_validate(wire)))
+        try:
+            got = fn(json.loads(json.dumps(wire)))
+        except Exception as exc:
+            refuse(f"for a result with {label} it raised {type(exc).__name__}: {exc} "
+                   "(the result is a dict: result['content'], block['type'], result.get('structuredContent'))")
+        if not isinstance(got, str):
+            refuse(f"for a result with {label} it returned a {type(got).__name__}; return the text, a str")
+        if got != wanted:
+            refuse(f"for a result with {label}, the model would read something else; check the rule for that case")
+    return True
+
+check(answer, wraps_right,
+      hint="see the message above",
+      why="every shape a server sends becomes text the model can read, with nothing said twice; "
+          "the image itself also goes to the model as a part of its own, and is_error travels beside the text.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 06 · Metadata and results: what crosses the boundary each way
@@ -186,7 +225,14 @@ the card can show it."""),
 - `nbagent/mcp/convert.py` — MCP content blocks to nbagent's.
 - `nbagent/core/tool_call.py` — the output item: the capped model view beside the rollout's blocks.
 - `nbagent/models/responses.py` — `to_input_items`: how the item is sent (images as parts)."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+Write the result wrapper the cells above showed at work, without the byte cap, the schema check
+and the error explanations. One part per content block, joined by newlines: a text block's text
+as is; an image as `[image: MIME, N bytes]`, N its decoded size; an embedded resource as
+`[resource: URI]` with its text, if any, on the next line. Then the structured content, as
+compact JSON (no spaces, non-ASCII kept), unless some text block already is that same JSON. The
+check runs your function on results this notebook has not shown."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -195,8 +241,15 @@ WALKTHROUGH = Walkthrough(
     name="06-metadata-and-results",
     title="Metadata and results: what crosses the boundary each way",
     cells=CELLS,
-    answer="answer = new_traceparent(trace_id_for_turn(second_turn))",
-    wrong_answer="answer = new_traceparent()",
+    answer=(
+        "answer = lambda r: '\\n'.join([b['text'] if b['type'] == 'text' else "
+        "f\"[image: {b['mimeType']}, {len(base64.b64decode(b['data']))} bytes]\" if b['type'] == 'image' else "
+        "'\\n'.join([f\"[resource: {b['resource']['uri']}]\", *([b['resource']['text']] if 'text' in b['resource'] else [])]) "
+        "for b in r['content']] + ([json.dumps(r['structuredContent'], separators=(',', ':'), ensure_ascii=False)] "
+        "if 'structuredContent' in r and not any(b['type'] == 'text' and b['text'][:1] in '{[' "
+        "and json.loads(b['text']) == r['structuredContent'] for b in r['content']) else []))"
+    ),
+    wrong_answer="answer = lambda r: '\\n'.join(b.get('text', '') for b in r['content'])",
     timeout=120,
     files=("06-metadata-and-results.json",),
 )
