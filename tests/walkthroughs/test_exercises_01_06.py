@@ -5,11 +5,13 @@ nothing."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from nbagent.examples.walkthroughs import kit, w02_tool_identity, w04_approval, w06_metadata_and_results
+from nbagent.examples.walkthroughs import kit, w01_two_roles, w02_tool_identity, w04_approval, w06_metadata_and_results
+from nbagent.server.tools import TOOLS
 
 
 def _run(check: str, answer_line: str, space: dict[str, Any]) -> None:
@@ -30,6 +32,34 @@ def _refused(check: str, answer_line: str, hint: str, space: dict[str, Any], cap
     assert not capsys.readouterr().out, "a refusal prints nothing, the answer least of all"
     _run(check, "answer = ...", space)
     assert capsys.readouterr().out.startswith("Exercise:")
+
+
+# -- 01: continuing a thread from an outside MCP client ---------------------------------------
+
+W01 = {
+    "listed": SimpleNamespace(tools=TOOLS),
+    "result": SimpleNamespace(structured_content={"thread_id": "thread_outer", "text": "Two notes."}),
+    "session": SimpleNamespace(snapshot=lambda: SimpleNamespace(thread_id="thread_inner")),
+}
+
+
+def test_01_the_reply_arguments_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w01_two_roles.CHECK, w01_two_roles.WALKTHROUGH.answer, W01, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w01_two_roles.WALKTHROUGH.wrong_answer, "not the thread the `agent` call started"),
+        ('answer = {"prompt": "Now read the note back."}', '"thread_id" is a required property'),
+        ('answer = {"thread_id": result.structured_content["thread_id"], "prompt": " "}', "the prompt is empty"),
+        ('answer = ("agent-reply", result.structured_content["thread_id"])', "call_tool takes the arguments as a dict"),
+        ('answer = {"agent", "agent-reply"}', "is a set"),
+    ],
+    ids=["inner-thread", "no-thread", "empty-prompt", "tuple", "set"],
+)
+def test_01_wrong_reply_arguments_are_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w01_two_roles.CHECK, answer_line, hint, W01, capsys)
 
 
 # -- 02: the model-visible name of (server, tool) ----------------------------------------------

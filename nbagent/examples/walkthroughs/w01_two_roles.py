@@ -6,7 +6,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
 
 CONFIG = f"""
 model = "replay:{data('01-two-roles.json')}"   # the scripted model's answers (offline)
@@ -31,15 +31,16 @@ def approve(msg):                      # what the Approve button sends, when the
         return ApprovalDecision(call_id=msg.call_id, decision="approve")
 autopilot(session, approve, on=AUTOPILOT)
 
-requests = model_requests(session)   # a tap: every request the runtime builds for the model
-begins = []
+begins = []                          # every routed call
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
 print("servers:", {name: status.state for name, status in session.snapshot().servers.items()})'''
 
 MODEL_SAW = '''import json
-from nbagent.models.responses import to_tools
+from IPython.utils.capture import capture_output
 
-sent = to_tools(requests[0].tools)       # the `tools` field of the first model request
+with capture_output() as shown:          # the last model request, as nbagent sent it
+    %agent inspect request --json
+sent = json.loads(shown.stdout)["tools"]
 print("the model was offered:", [tool["name"] for tool in sent])
 print(json.dumps(next(t for t in sent if t["name"] == "mcp__demo__write_note"), indent=1))
 
@@ -81,14 +82,32 @@ print("structured:", result.structured_content)
 for line in Path("calls.jsonl").read_text().splitlines():
     print("demo server executed:", line)'''
 
-EXERCISE = '''# Which tool names does an MCP client see when it connects to `nbagent mcp-server`?
-# (A set of strings. The agent inside can call the demo server's tools: does the client see those?)
-answer = ...'''
+EXERCISE = """# The outside client wants the agent to go on with the thread it started: "Now read the note back."
+# Write the arguments of that call, `await client.call_tool("agent-reply", arguments)`, as a dict.
+answer = ..."""
 
-CHECK = '''check(answer, {tool.name for tool in listed.tools},
-      hint="look at what `client.list_tools()` printed above, not at the catalogue of the session inside",
-      why="nbagent serves its runtime (a thread, its approvals, its tools) behind two tools; "
-          "the inner session's MCP tools stay inside it, so a client cannot reach around its approvals.")'''
+CHECK = r"""from nbagent.mcp.validation import compiled
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+def continues_the_thread(arguments):
+    if not isinstance(arguments, dict):
+        refuse(f"`answer` is a {type(arguments).__name__}; call_tool takes the arguments as a dict")
+    reply = next(tool for tool in listed.tools if tool.name == "agent-reply")
+    wrong = sorted(e.message for e in compiled(reply.input_schema).iter_errors(arguments))
+    if wrong:
+        refuse(f"agent-reply's inputSchema (listed above) refuses it: {'; '.join(wrong)}")
+    if arguments["thread_id"] != result.structured_content["thread_id"]:
+        refuse("that is not the thread the `agent` call started; what did that call give back to its caller?")
+    if not arguments["prompt"].strip():
+        refuse("the prompt is empty; say what the agent should do next")
+    return True
+
+check(answer, continues_the_thread,
+      hint="see the message above",
+      why="the outside client holds only a thread id: the session, its history and its MCP servers stay inside "
+          "nbagent, and the caller reaches them only through agent and agent-reply.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 01 · Two roles: nbagent as MCP client and as MCP server
@@ -120,7 +139,8 @@ records it and hands the result back to the model."""),
     ("markdown", """## "What the model saw" vs what the server sent
 
 The model never sees the server. It sees one entry of the `tools` list in its request, under a
-name the runtime made (`mcp__demo__write_note`); it answers with that name. The runtime turns it
+name the runtime made (`mcp__demo__write_note`; `%agent inspect request` shows the last request
+nbagent sent, `--json` hands it to code); it answers with that name. The runtime turns it
 back into `(server, raw tool)` before anything is sent."""),
     ("code", MODEL_SAW),
     ("code", SERVER_GOT),
@@ -152,7 +172,10 @@ client of the demo server (it reads this folder's `nbagent.toml`), so both roles
 - `nbagent/server/app.py` — the MCP server's handlers (`agent`, `agent-reply`);
   `nbagent/server/tools.py` declares their schemas; `nbagent/server/threads.py` keeps one session
   per thread alive between calls."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+An MCP client of nbagent continues a thread by calling it again. Write the arguments of that
+call; the check holds them to the schema the server listed and to the thread this run started."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -161,8 +184,8 @@ WALKTHROUGH = Walkthrough(
     name="01-two-roles",
     title="Two roles: nbagent as MCP client and as MCP server",
     cells=CELLS,
-    answer='answer = {"agent", "agent-reply"}',
-    wrong_answer='answer = {"agent", "agent-reply", "mcp__demo__list_notes"}',
+    answer='answer = {"thread_id": result.structured_content["thread_id"], "prompt": "Now read the note back."}',
+    wrong_answer='answer = {"thread_id": session.snapshot().thread_id, "prompt": "Now read the note back."}',
     timeout=120,
     files=("01-two-roles.json", "01-two-roles-inner.json"),
 )
