@@ -164,40 +164,80 @@ assert "runs in the sandbox (read-only)" in shell_now
 assert permissions_now == permissions, "the MCP servers keep the sandbox they started in"
 print("\\nand the next turn is back in the session's:", "(workspace-write)" in shell_description)'''
 
-EXERCISE = '''# A server `fetcher` downloads pages, so it needs the network, and nothing else more than the
-# other servers get. Write its TOML table for nbagent.toml (as a string), keeping it sandboxed.
+EXERCISE = '''# Decide, as the sandbox does, whether a workspace-write process may write `path`
+# (relative to `workspace`, or absolute). `workspace` is an absolute folder; `writable_roots` are the
+# extra roots of [sandbox_workspace_write], relative to the workspace or absolute. Return True or False.
+def may_write(path, workspace, writable_roots):
+    ...
+
 answer = ...'''
 
-CHECK = '''import tomllib
-from nbagent.config import Config
-from nbagent.mcp.sandboxed import server_policy
+CHECK = r'''import shutil, tempfile
+from nbagent.sandbox.policy import SandboxWorkspaceWrite, resolve
 
-def fetcher_policy(text):
-    table = tomllib.loads(text)["mcp_servers"]["fetcher"]
-    config = Config.model_validate({"sandbox_mode": "workspace-write", "mcp_servers": {"fetcher": table}})
-    return server_policy("fetcher", config.mcp_servers["fetcher"], config)
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
 
-def networked_but_boxed(text):
-    if not isinstance(text, str):
-        raise AssertionError("Not yet: the answer is TOML text, a string such as '[mcp_servers.fetcher]\\\\n...'")
-    try:
-        policy = fetcher_policy(text)
-    except Exception as exc:
-        raise AssertionError(f"Not yet: nbagent could not read it as a server's table ({type(exc).__name__}: {exc})") from None
-    if not policy.sandboxed:
-        raise AssertionError("Not yet: that turns the whole sandbox off (danger-full-access): "
-                             "the server could then read ~/.ssh and write anywhere")
-    wanted = fetcher_policy('[mcp_servers.fetcher]\\ncommand = "x"').model_copy(update={"network_access": True})
-    if policy.network_access and policy != wanted:
-        raise AssertionError("Not yet: it has the network, and more than that (another mode, more "
-                             "writable roots or fewer hidden paths): give it only the network")
-    return policy == wanted
+# A fresh tree: a workspace with a repository and a symlink out of it, an extra root beside it,
+# and a sibling folder whose name starts like the workspace's.
+tree = Path(tempfile.mkdtemp(prefix="nbagent-11-exercise-"))
+ws = tree / "ws"
+for folder in (ws / ".git", ws / "src", tree / "cache", tree / "ws-old", tree / "elsewhere"):
+    folder.mkdir(parents=True, exist_ok=True)
+(ws / "out").symlink_to(tree / "elsewhere")
 
-check(answer, networked_but_boxed,
-      hint="keep workspace-write and switch on one key of [mcp_servers.fetcher.sandbox_workspace_write]; "
-           "it needs a command too",
-      why="a server's own sandbox_workspace_write is merged key by key over the top-level table, so it "
-          "gets the network and keeps everything else: secrets hidden, writes only in the workspace.")'''
+def policy_says(path, roots):
+    # nbagent's own answer: the policy it would start a process under, and the folders it enforces.
+    plan = resolve("workspace-write", SandboxWorkspaceWrite(writable_roots=roots),
+                   workspace=ws, home=tree / "home").plan()
+    target = os.path.realpath(os.path.join(ws, path))
+    inside = lambda folder: target == folder or target.startswith(folder.rstrip("/") + "/")
+    return any(map(inside, plan["write"])) and not any(map(inside, plan["readonly"] + plan["deny"]))
+
+cases = [  # (path, writable_roots, what to say when the answer differs from nbagent's)
+    ("src/app.py", [], "a file in the workspace: the workspace is the first writable root"),
+    (str(ws / "src" / "app.py"), [], "an absolute path is the same file as its relative form"),
+    (".git/config", [], "a repository's metadata stays read-only inside every writable root"),
+    (".gitignore", [], "a name that only starts like .git is an ordinary file: compare whole path parts"),
+    ("src/../../elsewhere/x", [], "resolve `..` first: a path can climb out of the workspace"),
+    (str(tree / "ws-old" / "x"), [], "a folder whose name starts like the workspace's is not inside it"),
+    ("out/x", [], "the kernel follows symlinks: resolve them (os.path.realpath) before comparing"),
+    ("../cache/pkg.whl", ["../cache"], "writable_roots are writable too, relative to the workspace"),
+    ("../cache/pkg.whl", [], "without writable_roots only the workspace is writable"),
+    ("/etc/hosts", ["../cache"], "a system file is in no writable root"),
+]
+
+def agrees_with_nbagent(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = may_write`, no call)")
+    for path, roots, nudge in cases:
+        try:
+            got = fn(path, str(ws), list(roots))
+        except Exception as exc:
+            refuse(f"may_write({path!r}, ...) raised {type(exc).__name__}: {exc} (all three arguments are "
+                   "strings or a list of strings; os.path.join and os.path.realpath take them)")
+        if not isinstance(got, bool):
+            refuse(f"may_write({path!r}, ...) returned {type(got).__name__}; return True or False")
+        if got != policy_says(path, roots):
+            refuse(f"may_write({path!r}, workspace, {roots}) differs from nbagent's policy: {nudge}")
+    return True
+
+try:
+    check(answer, agrees_with_nbagent,
+          hint="see the message above",
+          why="that is the policy nbagent resolves (nbagent/sandbox/policy.py) and Landlock enforces: "
+              "paths are resolved before they are compared, so neither `..` nor a symlink leads out, and "
+              "the repository's .git stays read-only so a boxed process cannot plant a hook.")
+finally:
+    shutil.rmtree(tree, ignore_errors=True)'''
+
+ANSWER = '''def may_write(path, workspace, writable_roots):
+    real = lambda p: os.path.realpath(os.path.join(workspace, p))
+    target, roots = real(path), [real("."), *map(real, writable_roots)]
+    inside = lambda folder: os.path.commonpath([target, folder]) == folder
+    return any(map(inside, roots)) and not any(inside(os.path.join(r, ".git")) for r in roots)
+answer = may_write'''
+WRONG_ANSWER = "answer = lambda path, workspace, writable_roots: not path.startswith(('/', '..', '.git'))"
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 11 · The sandbox: a boundary the operating system enforces
@@ -309,9 +349,10 @@ In openai/codex:
 - `nbagent/notebook/options.py` — `%%agent --sandbox`."""),
     ("markdown", """## Exercise
 
-Write configuration, not a value: the check below loads your TOML into nbagent's own `Config` and
-asks `server_policy` what sandbox the server would start in, then checks it has the network and
-nothing else more than `boxed` got."""),
+Write the sandbox's rule for writes as a function. The check builds a fresh tree (a workspace
+with a `.git`, a symlink out of it, an extra root beside it) and compares your answer on paths this
+notebook never tried with what nbagent's own policy (`resolve(...).plan()`, the folders the
+launcher enforces) says."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -320,11 +361,8 @@ WALKTHROUGH = Walkthrough(
     name="11-sandbox",
     title="The sandbox: a boundary the operating system enforces",
     cells=CELLS,
-    answer=(
-        "answer = '''[mcp_servers.fetcher]\\ncommand = \"fetch-server\"\\n"
-        "[mcp_servers.fetcher.sandbox_workspace_write]\\nnetwork_access = true\\n'''"
-    ),
-    wrong_answer="answer = '''[mcp_servers.fetcher]\\ncommand = \"fetch-server\"\\nsandbox_mode = \"danger-full-access\"\\n'''",
+    answer=ANSWER,
+    wrong_answer=WRONG_ANSWER,
     timeout=120,
     files=("11-sandbox.json",),
 )
