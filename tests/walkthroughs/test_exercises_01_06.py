@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
-from nbagent.examples.walkthroughs import kit, w01_two_roles, w02_tool_identity, w04_approval, w06_metadata_and_results
+from nbagent.examples.walkthroughs import (
+    kit,
+    w01_two_roles,
+    w02_tool_identity,
+    w03_schema_exposure,
+    w04_approval,
+    w06_metadata_and_results,
+)
+from nbagent.examples.schema_server import BOOK_TRIP
+from nbagent.mcp.validation import compiled
+from nbagent.schema.sanitize import sanitize_schema
 from nbagent.server.tools import TOOLS
 
 
@@ -90,6 +100,36 @@ def test_02_the_naming_rule_passes(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_02_a_wrong_naming_rule_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
     _refused(w02_tool_identity.CHECK, answer_line, hint, W02, capsys)
+
+
+# -- 03: arguments the model's schema accepts and the server's refuses -------------------------
+
+BOOKING = {"traveller": {"name": "Ada", "email": "ada@example.com", "age": 36}, "depart": "2027-03-14", "cabin": "economy",
+           "currency": "EUR", "payment": {"card": "4111111111111111", "iban": "DE89370400440532013000"},
+           "legs": ["CDG", "FCO"], "flexible": False}  # fmt: skip
+W03 = {"raw": BOOK_TRIP, "exposed": sanitize_schema(BOOK_TRIP)[0], "booking": BOOKING, "compiled": compiled}
+_HELPER = w03_schema_exposure.SERVER_GOT.split("\n\n")
+exec(next(block for block in _HELPER if block.startswith("def problems")), W03)  # the notebook's own helper
+
+
+def test_03_a_gap_between_the_schemas_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w03_schema_exposure.CHECK, w03_schema_exposure.WALKTHROUGH.answer, W03, capsys)
+    ada = '{"name": "Ada", "email": "ada@example.com"}'
+    _passes(w03_schema_exposure.CHECK, f"answer = dict(booking, payment={{'iban': 'X'}}, companions=[{ada}, {ada}])", W03, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w03_schema_exposure.WALKTHROUGH.wrong_answer, "where the model's booking already showed a gap"),
+        ('answer = dict(booking, payment={"iban": "X"}, flexible=True)', "the server's schema accepts it too"),
+        ('answer = dict(booking, payment={"iban": "X"}, flexible=True, currency="USD")', "the model could not send that"),
+        ("answer = json.dumps(booking)", "a tool's arguments are a JSON object, a dict"),
+    ],
+    ids=["payment-again", "valid-everywhere", "refused-by-both", "a-string"],
+)
+def test_03_a_wrong_gap_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w03_schema_exposure.CHECK, answer_line, hint, {**W03, "json": __import__("json")}, capsys)
 
 
 # -- 04: the policy table as a function --------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
 
 CONFIG = f"""
 model = "replay:{data('03-schema-exposure.json')}"
@@ -26,8 +26,6 @@ session = await nb.ready()
 await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None, on=AUTOPILOT)
-
-requests = model_requests(session)   # a tap: every request the runtime builds for the model
 
 specs = {spec.raw_name: spec for spec in session.snapshot().tools if spec.server == "schema"}
 book, city = specs["book_trip"], specs["lookup_city"]
@@ -53,15 +51,18 @@ for warning in book.warnings:
     print("  ", warning)
 print("\\nthe exposed schema has no API problems left:", openai_schema_problems(exposed) == [])'''
 
-STRICT = '''from nbagent.models.responses import to_tools
-from nbagent.schema import make_strict
+STRICT = '''from nbagent.schema import make_strict
 
 for spec in (book, city):
     optional = sorted(set(spec.parameters["properties"]) - set(spec.parameters.get("required", [])))
     print(f"{spec.raw_name:12} strict={spec.strict}  optional properties: {optional}")
 print("\\nmake_strict(book_trip) =", make_strict(book.parameters), " (strict would force the model to invent every optional value)")'''
 
-MODEL_SAW = '''sent = {tool["name"]: tool for tool in to_tools(requests[-1].tools)}
+MODEL_SAW = '''from IPython.utils.capture import capture_output
+
+with capture_output() as shown:          # the last model request, as nbagent sent it
+    %agent inspect request --json
+sent = {tool["name"]: tool for tool in json.loads(shown.stdout)["tools"]}
 print(json.dumps(sent[city.name], indent=1))
 print("\\nbook_trip in the request: strict =", sent[book.name]["strict"],
       "| its parameters are the exposed schema:", sent[book.name]["parameters"] == exposed)'''
@@ -90,19 +91,32 @@ for item in session.snapshot().items:
     if item.type == "function_call_output":
         print(f"model read (is_error={item.is_error}):", item.output[:110])'''
 
-EXERCISE = '''# The model sent `payment` with both a card and an IBAN. Which schema rejects that part:
-# "raw" (the server's inputSchema), "exposed" (what the model saw), "both" or "neither"?
-payment = booking["payment"]
-answer = ...'''
+EXERCISE = """# Write `book_trip` arguments (a dict) that the schema the model saw accepts and the server's own
+# schema refuses, for a reason the model's booking above did not already show (not `payment`,
+# not `flexible`). `booking`, the model's arguments, is a valid start to change.
+answer = ..."""
 
-CHECK = '''def rejects(schema):
-    return bool(problems(schema["properties"]["payment"], payment))
+CHECK = r"""def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
 
-expected = {(True, False): "raw", (False, True): "exposed", (True, True): "both", (False, False): "neither"}
-check(answer, expected[rejects(raw), rejects(exposed)],
-      hint="compare the two `payment` lines in the side-by-side view: oneOf vs anyOf",
-      why="oneOf became anyOf (the API has no oneOf), so exclusivity is lost in the model's view; "
-          "the sanitiser warned, and the server, which keeps its own schema, stays the authority.")'''
+def slips_through(arguments):
+    if not isinstance(arguments, dict):
+        refuse(f"`answer` is a {type(arguments).__name__}; a tool's arguments are a JSON object, a dict")
+    seen = problems(exposed, arguments)
+    if seen:
+        refuse(f"the model could not send that: the schema it saw refuses it ({'; '.join(seen)[:200]})")
+    refused = {str(e.instance_path[0]) if e.instance_path else "(root)" for e in compiled(raw).iter_errors(arguments)}
+    if not refused:
+        refuse("the server's schema accepts it too; which keywords did the side-by-side view drop or loosen?")
+    if refused <= {"payment", "flexible"}:
+        refuse("the server refuses it only where the model's booking already showed a gap; find another")
+    return True
+
+check(answer, slips_through,
+      hint="see the message above",
+      why="every keyword the API cannot take is a constraint only the server still enforces: nbagent warns about "
+          "those that change what is valid and passes the model's arguments on unchanged, so the server's refusal "
+          "comes back as a result the model reads.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 03 · Schema exposure: the server's inputSchema vs what the model receives
@@ -145,7 +159,7 @@ non-strict."""),
     ("code", "%%agent --wait\nThe trip-booking test fails: book the trip it expects."),
     ("markdown", """## "What the model saw" vs what the server sent
 
-The first is the tool entry of the model request the runtime built (recorded by the tap);
+The first is the tool entry of the last model request, as `%agent inspect request` reads it back;
 the second is what the server received, checked against both schemas."""),
     ("code", MODEL_SAW),
     ("code", SERVER_GOT),
@@ -171,7 +185,10 @@ carries the reason and the model retries."""),
 - `nbagent/mcp/catalog.py` — builds each `ToolSpec` with `input_schema` (raw) beside
   `parameters` (exposed), sanitising each distinct schema once.
 - `nbagent/models/responses.py` — `to_tools`: the `tools` field of the model request."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+Find another gap between the two schemas: arguments a model could send in good faith that the
+server refuses."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -180,8 +197,8 @@ WALKTHROUGH = Walkthrough(
     name="03-schema-exposure",
     title="Schema exposure: the server's inputSchema vs what the model receives",
     cells=CELLS,
-    answer='answer = "raw"',
-    wrong_answer='answer = "both"',
+    answer='answer = dict(booking, payment={"iban": "DE89370400440532013000"}, flexible=True, extras={"x-meal": 1})',
+    wrong_answer='answer = dict(booking, flexible=True)',
     timeout=120,
     files=("03-schema-exposure.json",),
 )
