@@ -153,7 +153,13 @@ CHECK = '''from nbagent.models.replay_export import script_from_thread
 denied = [item.model_copy(update={"decision": "deny"}) if item.type == "approval" else item
           for item in recorded.items]
 branch = script_from_thread(denied, recorded.turns)["responses"][2]["branch"]
-check(answer, next(key for key, reply in branch.items() if reply != branch["default"]),
+def filed_under(key):
+    if not isinstance(key, str):
+        raise AssertionError(f"Not yet: `answer` is a {type(key).__name__}; an outcome key is a string, "
+                             "like the keys of the branch report.json holds")
+    return key == next(key for key, reply in branch.items() if reply != branch["default"])
+
+check(answer, filed_under,
       hint="the approval record's decision decides the key; look at the outcomes table in docs/replay.md",
       why="the export asks the replay parser's own previous_outcomes what the call's approval was, so a replay "
           "in which you deny plays the reply filed under that key, and the default otherwise.")'''

@@ -91,7 +91,13 @@ def next_request(cap):
     _, picked = RequestTools(cap).select(entries, session.snapshot().items)
     return [spec.raw_name for spec, _ in picked if spec.server is not None]
 
-check(answer, next_request(4),
+def carried(names):
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise AssertionError(f"Not yet: `answer` is a {type(names).__name__}; give a list of raw tool names "
+                             "(strings, as the server names them), newest in view first")
+    return names == next_request(4)
+
+check(answer, carried,
       hint="a request of 4 holds search_tools and the tools that are not MCP tools first; the room "
            "left goes to the tools in view, newest first: the called tool, then the search's results",
       why="in view is read from the thread's items (the search's structured output and the calls), "
