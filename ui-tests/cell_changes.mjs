@@ -4,8 +4,9 @@
 // and before the click the person types into the target cell key by key: approving it writes
 // nothing, the person's typing stays and the card shows the conflict. Then move_cell and
 // delete_cell, each shown (positions; "its output goes too") and approved, and a file made with
-// apply_patch. Then "Undo turn", refused while the person's typing is in a cell the turn wrote,
-// done once it is out: the cells and the file are as before the turn.
+// apply_patch. Then "Undo turn", refused while the person's typing is in a cell the turn wrote;
+// once it is out, the target cell's badge "Undo" puts back that cell alone, and "Undo turn" the
+// rest: the cells and the file are as before the turn.
 import { env, inPanel as inNotebook, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
@@ -115,6 +116,23 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   result.refused = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
   await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).sharedModel.setSource(a.back),
     { i: target, back: PLAN.approved });
+
+  // 6. The target cell's badge "Undo": that cell alone goes back; then "Undo turn" does the rest.
+  result.badge = await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).getMetadata('nbagent'), { i: target });
+  await page.locator('.jp-Notebook .jp-Cell').nth(target).locator('button.nbagent-undo-cell').click();
+  log('clicked', { label: 'badge Undo' });
+  result.afterBadgeUndo = await waitFor(page, 'the cell undone alone', (app, panel, a) => {
+    const model = panel.content.model;
+    if (model.cells.get(a.i).sharedModel.getSource() !== a.want) {
+      return null;
+    }
+    const out = [];
+    for (let i = 0; i < model.cells.length; i++) {
+      out.push({ id: model.cells.get(i).id, source: model.cells.get(i).sharedModel.getSource() });
+    }
+    return out;
+  }, { i: target, want: PLAN.original });
+  await shot(page, 'badge-undone');
   await undo.click();
   await card.getByText('undid turn').first().waitFor({ state: 'visible', timeout: TIMEOUT });
   result.undone = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';

@@ -6,7 +6,7 @@
  * the JSON on the wire. Change both files together.
  */
 
-export const BRIDGE_PROTOCOL_VERSION = 2;
+export const BRIDGE_PROTOCOL_VERSION = 3;
 
 export const COMM_TARGET = 'nbagent.bridge';
 
@@ -22,6 +22,8 @@ export type BridgeMethod =
   | 'delete_cell'
   | 'move_cell'
   | 'run_cell';
+
+export type PageMethod = 'undo_cell';
 
 export type CellType = 'code' | 'markdown' | 'raw';
 
@@ -56,6 +58,27 @@ export interface BridgeReply extends BridgeMessage {
   ok: boolean;
   result?: { [key: string]: any } | null;
   error?: BridgeErrorInfo | null;
+}
+
+/** Extension -> kernel: what a person clicked; the kernel checks all of it. */
+export interface PageRequest extends BridgeMessage {
+  page_id: string;
+  method: PageMethod;
+  params?: { [key: string]: any };
+}
+
+/** Kernel -> extension: the answer to one `PageRequest`. */
+export interface PageReply extends BridgeMessage {
+  page_id: string;
+  ok: boolean;
+  message: string;
+}
+
+/** Undo the one cell change an agent call made (the badge's "Undo"). */
+export interface UndoCellParams extends BridgeMessage {
+  thread_id: string;
+  turn_id: string;
+  call_id: string;
 }
 
 /** Sent as the comm's open data. */

@@ -10,7 +10,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { COMM_TARGET } from './bridge_protocol';
+import { COMM_TARGET, Provenance } from './bridge_protocol';
 import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance, THREAD_ID, wellFormedThreadIds } from './model';
 
 // The bundler inlines package.json; declared here so the typings need no @types/node.
@@ -68,15 +68,42 @@ class PanelHost implements INotebookHost {
   }
 }
 
-/** Add the marker class and a tooltip to every cell carrying agent provenance. */
-function markAgentCells(panel: NotebookPanel): void {
+/** CSS class of the "Undo" button on an agent cell's badge. */
+export const UNDO_CELL_CLASS = 'nbagent-undo-cell';
+
+/** The badge's "Undo": asks the kernel to undo the call that wrote the cell. The kernel looks the
+ * call up in its own rollout and refuses one it did not make, since metadata is forgeable. */
+function undoButton(bridge: NotebookBridgeModel, provenance: Provenance): HTMLButtonElement {
+  const button = document.createElement('button');
+  button.className = UNDO_CELL_CLASS;
+  button.textContent = 'Undo';
+  button.title = 'Put this cell back as it was before the agent changed it (a cell it inserted is removed)';
+  button.addEventListener('click', async event => {
+    event.stopPropagation();
+    button.disabled = true;
+    const { thread_id, turn_id, call_id } = provenance;
+    const reply = await bridge.askKernel('undo_cell', { thread_id, turn_id, call_id });
+    button.disabled = false;
+    Notification.emit(reply.message, reply.ok ? 'success' : 'warning', { autoClose: reply.ok ? 5000 : false });
+  });
+  return button;
+}
+
+/** Add the marker class, a tooltip and the badge's "Undo" to every cell carrying agent provenance. */
+function markAgentCells(panel: NotebookPanel, bridge: NotebookBridgeModel): void {
   for (const cell of panel.content.widgets) {
     const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
     cell.toggleClass(AGENT_CELL_CLASS, provenance !== null);
+    const old = cell.node.querySelector(`.${UNDO_CELL_CLASS}`);
     if (provenance) {
+      if (cell.node.dataset.nbagentCallId !== provenance.call_id || !old) {
+        old?.remove();
+        cell.inputArea?.node.parentElement?.appendChild(undoButton(bridge, provenance));
+      }
       cell.node.dataset.nbagentCallId = provenance.call_id;
       cell.node.title = `Written by nbagent: thread ${provenance.thread_id}, turn ${provenance.turn_id}, call ${provenance.call_id}`;
     } else if (cell.node.dataset.nbagentCallId) {
+      old?.remove();
       delete cell.node.dataset.nbagentCallId;
       cell.node.removeAttribute('title');
     }
@@ -153,7 +180,7 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
       requestAnimationFrame(() => {
         pending = false;
         if (!panel.isDisposed) {
-          markAgentCells(panel);
+          markAgentCells(panel, bridge);
         }
       });
     }
@@ -161,7 +188,7 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
   panel.content.modelContentChanged.connect(schedule);
 
   void panel.context.ready.then(() => {
-    markAgentCells(panel);
+    markAgentCells(panel, bridge);
     void offerResume(app, panel, wellFormedThreadIds(bridge.threads()));
   });
 }

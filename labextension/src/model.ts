@@ -22,6 +22,8 @@ import {
   MoveCellParams,
   MoveCellResponse,
   OutputSummary,
+  PageMethod,
+  PageReply,
   Provenance,
   ReadNotebookParams,
   ReadNotebookResponse,
@@ -71,9 +73,42 @@ export class NotebookBridgeModel {
     readonly version: string
   ) {}
 
+  private comm: Kernel.IComm | null = null;
+  private asked = 0;
+  private readonly answers = new Map<string, (reply: PageReply) => void>();
+
+  /** Ask the kernel to act on a click (a badge's "Undo"); resolves with its answer, or says why
+   * none came. Only through a comm the kernel opened, so only while nbagent runs in it. */
+  askKernel(method: PageMethod, params: { [key: string]: any }, timeoutMs = 60000): Promise<PageReply> {
+    const comm = this.comm;
+    const page_id = `${this.frontendId}-${++this.asked}`;
+    if (!comm || comm.isDisposed) {
+      return Promise.resolve({ page_id, ok: false, message: 'the kernel has no nbagent agent talking to this notebook' });
+    }
+    return new Promise(resolve => {
+      const timer = setTimeout(() => {
+        this.answers.delete(page_id);
+        resolve({ page_id, ok: false, message: `the kernel did not answer within ${timeoutMs / 1000} s (is it busy?)` });
+      }, timeoutMs);
+      this.answers.set(page_id, reply => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      comm.send({ page_id, method, params } as any);
+    });
+  }
+
   /** Serve the requests of one kernel comm: the open data is the hello. */
   attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg): void {
+    this.comm = comm;
     const respond = async (data: unknown) => {
+      const answer = data as PageReply;
+      if (answer && typeof answer.page_id === 'string') {
+        const settle = this.answers.get(answer.page_id);
+        this.answers.delete(answer.page_id);
+        settle?.(answer);
+        return; // the kernel's answer to a click (this page's, or another page's)
+      }
       const request = data as BridgeRequest;
       if (request && request.to && request.to !== this.frontendId) {
         return; // the kernel talks to another page of this notebook

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from nbagent.checkpoint.undo import UndoRefused, plan_undo
+from nbagent.checkpoint.undo import UndoRefused, plan_undo, turns_undone
 from nbagent.protocol import FunctionCall, FunctionCallOutput, GhostSnapshot, Item, Undo, UndoItem
 from nbagent.protocol import bridge as wire
 
@@ -68,22 +68,34 @@ def _change(call: FunctionCall, output: FunctionCallOutput) -> CellChange | None
     return CellChange(op, cell_id, index, to_index, before, source if op in ("inserted", "replaced") else None, kind)
 
 
+@dataclass(frozen=True)
+class CellCall:
+    turn_id: str
+    call_id: str
+    change: CellChange
+
+
+def cell_calls(items: Sequence[Item], *, live: bool = True) -> list[CellCall]:
+    """Every notebook tool call that changed a cell, in order; ``live``: not undone, whole turn
+    or singly."""
+    whole = turns_undone(items) if live else set()
+    single = {i.call_id for i in items if isinstance(i, UndoItem) and i.call_id is not None} if live else set()
+    calls = {i.call_id: i for i in items if isinstance(i, FunctionCall) and i.turn_id is not None
+             and i.turn_id not in whole and i.call_id not in single}  # fmt: skip
+    found = ((calls[i.call_id], _change(calls[i.call_id], i)) for i in items
+             if isinstance(i, FunctionCallOutput) and i.call_id in calls)  # fmt: skip
+    return [CellCall(call.turn_id or "", call.call_id, change) for call, change in found if change is not None]
+
+
 def turn_cell_changes(items: Sequence[Item], turn_id: str) -> list[CellChange]:
-    """The cell changes turn ``turn_id``'s notebook tools made, in order."""
-    calls = {i.call_id: i for i in items if isinstance(i, FunctionCall) and i.turn_id == turn_id}
-    found = (_change(calls[i.call_id], i) for i in items if isinstance(i, FunctionCallOutput) and i.call_id in calls)
-    return [c for c in found if c is not None]
-
-
-def _turns_with_cells(items: Sequence[Item]) -> list[str]:
-    turns = [i.turn_id for i in items if isinstance(i, FunctionCall) and i.turn_id is not None]
-    return [t for t in dict.fromkeys(turns) if turn_cell_changes(items, t)]
+    """The cell changes turn ``turn_id``'s notebook tools made, in order, but those undone singly."""
+    single = {i.call_id for i in items if isinstance(i, UndoItem) and i.call_id is not None}
+    return [c.change for c in cell_calls(items, live=False) if c.turn_id == turn_id and c.call_id not in single]
 
 
 def cells_turn(items: Sequence[Item], turn_id: str | None) -> str | None:
     """The turn an undo of ``turn_id`` (unset: the latest not undone) means, when it changed cells."""
-    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
-    turns = [t for t in _turns_with_cells(items) if t not in undone]
+    turns = list(dict.fromkeys(c.turn_id for c in cell_calls(items)))
     if turn_id is None:
         return turns[-1] if turns else None
     return turn_id if turn_id in turns else None
@@ -108,17 +120,18 @@ def _left(changes: Sequence[CellChange]) -> dict[str, str | None]:
     return left
 
 
-async def plan_cells(bridge: CellBridge, items: Sequence[Item], turn_id: str, *, force: bool = False) -> CellsPlan:
-    """What undoing ``turn_id``'s cells does, or ``UndoRefused`` naming the later turn or the
-    cells the person changed since."""
-    changes = turn_cell_changes(items, turn_id)
+async def plan_cells(bridge: CellBridge, items: Sequence[Item], turn_id: str, *, force: bool = False,
+                     call_id: str | None = None) -> CellsPlan:
+    """What undoing ``turn_id``'s cells (or its call ``call_id``'s only) does, or ``UndoRefused``
+    naming the later change or the cells the person changed since."""
+    live = cell_calls(items)
+    mine = [c for c in live if c.turn_id == turn_id and call_id in (None, c.call_id)]
+    changes = [c.change for c in mine]
     ids = {c.cell_id for c in changes}
-    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
-    turns = _turns_with_cells(items)
-    for later in turns[turns.index(turn_id) + 1:] if turn_id in turns else []:
-        shared = sorted(ids & {c.cell_id for c in turn_cell_changes(items, later)})
-        if later not in undone and shared:
-            raise UndoRefused(f"turn {later}, later, changed cell {', '.join(shared)} too: undo it first")
+    for later in live[live.index(mine[-1]) + 1:] if mine else []:
+        if later.change.cell_id in ids and (call_id is not None or later.turn_id != turn_id):
+            what = f"call {later.call_id} of turn {later.turn_id}" if later.turn_id == turn_id else f"turn {later.turn_id}"
+            raise UndoRefused(f"{what}, later, changed cell {later.change.cell_id} too: undo it first")
     notebook = await bridge.read_notebook(wire.ReadNotebookParams(include_outputs=False))
     sources = {cell.id: cell.source for cell in notebook.cells}
     changed_since = [f"{cell_id} ({'deleted since' if cell_id not in sources else 'edited since'})"
@@ -173,7 +186,7 @@ async def undo_op(items: Sequence[Item], bridge: CellBridge | None, turn_id: str
     open notebook's file (``is_notebook``) is kept, as the live document holds it. Refusals
     (a later turn, a person's change, in a cell or a file) raise ``UndoRefused`` before anything
     is touched."""
-    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
+    undone = turns_undone(items)
     cell_turn = cells_turn(items, turn_id)
     if turn_id is None and cell_turn is not None:
         later = [i.turn_id for i in items if isinstance(i, GhostSnapshot) and i.turn_id not in undone]
@@ -187,3 +200,17 @@ async def undo_op(items: Sequence[Item], bridge: CellBridge | None, turn_id: str
         await asyncio.to_thread(plan_undo, items, cell_turn, force=force, keep=keep)
     said = await undo_cells(bridge, await plan_cells(bridge, items, cell_turn, force=force))
     return Undo(turn_id=cell_turn, force=force, keep=keep, cells=said)
+
+
+async def call_undo_op(items: Sequence[Item], bridge: CellBridge, turn_id: str, call_id: str, *,
+                       force: bool = False) -> Undo:
+    """Restore the one cell call ``call_id`` of ``turn_id`` changed and give the ``Undo`` op that
+    records it. The call is looked up in the rollout: ids the page sends come from the notebook
+    file, which anyone may edit, so one that names no cell change of this thread is refused."""
+    if not any(c.turn_id == turn_id and c.call_id == call_id for c in cell_calls(items, live=False)):
+        raise UndoRefused(f"call {call_id[:80]!r} of turn {turn_id[:80]!r} changed no cell in this thread: "
+                          "nothing to undo (the cell's badge may come from another notebook or an edited file)")
+    if not any(c.turn_id == turn_id and c.call_id == call_id for c in cell_calls(items)):
+        raise UndoRefused(f"call {call_id} of turn {turn_id} is undone already")
+    said = await undo_cells(bridge, await plan_cells(bridge, items, turn_id, force=force, call_id=call_id))
+    return Undo(turn_id=turn_id, call_id=call_id, force=force, cells=said)

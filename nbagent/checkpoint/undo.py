@@ -54,6 +54,11 @@ def _checked(snapshot: GhostSnapshot) -> None:
                 raise UndoRefused(f"turn {snapshot.turn_id}'s checkpoint names no content for {change.path}: {blob[:60]!r}")
 
 
+def turns_undone(items: Sequence[Item]) -> set[str]:
+    """The turns undone whole; an undo of one call (a cell's badge) leaves its turn undoable."""
+    return {i.undone_turn_id for i in items if isinstance(i, UndoItem) and i.call_id is None}
+
+
 def _short(paths: Sequence[str], limit: int = 10) -> str:
     more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
     return ", ".join(paths[:limit]) + more
@@ -63,7 +68,7 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
               keep: Sequence[str] = ()) -> UndoPlan:
     """The turn to undo and what stands in the way, or ``UndoRefused`` saying why not; the files
     in ``keep`` are left as they are."""
-    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
+    undone = turns_undone(items)
     snapshots = [i for i in items if isinstance(i, GhostSnapshot)]
     if turn_id is None:
         left = [s for s in snapshots if s.turn_id not in undone]
@@ -97,7 +102,7 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
 
 def undoable(items: Sequence[Item]) -> list[str]:
     """One line per turn that changed workspace files: its id, whether it is undone, its files."""
-    undone = {i.undone_turn_id for i in items if isinstance(i, UndoItem)}
+    undone = turns_undone(items)
     return [
         f"{s.turn_id}  {'undone' if s.turn_id in undone else 'can be undone'}  {_short([c.path for c in s.changes])}"
         for s in items if isinstance(s, GhostSnapshot)
@@ -131,8 +136,13 @@ def undo_turn(plan: UndoPlan, cells: Sequence[str] = ()) -> UndoItem:
     return item.model_copy(update={"restored": restored, "overwritten": plan.changed_since})
 
 
-def cells_undone(turn_id: str, cells: Sequence[str]) -> UndoItem:
-    """The record of an undo of ``turn_id`` whose ``cells`` the front end restored (files: none yet)."""
+def cells_undone(turn_id: str, cells: Sequence[str], call_id: str | None = None) -> UndoItem:
+    """The record of an undo of ``turn_id`` (or of its call ``call_id`` only) whose ``cells`` the
+    front end restored (files: none yet)."""
+    if call_id is not None:
+        text = (f"[undo] The user undid call {call_id} of turn {turn_id}: the cell it changed is back as it was "
+                f"before it: {', '.join(cells)}. Treat that change as not made.")
+        return UndoItem(undone_turn_id=turn_id, call_id=call_id, cells=list(cells), text=text)
     text = f"[undo] The user undid turn {turn_id}."
     if cells:
         text += f" The notebook cells it changed are back as they were before it: {', '.join(cells)}."

@@ -60,8 +60,9 @@ async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
     an ``UndoItem`` recorded; a refusal says why and changes nothing."""
     items = list(thread.items)
     try:
-        if op.cells and not any(isinstance(i, GhostSnapshot) and i.turn_id == op.turn_id for i in items):
-            item = cells_undone(op.turn_id or "", op.cells)  # the turn changed cells only
+        if op.call_id is not None or (op.cells and not any(isinstance(i, GhostSnapshot) and i.turn_id == op.turn_id
+                                                            for i in items)):  # one call, or a turn of cells only
+            item = cells_undone(op.turn_id or "", op.cells, op.call_id)
         else:
             item = await asyncio.to_thread(
                 lambda: undo_turn(plan_undo(items, op.turn_id, force=op.force, keep=op.keep), op.cells))
@@ -73,7 +74,7 @@ async def undo(thread: ThreadState, op: Undo) -> UndoCompleted:
     except (GhostError, OSError) as exc:
         return UndoCompleted(success=False, message=f"undo failed: {exc}", undone_turn_id=op.turn_id)
     thread.record(item)
-    said = f"undid turn {item.undone_turn_id}: restored {', '.join(item.cells + item.restored)}"
+    said = f"undid {f'call {op.call_id} of ' if op.call_id else ''}turn {item.undone_turn_id}: restored {', '.join(item.cells + item.restored)}"
     if item.overwritten:
         said += f"; overwrote changes made after it to {', '.join(item.overwritten)}"
     if notebooks := [path for path in item.restored if path.endswith(".ipynb")]:

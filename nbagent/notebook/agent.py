@@ -34,6 +34,7 @@ from nbagent.protocol import (
     UndoCompleted,
     WarningEvent,
 )
+from nbagent.protocol.bridge import PageRequest, UndoCellParams
 from nbagent.protocol.ops import OUTSIDE_ENTRY
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class KernelAgent:
         from nbagent.tools.patch import PatchTools
 
         self.notebook_tools, python_tools = native_tools(get_bridge(), self.shell, lambda: session.snapshot().call_ids)
+        get_bridge().serve_page(self.page_request)
         session.add_provider(python_tools)
         session.add_provider(self.notebook_tools)
         self.config = load_config(cwd)
@@ -254,19 +256,36 @@ class KernelAgent:
 
         self.spawn(job())
 
-    async def undo_turn(self, session: Session, turn_id: str | None, force: bool = False) -> UndoCompleted:
-        """Undo ``turn_id``: the cells it changed in this notebook, live through the extension
-        (when it is here), then its workspace files, recorded as one ``UndoItem``."""
+    async def page_request(self, request: PageRequest) -> tuple[bool, str]:
+        """A badge's "Undo" clicked in the page: its thread must be this one; the call is looked up
+        in the rollout (``call_undo_op``), never taken from the page on trust."""
+        session = await self.ready()
+        params = UndoCellParams.model_validate(request.params)
+        if params.thread_id != session.snapshot().thread_id:
+            return False, f"nothing undone: the cell was written in thread {params.thread_id[:80]!r}, not this kernel's"
+        done = await self.undo_turn(session, params.turn_id, call_id=params.call_id)
+        return done.success, done.message
+
+    async def undo_turn(self, session: Session, turn_id: str | None, force: bool = False,
+                        call_id: str | None = None) -> UndoCompleted:
+        """Undo ``turn_id`` (or only its call ``call_id``): the cells it changed in this notebook,
+        live through the extension (when it is here), then its workspace files, recorded as one
+        ``UndoItem``."""
         from nbagent.checkpoint import UndoRefused
-        from nbagent.checkpoint.cells import undo_op
+        from nbagent.checkpoint.cells import call_undo_op, undo_op
 
         tools = self.notebook_tools
         bridge = tools.bridge if tools is not None and await tools.bridge.available() else None
         hello = getattr(bridge, "hello", None)
         path = (hello.path if hello is not None else "") or os.environ.get("JPY_SESSION_NAME", "")
         try:
-            op = await undo_op(session.snapshot().items, bridge, turn_id, force=force,
-                               is_notebook=lambda p: bool(path) and (path.endswith("/" + p) or path == p))  # fmt: skip
+            if call_id is not None:
+                if bridge is None or turn_id is None:
+                    raise UndoRefused("a cell is put back through the notebook's extension, which is not here")
+                op = await call_undo_op(session.snapshot().items, bridge, turn_id, call_id, force=force)
+            else:
+                op = await undo_op(session.snapshot().items, bridge, turn_id, force=force,
+                                   is_notebook=lambda p: bool(path) and (path.endswith("/" + p) or path == p))  # fmt: skip
         except UndoRefused as exc:
             return UndoCompleted(success=False, message=f"nothing undone: {exc}", undone_turn_id=turn_id)
         done = await session.perform(op)

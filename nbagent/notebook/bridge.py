@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
@@ -44,6 +44,8 @@ from nbagent.protocol.bridge import (
     InsertCellResponse,
     MoveCellParams,
     MoveCellResponse,
+    PageReply,
+    PageRequest,
     ReadNotebookParams,
     ReadNotebookResponse,
     ReplaceCellParams,
@@ -53,6 +55,8 @@ from nbagent.protocol.bridge import (
 )
 
 R = TypeVar("R", bound=BridgeMessage)
+PageHandler = Callable[[PageRequest], Awaitable[tuple[bool, str]]]
+"""Answers what a person clicked in the page: ``(done, message)``."""
 
 
 class CommLike(Protocol):
@@ -124,6 +128,12 @@ class NotebookBridge:
         self._connect_lock: asyncio.Lock | None = None
         self._anchors: dict[str, str] = {}
         """turn id -> the cell a default insert goes below."""
+        self._page_handler: PageHandler | None = None
+        self._page_tasks: set[asyncio.Task[None]] = set()
+
+    def serve_page(self, handler: PageHandler) -> None:
+        """Answer the page's requests (a badge's "Undo") with ``handler``; unset, they are refused."""
+        self._page_handler = handler
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -314,17 +324,36 @@ class NotebookBridge:
         return reply.result or {}
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
-        """Comm message handler: resolve the matching future on its own loop."""
+        """Comm message handler: resolve the matching future on its own loop, or answer the
+        page's request in a task of this (the kernel's) loop."""
         data = (msg.get("content") or {}).get("data") or {}
         try:
             reply = BridgeReply.model_validate(data)
         except ValidationError:
-            return  # not a reply (or garbage): nothing waits for it
+            try:
+                request = PageRequest.model_validate(data)
+            except ValidationError:
+                return  # garbage: nothing waits for it
+            task = asyncio.ensure_future(self._answer_page(request))
+            self._page_tasks.add(task)
+            task.add_done_callback(self._page_tasks.discard)
+            return
         entry = self._pending.pop(reply.id, None)
         if entry is None:
             return  # late reply to a request that timed out, or a second front end answering
         _method, loop, future = entry
         self._resolve(loop, future, reply)
+
+    async def _answer_page(self, request: PageRequest) -> None:
+        if self._page_handler is None:
+            done, said = False, "nbagent is not running an agent in this kernel (run %load_ext nbagent)"
+        else:
+            try:
+                done, said = await self._page_handler(request)
+            except Exception as exc:  # boundary: said to the page, never raised into the comm handler
+                done, said = False, f"{request.method} failed: {exc}"
+        if self._comm is not None:
+            self._comm.send(PageReply(page_id=request.page_id, ok=done, message=said).model_dump())
 
     def _on_close(self, comm: CommLike) -> None:
         if comm is self._comm:

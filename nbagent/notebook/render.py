@@ -88,7 +88,7 @@ class WidgetTurn:
         self.status = W.HTML(muted("waiting for the session…"), layout=W.Layout(flex="1 1 20em", min_width="0"))
         self.stop_button.on_click(guarded("Stop", lambda html: setattr(self.status, "value", html))(lambda _b: self.stop()))
         self.undo_button = W.Button(description="Undo turn", icon="undo", layout=W.Layout(width="auto", display="none"),
-                                    tooltip="put back the workspace files this turn changed")
+                                    tooltip="put back the notebook cells and workspace files this turn changed")
         self.undo_button.on_click(guarded("Undo turn", lambda html: setattr(self.status, "value", html))(lambda _b: self.undo()))
         self.body = W.VBox([])
         self.usage = W.HTML()

@@ -16,10 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-BRIDGE_PROTOCOL_VERSION = 2
+BRIDGE_PROTOCOL_VERSION = 3
 """Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`.
 2: writes carry ``expected_source`` (an older extension would ignore it and overwrite a cell the
-person changed), and ``delete_cell``/``move_cell``."""
+person changed), and ``delete_cell``/``move_cell``. 3: the page sends :class:`PageRequest`
+(an older kernel would leave it unanswered)."""
 
 COMM_TARGET = "nbagent.bridge"
 """The comm target name the extension registers on each notebook's kernel."""
@@ -28,6 +29,7 @@ MAX_NOTEBOOK_THREADS = 100
 """How many of the thread ids in a notebook's ``metadata.nbagent.threads`` are considered: the
 latest. Whoever sent the notebook wrote them, and each one offered costs a look-up in the store."""
 
+PageMethod = Literal["undo_cell"]
 BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
 
@@ -79,6 +81,32 @@ class BridgeReply(BridgeMessage):
     result: dict[str, Any] | None = None
     """One of the ``*Response`` models below, as JSON."""
     error: BridgeErrorInfo | None = None
+
+
+class PageRequest(BridgeMessage):
+    """Extension -> kernel: what a person clicked in the page. The kernel trusts none of it (the
+    page shows what the notebook file says, and anyone may edit that) and answers one
+    :class:`PageReply` with the same ``page_id``."""
+
+    page_id: str
+    method: PageMethod
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PageReply(BridgeMessage):
+    """Kernel -> extension: the answer to one :class:`PageRequest`, in words for the person."""
+
+    page_id: str
+    ok: bool
+    message: str
+
+
+class UndoCellParams(BridgeMessage):
+    """Undo the one cell change an agent call made (the "Undo" on the cell's provenance badge)."""
+
+    thread_id: str
+    turn_id: str
+    call_id: str
 
 
 # -- payloads -----------------------------------------------------------------------------------

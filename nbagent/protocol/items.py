@@ -138,6 +138,8 @@ class UndoItem(_Item):
     """Files changed after the turn that the undo overwrote because it was told to (``--force``)."""
     cells: list[str] = Field(default_factory=list)
     """The live notebook's cells the undo restored (through the front end), one line each."""
+    call_id: str | None = None
+    """Set when only this call of the turn was undone (one cell); unset: the whole turn."""
     text: str
 
 

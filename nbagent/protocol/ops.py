@@ -227,6 +227,9 @@ class Undo(ProtocolModel):
     in the live document (restoring its file too would make the document and its file differ)."""
     cells: list[str] = Field(default_factory=list)
     """The cells the front end restored for this undo, one line each; recorded with it."""
+    call_id: str | None = None
+    """Undo just this call of the turn (a cell's "Undo" on its provenance badge): its cell only,
+    no workspace file, and the turn stays undoable for the rest."""
 
 
 Op = Annotated[

@@ -1,7 +1,7 @@
 """Browser end-to-end: an agent's change to a notebook cell in real JupyterLab. The approval panel
 shows the diff, Deny leaves the cell as it was, an approved proposal changes it, and a cell the
 person types into (key by key) after the agent read it is not overwritten: the card and the model
-are told. Driven by ``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test
+are told. Undo: a cell's badge "Undo" puts back that cell alone, "Undo turn" the rest. Driven by ``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test
 server, so what the model was told is read from the requests it received."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+from nbagent.protocol import UndoItem
+from tests.checkpoint.test_undo_cli import items
 from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
 
 __all__ = ["pytestmark"]  # the browser tests' skip conditions
@@ -82,6 +84,12 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     # "Undo turn": refused naming the cell the person typed into; then every cell as before the
     # turn (the deleted one back with its type, the moved one back in place) and the file gone.
     assert "not undone" in result["refused"] and "cell target (edited since)" in result["refused"], result["refused"]
+    # The badge's "Undo" on the target cell: it alone is back, the rollout records that call's undo.
+    assert [c["source"] for c in result["afterBadgeUndo"]] == [ORIGINAL if c["id"] == "target" else c["source"]
+                                                                for c in result["cells"]]
+    (single, _turn) = items(lab.root.parent / "home", result["badge"]["thread_id"], UndoItem)
+    assert single.call_id == result["badge"]["call_id"] and single.cells == ["cell target (its source restored)"]
+    assert _turn.call_id is None and not any(c.startswith("cell target ") for c in _turn.cells), _turn.cells
     assert "undid turn" in result["undone"] and "note.txt" in result["undone"], result["undone"]
     after = result["afterUndo"]
     assert [(c["type"], c["source"]) for c in after[1:]] == [

@@ -167,9 +167,12 @@ NBAGENT = """## Where this lives in nbagent
 - `nbagent/notebook/commands.py` — `%agent undo [TURN]`; the turn header's *Undo turn* button
   submits the same op, and so does `nbagent undo THREAD --turn ID` in a terminal.
 
-**Not yet:** undo covers workspace files. A live notebook's cells an agent edited through the
-bridge are not in the checkpoint (only the saved `.ipynb` file is, like any file); their restore
-is still to be built."""
+- `nbagent/checkpoint/cells.py` — the live notebook's cells: the same undo puts back the cells
+  the turn changed through the bridge, read from the rollout, each only if the person has not
+  changed it since. A cell the agent wrote carries a badge with *Undo*, which puts back that
+  cell alone (the kernel finds the call in its own rollout, never trusting the notebook file).
+
+**Not yet:** a deleted cell comes back without its outputs and under a new id."""
 
 EXERCISE = '''# Each change an approval carries (`asked.changes`, as dicts: `c.model_dump()`) has a `kind`
 # ("add", "update", "delete" or "move"), a `path`, and for a move the new path in `move_path`.
