@@ -16,6 +16,7 @@ from nbagent.examples.walkthroughs import (
     w02_tool_identity,
     w03_schema_exposure,
     w04_approval,
+    w05_elicitation,
     w06_metadata_and_results,
 )
 from nbagent.examples.schema_server import BOOK_TRIP
@@ -181,3 +182,29 @@ def test_06_the_result_wrapper_passes(capsys: pytest.CaptureFixture[str]) -> Non
 )
 def test_06_a_wrong_result_wrapper_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
     _refused(w06_metadata_and_results.CHECK, answer_line, hint, W06, capsys)
+
+
+# -- 05: a form's defaults, filled in by code answering for a person ----------------------------
+
+
+def test_05_filling_defaults_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    _passes(w05_elicitation.CHECK, w05_elicitation.WALKTHROUGH.answer, {}, capsys)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "hint"),
+    [
+        (w05_elicitation.WALKTHROUGH.wrong_answer, "which fields does a default fill"),
+        ("answer = lambda schema, content: {**content, **{n: f['default'] for n, f in schema['properties'].items() "
+         "if 'default' in f and content.get(n) is None}}", "raised TypeError"),
+        ("def answer(schema, content):\n    for n, f in schema['properties'].items():\n"
+         "        if 'default' in f and (content or {}).get(n) is None and content is not None:\n"
+         "            content[n] = f['default']\n    return content or {}", "changed the content it was given"),
+        ("answer = lambda schema, content: [content]", "return the content, a dict"),
+        ("answer = {'date': '2027-01-04', 'people': 2}", "it should be the function itself"),
+        ("answer = lambda schema, content: apply_defaults(schema, content)", "it calls apply_defaults"),
+    ],
+    ids=["defaults-override", "none-content", "mutates", "not-a-dict", "not-a-function", "library"],
+)
+def test_05_a_wrong_fill_is_refused(answer_line: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _refused(w05_elicitation.CHECK, answer_line, hint, {}, capsys)

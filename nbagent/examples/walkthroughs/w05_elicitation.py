@@ -95,14 +95,59 @@ warnings = [i for i in session.snapshot().items if i.type == "elicitation"][-1]
 print("the javascript: link:", warnings.action, "by", warnings.by)
 print("the server received:", [(r["provider"], r["action"]) for r in received() if r["tool"] == "link_calendar"])'''
 
-EXERCISE = '''# Dijkstra's question was left unanswered: nbagent settled it after elicitation_timeout_sec.
-# Which action did the *server* receive for it: "accept", "decline" or "cancel"?
-answer = ...'''
+EXERCISE = """# Code that answers a question for a person (as this notebook's autopilot does) may take the
+# server's defaults. Write fill(requested_schema, content): a new dict holding `content`'s fields,
+# plus the schema's `default` for each field that `content` leaves out or sets to None. `content`
+# may itself be None (accept with nothing filled in); leave it unchanged.
+answer = ..."""
 
-CHECK = '''dijkstra = next(r for r in received() if r.get("room") == "Dijkstra")
-check(answer, dijkstra["action"],
-      hint="read how PendingAsks settles an ask nobody answered, and the desk's fallback for each `by`",
-      why="a timeout is not the person saying no: it is settled as cancel (decline is kept for a policy that forbids asking), and recorded by='timeout'.")'''
+CHECK = r"""import copy
+from nbagent.mcp.elicitation import apply_defaults
+
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
+
+ROOM = {"type": "object", "properties": {
+    "date": {"type": "string", "format": "date"},
+    "people": {"type": "integer", "minimum": 1, "default": 2},
+    "projector": {"type": "boolean", "default": False},
+    "floor": {"type": "string", "enum": ["1", "2", "3"], "default": "2"},
+    "dishes": {"type": "array", "items": {"type": "string", "enum": ["soup", "salad"]}, "default": ["soup"]},
+    "note": {"type": "string"}}, "required": ["date"]}
+CASES = [
+    ("some fields given", ROOM, {"date": "2027-01-04", "people": 8}),
+    ("a field set to None", ROOM, {"date": "2027-01-04", "floor": None}),
+    ("a default of False given as True", ROOM, {"date": "2027-01-04", "projector": True}),
+    ("no content at all", ROOM, None),
+    ("no defaults in the schema", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, {}),
+]
+
+def fills_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = fill`, no call)")
+    if "apply_defaults" in getattr(getattr(fn, "__code__", None), "co_names", ()):
+        refuse("it calls apply_defaults, which does the whole job; write the rule yourself")
+    for label, schema, content in CASES:
+        given = copy.deepcopy(content)
+        try:
+            got = fn(copy.deepcopy(schema), given)
+        except Exception as exc:
+            refuse(f"with {label} it raised {type(exc).__name__}: {exc}")
+        if not isinstance(got, dict):
+            refuse(f"with {label} it returned a {type(got).__name__}; return the content, a dict")
+        if given != content:
+            refuse(f"with {label} it changed the content it was given; return a new dict")
+        if got is given:
+            refuse(f"with {label} it returned the very dict it was given; return a new one")
+        if got != apply_defaults(schema, content):
+            refuse(f"with {label} the answer differs from what the person's form would send: which fields "
+                   "does a default fill, and which does it leave alone?")
+    return True
+
+check(answer, fills_right,
+      hint="see the message above",
+      why="a default is the server's suggestion: the form shows it pre-filled, and code answering for someone may "
+          "choose it, but the session never adds it to what a person sent; it only checks that answer against the schema.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 05 · Elicitation: a tool that asks the person mid-call
@@ -182,7 +227,10 @@ shows it only if it is an `http(s)` link — `javascript:` is declined by policy
 - `nbagent/protocol/elicitation.py` — the form model a `requestedSchema` is read into.
 - `nbagent/notebook/elicitation.py` — the form you saw.
 - `nbagent/models/responses.py` — `to_input_items`: what of the thread a model request carries."""),
-    ("markdown", "## Exercise"),
+    ("markdown", """## Exercise
+
+A form question's `requestedSchema` may carry a `default` per field. Write what answering code
+does with them; the check runs your function on questions this server never asked."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -191,8 +239,11 @@ WALKTHROUGH = Walkthrough(
     name="05-elicitation",
     title="Elicitation: a tool that asks the person mid-call",
     cells=CELLS,
-    answer='answer = "cancel"',
-    wrong_answer='answer = "decline"',
+    answer=(
+        "answer = lambda schema, content: {**(content or {}), **{name: field['default'] for name, field in "
+        "schema['properties'].items() if field.get('default') is not None and (content or {}).get(name) is None}}"
+    ),
+    wrong_answer="answer = lambda schema, content: {**(content or {}), **{n: f['default'] for n, f in schema['properties'].items() if 'default' in f}}",
     timeout=120,
     files=("05-elicitation.json",),
 )
