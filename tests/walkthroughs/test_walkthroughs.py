@@ -23,7 +23,7 @@ from tests.walkthroughs.outputs import matches, seen
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGHS = all_walkthroughs()
-REQUIRED = {"00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"}
+REQUIRED = {"00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13"}
 SECTIONS = ("Where this lives in Codex", "Where this lives in nbagent", "Exercise")
 by_name = pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=[w.name for w in WALKTHROUGHS])
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
