@@ -6,7 +6,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, data
 
 CONFIG = f"""
 model = "replay:{data('02-tool-identity.json')}"
@@ -31,8 +31,7 @@ await session.perform(ListMcpTools())
 autopilot(session, lambda msg: ApprovalDecision(call_id=msg.call_id, decision="approve")
           if msg.type == "approval_requested" else None, on=AUTOPILOT)
 
-requests = model_requests(session)   # a tap: every request the runtime builds for the model
-begins = []                          # and every routed call
+begins = []                          # every routed call
 session.subscribe(lambda event: event.msg.type == "tool_call_begin" and begins.append(event.msg))
 print("servers:", {name: status.state for name, status in session.snapshot().servers.items()})'''
 
@@ -63,9 +62,11 @@ AMBIGUOUS = '''# "__" separates server from tool, but a server may be called `a_
 print(qualify_tools([("a__b", "c"), ("a", "b__c")]).by_raw)'''
 
 MODEL_SAW = '''import json
-from nbagent.models.responses import to_tools
+from IPython.utils.capture import capture_output
 
-print("the model was offered:", [t["name"] for t in to_tools(requests[0].tools) if t["name"].startswith("mcp__")])
+with capture_output() as shown:          # the last model request, as nbagent sent it
+    %agent inspect request --json
+print("the model was offered:", [t["name"] for t in json.loads(shown.stdout)["tools"] if t["name"].startswith("mcp__")])
 calls = [item for item in session.snapshot().items if item.type == "function_call"]
 outputs = {item.call_id: item for item in session.snapshot().items if item.type == "function_call_output"}
 routed = {begin.call_id: (begin.server, begin.raw_tool) for begin in begins if begin.server}
@@ -176,7 +177,7 @@ hashing, which belongs to neither tool."""),
     ("code", "%%agent --wait\nThe order-cancelling test fails. Find out why."),
     ("markdown", """## "What the model saw" vs what the server sent
 
-The model's request lists only visible names; each call is routed by the catalogue back to a raw
+The model's request (`%agent inspect request` shows the last one) lists only visible names; each call is routed by the catalogue back to a raw
 identity (the `tool_call_begin` event carries it); the server receives its own raw name. The
 unknown name is not guessed at: the model reads an error and no server hears of it."""),
     ("code", MODEL_SAW),
