@@ -114,9 +114,8 @@ def slips_through(arguments):
 
 check(answer, slips_through,
       hint="see the message above",
-      why="every keyword the API cannot take is a constraint only the server still enforces: nbagent warns about "
-          "those that change what is valid and passes the model's arguments on unchanged, so the server's refusal "
-          "comes back as a result the model reads.")"""
+      why="every keyword the API cannot take is a constraint only the server still enforces; nbagent passes the "
+          "model's arguments on unchanged, so the server's refusal comes back as a result the model reads.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 03 · Schema exposure: the server's inputSchema vs what the model receives
