@@ -170,7 +170,7 @@ def table_right(fn):
 check(answer, table_right,
       hint="see the message above",
       why="only a trusted server's readOnlyHint, with no destructiveHint, lets a call run by itself; "
-          "'never' turns every ask into a decline, and the per-tool approval_mode (the person's word) comes before all of it.")"""
+          "'never' turns every ask into a decline; a per-tool approval_mode, the person's own word, is weighed before any hint.")"""
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 04 · Approval: who lets a tool call run
