@@ -119,6 +119,12 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
 
   // 6. The target cell's badge "Undo": that cell alone goes back; then "Undo turn" does the rest.
   result.badge = await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).getMetadata('nbagent'), { i: target });
+  const forged = page.locator('.jp-Notebook .jp-Cell[data-nbagent-call-id="call_forged"]');
+  await forged.hover();
+  await waitFor(page, 'the kernel refusing the forged badge', () =>
+    document.querySelector('.jp-Cell[data-nbagent-call-id="call_forged"]')?.dataset.nbagentOffer === 'refused');
+  result.forgedButtons = await forged.locator('button.nbagent-undo-cell').count();
+  await page.locator('.jp-Notebook .jp-Cell').nth(target).hover();
   await page.locator('.jp-Notebook .jp-Cell').nth(target).locator('button.nbagent-undo-cell').click();
   log('clicked', { label: 'badge Undo' });
   result.afterBadgeUndo = await waitFor(page, 'the cell undone alone', (app, panel, a) => {

@@ -23,7 +23,7 @@ export type BridgeMethod =
   | 'move_cell'
   | 'run_cell';
 
-export type PageMethod = 'undo_cell';
+export type PageMethod = 'check_cell' | 'undo_cell';
 
 export type CellType = 'code' | 'markdown' | 'raw';
 

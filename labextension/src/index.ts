@@ -5,7 +5,7 @@
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
-import { CodeCell, MarkdownCell } from '@jupyterlab/cells';
+import { Cell, CodeCell, MarkdownCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
@@ -84,26 +84,51 @@ function undoButton(bridge: NotebookBridgeModel, provenance: Provenance): HTMLBu
     const { thread_id, turn_id, call_id } = provenance;
     const reply = await bridge.askKernel('undo_cell', { thread_id, turn_id, call_id });
     button.disabled = false;
+    if (reply.ok) {
+      button.remove(); // that call is undone now
+    }
     Notification.emit(reply.message, reply.ok ? 'success' : 'warning', { autoClose: reply.ok ? 5000 : false });
   });
   return button;
 }
 
-/** Add the marker class, a tooltip and the badge's "Undo" to every cell carrying agent provenance. */
+/** Ask the kernel, when the pointer first enters an agent cell, whether it made that call (in its
+ * own rollout, not undone); only then is "Undo" added to the badge. */
+function offerUndo(cell: Cell, bridge: NotebookBridgeModel): void {
+  if (cell.node.dataset.nbagentOffer) {
+    return;
+  }
+  cell.node.dataset.nbagentOffer = 'watching';
+  cell.node.addEventListener('mouseenter', async () => {
+    const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
+    if (!provenance || cell.node.dataset.nbagentOffer === 'asking' || cell.node.querySelector(`.${UNDO_CELL_CLASS}`)) {
+      return;
+    }
+    cell.node.dataset.nbagentOffer = 'asking';
+    const { thread_id, turn_id, call_id } = provenance;
+    const reply = await bridge.askKernel('check_cell', { thread_id, turn_id, call_id }, 10000);
+    const now = readProvenance(cell.model.getMetadata(METADATA_KEY));
+    if (reply.ok && now?.call_id === call_id && !cell.node.querySelector(`.${UNDO_CELL_CLASS}`)) {
+      cell.inputArea?.node.parentElement?.appendChild(undoButton(bridge, now));
+    }
+    cell.node.dataset.nbagentOffer = reply.ok ? 'offered' : 'refused'; // refused: asked again next time
+  });
+}
+
+/** Add the marker class, a tooltip and (once the kernel confirms it) "Undo" to every cell
+ * carrying agent provenance. */
 function markAgentCells(panel: NotebookPanel, bridge: NotebookBridgeModel): void {
   for (const cell of panel.content.widgets) {
     const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
     cell.toggleClass(AGENT_CELL_CLASS, provenance !== null);
-    const old = cell.node.querySelector(`.${UNDO_CELL_CLASS}`);
+    if (cell.node.dataset.nbagentCallId !== provenance?.call_id) {
+      cell.node.querySelector(`.${UNDO_CELL_CLASS}`)?.remove(); // another call's, or none now
+    }
     if (provenance) {
-      if (cell.node.dataset.nbagentCallId !== provenance.call_id || !old) {
-        old?.remove();
-        cell.inputArea?.node.parentElement?.appendChild(undoButton(bridge, provenance));
-      }
+      offerUndo(cell, bridge);
       cell.node.dataset.nbagentCallId = provenance.call_id;
       cell.node.title = `Written by nbagent: thread ${provenance.thread_id}, turn ${provenance.turn_id}, call ${provenance.call_id}`;
     } else if (cell.node.dataset.nbagentCallId) {
-      old?.remove();
       delete cell.node.dataset.nbagentCallId;
       cell.node.removeAttribute('title');
     }

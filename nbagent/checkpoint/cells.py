@@ -202,15 +202,20 @@ async def undo_op(items: Sequence[Item], bridge: CellBridge | None, turn_id: str
     return Undo(turn_id=cell_turn, force=force, keep=keep, cells=said)
 
 
-async def call_undo_op(items: Sequence[Item], bridge: CellBridge, turn_id: str, call_id: str, *,
-                       force: bool = False) -> Undo:
-    """Restore the one cell call ``call_id`` of ``turn_id`` changed and give the ``Undo`` op that
-    records it. The call is looked up in the rollout: ids the page sends come from the notebook
-    file, which anyone may edit, so one that names no cell change of this thread is refused."""
+def check_call(items: Sequence[Item], turn_id: str, call_id: str) -> None:
+    """``UndoRefused`` unless call ``call_id`` of ``turn_id`` changed a cell and is not undone."""
     if not any(c.turn_id == turn_id and c.call_id == call_id for c in cell_calls(items, live=False)):
         raise UndoRefused(f"call {call_id[:80]!r} of turn {turn_id[:80]!r} changed no cell in this thread: "
                           "nothing to undo (the cell's badge may come from another notebook or an edited file)")
     if not any(c.turn_id == turn_id and c.call_id == call_id for c in cell_calls(items)):
         raise UndoRefused(f"call {call_id} of turn {turn_id} is undone already")
+
+
+async def call_undo_op(items: Sequence[Item], bridge: CellBridge, turn_id: str, call_id: str, *,
+                       force: bool = False) -> Undo:
+    """Restore the one cell call ``call_id`` of ``turn_id`` changed and give the ``Undo`` op that
+    records it. The call is looked up in the rollout: ids the page sends come from the notebook
+    file, which anyone may edit, so one that names no cell change of this thread is refused."""
+    check_call(items, turn_id, call_id)
     said = await undo_cells(bridge, await plan_cells(bridge, items, turn_id, force=force, call_id=call_id))
     return Undo(turn_id=turn_id, call_id=call_id, force=force, cells=said)

@@ -257,12 +257,21 @@ class KernelAgent:
         self.spawn(job())
 
     async def page_request(self, request: PageRequest) -> tuple[bool, str]:
-        """A badge's "Undo" clicked in the page: its thread must be this one; the call is looked up
-        in the rollout (``call_undo_op``), never taken from the page on trust."""
+        """A badge's "Undo" clicked in the page (``check_cell``: whether to show it): its thread
+        must be this one; the call is looked up in the rollout, never taken from the page on trust."""
+        from nbagent.checkpoint import UndoRefused
+        from nbagent.checkpoint.cells import check_call
+
         session = await self.ready()
         params = UndoCellParams.model_validate(request.params)
         if params.thread_id != session.snapshot().thread_id:
             return False, f"nothing undone: the cell was written in thread {params.thread_id[:80]!r}, not this kernel's"
+        if request.method == "check_cell":
+            try:
+                check_call(session.snapshot().items, params.turn_id, params.call_id)
+            except UndoRefused as exc:
+                return False, str(exc)
+            return True, "can be undone"
         done = await self.undo_turn(session, params.turn_id, call_id=params.call_id)
         return done.success, done.message
 

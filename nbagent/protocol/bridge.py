@@ -29,7 +29,7 @@ MAX_NOTEBOOK_THREADS = 100
 """How many of the thread ids in a notebook's ``metadata.nbagent.threads`` are considered: the
 latest. Whoever sent the notebook wrote them, and each one offered costs a look-up in the store."""
 
-PageMethod = Literal["undo_cell"]
+PageMethod = Literal["check_cell", "undo_cell"]
 BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
 
@@ -102,7 +102,8 @@ class PageReply(BridgeMessage):
 
 
 class UndoCellParams(BridgeMessage):
-    """Undo the one cell change an agent call made (the "Undo" on the cell's provenance badge)."""
+    """Undo the one cell change an agent call made (the "Undo" on the cell's provenance badge);
+    ``check_cell`` asks only whether the kernel would, so the page shows "Undo" where it may."""
 
     thread_id: str
     turn_id: str

@@ -25,6 +25,7 @@ PLAN = {
     "move_shows": "moves from index 4 to index 3", "delete_shows": "the cell is deleted; its output goes too",
     "note": "note.txt",
 }
+FORGED = {"thread_id": "thread_forged", "turn_id": "turn_forged", "call_id": "call_forged"}  # as anyone may write
 NOTE = "*** Begin Patch\n*** Add File: note.txt\n+made by the turn\n*** End Patch"
 
 
@@ -56,7 +57,7 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1,
                "outputs": [{"output_type": "stream", "name": "stdout", "text": "scratch\n"}]}
     (root / "cells.ipynb").write_text(json.dumps({
-        "cells": [_code(wire), target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep"}],
+        "cells": [_code(wire), target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))
@@ -84,7 +85,9 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
     # "Undo turn": refused naming the cell the person typed into; then every cell as before the
     # turn (the deleted one back with its type, the moved one back in place) and the file gone.
     assert "not undone" in result["refused"] and "cell target (edited since)" in result["refused"], result["refused"]
-    # The badge's "Undo" on the target cell: it alone is back, the rollout records that call's undo.
+    # The badge's "Undo" on the target cell: it alone is back, the rollout records that call's undo;
+    # a badge the kernel did not write gets no "Undo".
+    assert result["forgedButtons"] == 0
     assert [c["source"] for c in result["afterBadgeUndo"]] == [ORIGINAL if c["id"] == "target" else c["source"]
                                                                 for c in result["cells"]]
     (single, _turn) = items(lab.root.parent / "home", result["badge"]["thread_id"], UndoItem)
