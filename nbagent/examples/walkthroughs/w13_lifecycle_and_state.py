@@ -186,22 +186,25 @@ CODEX = """## Where this lives in Codex
 
 In openai/codex at commit `608b8b1cc6ce` (the line ranges of `docs/guide/codex-vocabulary.md`):
 
-- `codex-rs/codex-mcp/src/connection_manager.rs` L104-L269 — `McpConnectionManager` starts every
-  configured server, one client each, and sends a startup update per server and a summary when
-  all are done (nbagent's `mcp_startup_update`, `mcp_startup_complete`); L402-L441
-  `list_all_tools`, the catalogue a re-list rebuilds.
+- `codex-rs/codex-mcp/src/connection_manager.rs` L104-L269 — `McpConnectionManager::new` starts
+  every enabled server, one client each: a `McpStartupUpdateEvent` `Starting` per server, then
+  `Ready`, `Cancelled` or `Failed { error }`, and one `McpStartupCompleteEvent` (ready, failed,
+  cancelled) when all are done; nbagent's `mcp_startup_update` and `mcp_startup_complete`.
+  L402-L441 `list_all_tools`: the catalogue a re-list rebuilds.
 - `codex-rs/codex-mcp/src/runtime.rs` L32-L90 — `McpRuntimeContext`, where each server runs;
   L20-L30 `SandboxState`, the permissions a server is told in `_meta`.
-- `codex-rs/core/src/session/mcp.rs` L290-L303 — the session's `call_tool`: a call to a server
-  that is gone comes back as an error for the model, as the crash above did.
+- `codex-rs/core/src/session/mcp.rs` L290-L303 — the session's `call_tool`, the way every call
+  reaches the manager.
 - `codex-rs/mcp-server/src/message_processor.rs` L325-L344 — `tools/call` on `codex mcp-server`
-  starts a turn; `codex-rs/mcp-server/src/codex_tool_runner.rs` L194-L411 — the loop that forwards
-  the turn's events to the caller and turns an approval into an elicitation (L219-L300).
+  dispatches to the `codex` tool, which starts a turn; `codex-rs/mcp-server/src/codex_tool_runner.rs`
+  L194-L411 — the loop over that turn's events: each goes to the caller as a notification, and an
+  approval the turn needs goes to the caller as an elicitation.
 
-Where nbagent differs: a crashed server stays down until restarted (`%agent mcp restart`, the
-panel's button, `nbagent mcp` in a terminal) rather than being restarted behind the person's
-back, and the failure keeps the server's last stderr lines; each stdio server runs in the
-sandbox `sandbox_mode` names."""
+Where nbagent differs: Codex's startup update carries the server and its status (a failure its
+error text); nbagent's also carries the server's last stderr lines, its tool count and protocol
+version, and the same event reports a restart. A server that crashes stays down, shown as failed
+with its exit code and stderr, until a person restarts it (`%agent mcp restart`, the servers
+panel, `nbagent mcp`); each stdio server runs in the sandbox `sandbox_mode` names."""
 
 NBAGENT = """## Where this lives in nbagent
 
