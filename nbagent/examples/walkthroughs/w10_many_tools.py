@@ -79,30 +79,82 @@ for line in ran:
     print(line["tool"], json.dumps(line["arguments"]))
 print("\\ncalls the platform server received:", len(ran), "(the search is nbagent's own, no server hears it)")'''
 
-EXERCISE = '''# Say the same thread went on with `max_model_tools = 4`. Which MCP tools would its next
-# request carry? Give their raw names as a list, newest in view first.
+EXERCISE = '''# The catalogue holds more than `cap` tools. `own`: the names of the tools that are not MCP tools,
+# in catalogue order; `in_view`: the MCP tools in view, oldest first. Return the names one request
+# carries, in order: the tools of `own` it always carries, then "search_tools", then tools in view,
+# newest first, until the request holds `cap` tools.
+def carried(cap, own, in_view):
+    ...
+
 answer = ...'''
 
-CHECK = '''from nbagent.core.request_tools import RequestTools
+CHECK = r'''from nbagent.core.request_tools import RecentTools, RequestTools
+from nbagent.protocol import FunctionCall, ToolSpec
 
-def next_request(cap):
-    """The very selection a turn makes, on this session's catalogue and thread."""
-    entries = {spec.name: (spec, None) for spec in session.snapshot().tools}
-    _, picked = RequestTools(cap).select(entries, session.snapshot().items)
-    return [spec.raw_name for spec, _ in picked if spec.server is not None]
+def refuse(why):
+    raise AssertionError(f"Not yet: {why}")
 
-def carried(names):
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise AssertionError(f"Not yet: `answer` is a {type(names).__name__}; give a list of raw tool names "
-                             "(strings, as the server names them), newest in view first")
-    return names == next_request(4)
+def nbagent_carries(cap, own, in_view):
+    # What RequestTools.select puts in a request, on a catalogue made of these names (plus enough
+    # MCP tools nobody looked at to pass the cap) and a thread whose calls put `in_view` in view.
+    mcp = [*in_view, *(f"mcp__platform__unseen_{n}" for n in range(cap + 1))]
+    catalogue = {name: (ToolSpec(name=name), None) for name in own}
+    catalogue |= {name: (ToolSpec(name=name, server="platform", raw_name=name), None) for name in mcp}
+    calls = [FunctionCall(call_id=f"call_{n}", name=name, arguments="{}") for n, name in enumerate(in_view)]
+    return [spec.name for spec, _ in RequestTools(cap).select(catalogue, calls)[1]]
 
-check(answer, carried,
-      hint="a request of 4 holds search_tools and the tools that are not MCP tools first; the room "
-           "left goes to the tools in view, newest first: the called tool, then the search's results",
+mcp_names = {spec.name for spec in platform}
+ours = (4, [spec.name for spec in catalogue if spec.server is None],
+        [name for name in RecentTools(16).sync(session.snapshot().items) if name in mcp_names])
+cases = [
+    ("this thread with max_model_tools = 4", *ours),
+    ("room to spare", 10, ["shell", "apply_patch", "run_python"],
+     ["mcp__crm__find_contact", "mcp__crm__add_note", "mcp__mail__send", "mcp__mail__draft", "mcp__crm__merge"]),
+    ("more of its own tools than fit", 8, ["shell", "apply_patch", "read_notebook", "insert_cell", "replace_cell",
+                                           "delete_cell", "run_cell", "run_python"],
+     ["mcp__docs__search", "mcp__docs__open", "mcp__docs__cite"]),
+    ("no tools of its own", 5, [], ["mcp__a__one", "mcp__a__two", "mcp__a__three", "mcp__a__four", "mcp__a__five",
+                                    "mcp__a__six"]),
+    ("a tiny cap", 2, ["shell", "run_python"], ["mcp__kv__get"]),
+]
+
+def carries_right(fn):
+    if not callable(fn):
+        refuse(f"`answer` is a {type(fn).__name__}; it should be the function itself (`answer = carried`, no call)")
+    for name, cap, own, in_view in cases:
+        try:
+            got = fn(cap, list(own), list(in_view))
+        except Exception as exc:
+            refuse(f"on {name} it raised {type(exc).__name__}: {exc} (cap is an int, own and in_view lists of names)")
+        if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
+            refuse(f"on {name} it returned {type(got).__name__}; return a list of tool names")
+        wanted = nbagent_carries(cap, own, in_view)
+        if got == wanted:
+            continue
+        if [n for n in got if n in own] != wanted[:wanted.index("search_tools")]:
+            refuse(f"on {name} the tools of `own` it carries are off: when they alone would fill the "
+                   "request, a quarter of the cap (at least one) stays for tools in view")
+        if got.count("search_tools") != 1 or got.index("search_tools") != wanted.index("search_tools"):
+            refuse(f"on {name} search_tools is missing or misplaced: every capped request carries it, right after them")
+        if len(got) > cap:
+            refuse(f"on {name} the request holds {len(got)} tools; it holds at most cap ({cap})")
+        refuse(f"on {name} the tools in view are off: newest first, until the request holds cap tools")
+    return True
+
+check(answer, carries_right,
+      hint="see the message above",
       why="in view is read from the thread's items (the search's structured output and the calls), "
           "newest first, so a resumed thread carries the same tools; what does not fit drops out "
           "of the request, not out of the catalogue: a call to it still resolves and is approved as usual.")'''
+
+ANSWER = '''def carried(cap, own, in_view):
+    room = cap - 1
+    if len(own) > room:
+        room -= max(1, cap // 4)
+    picked = [*own[:room], "search_tools"]
+    return picked + list(reversed(in_view))[:cap - len(picked)]
+answer = carried'''
+WRONG_ANSWER = "answer = lambda cap, own, in_view: [*own, 'search_tools', *reversed(in_view)][:cap]"
 
 CELLS: list[tuple[CellKind, str]] = [
     ("markdown", """# 10 · Many tools: a catalogue bigger than one request
@@ -190,7 +242,10 @@ thread's searches never push a request past it."""),
 Five tools here are not MCP tools (the notebook's own). When they alone would fill a request,
 only the first of them, up to three quarters of the cap, are always carried: the last quarter
 stays for tools in view, or what a search finds could never come in (and the session warns once,
-naming the ones left out)."""),
+naming the ones left out).
+
+Write that selection as a function. The check holds it to `RequestTools.select`, nbagent's own, on
+this thread with a cap of 4 and on catalogues this notebook never built."""),
     ("code", EXERCISE),
     ("code", CHECK),
 ]
@@ -199,8 +254,8 @@ WALKTHROUGH = Walkthrough(
     name="10-many-tools",
     title="Many tools: a catalogue bigger than one request",
     cells=CELLS,
-    answer='answer = ["create_pull_request"]',
-    wrong_answer='answer = ["create_pull_request", "delete_pull_request", "archive_pull_request"]',
+    answer=ANSWER,
+    wrong_answer=WRONG_ANSWER,
     timeout=120,
     files=("10-many-tools.json",),
 )
