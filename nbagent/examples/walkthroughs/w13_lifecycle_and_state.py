@@ -21,7 +21,6 @@ model_context_window = 32768            # a model capability: how much the model
 [mcp_servers.life]                      # starts, crashes when asked, learns a tool
 command = $python
 args = ["-m", "nbagent.examples.lifecycle_server"]
-default_tools_approval_mode = "auto"
 
 [mcp_servers.broken]                    # the same program, missing a setting: it refuses to start
 command = $python
@@ -76,7 +75,8 @@ print("the model read:", end.output[:300])
 life = session.snapshot().servers["life"]
 print(f"\nlife is now: {life.state}, error={life.error!r}\n  stderr_tail={life.stderr_tail!r}")
 claim(life.state != "ready" and end.is_error, "the crash ended the call with an error and left the server down, not the session",
-      otherwise=f"the server is {life.state} and the call {end.status}")'''
+      otherwise=f"the server is {life.state} and the call {end.status}"
+                f"{' (nobody approved it, so it never ran)' if end.status == 'denied' else ''}")'''
 
 RESTART = r'''seen = len(events)
 await background("mcp restart life")
