@@ -65,7 +65,7 @@ OPS = {
 }
 USER_TURN_FIELDS = ["ask_timeout_sec", "entry", "interactive", "model", "policy", "prompt", "turn_id", "type"]
 
-ANSWERED_BY = ["user", "policy", "remembered", "timeout", "unanswered", "interrupt"]
+ANSWERED_BY = ["user", "code", "policy", "remembered", "timeout", "unanswered", "interrupt"]
 """Who or what resolves an ask (``AnsweredBy``); a server's question is never ``remembered``."""
 
 ENVELOPE_FIELDS = ["seq", "thread_id", "turn_id", "at", "msg"]

@@ -307,7 +307,7 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
             return self.not_waiting(op.call_id)
         if op.arguments is not None and (problems := edit_problems(request, op.arguments)):
             return self.refuse(op.call_id, f"edited arguments for {op.call_id} rejected: " + "; ".join(problems))
-        return self.user_answered(op.call_id, op, op.message)
+        return self.user_answered(op.call_id, op, op.message, op.by)
 
     def fallback(self, request: ApprovalRequested, by: AnsweredBy) -> ApprovalDecision:
         return ApprovalDecision(call_id=request.call_id, decision="deny")
@@ -323,9 +323,9 @@ class ApprovalDesk(PendingAsks[ApprovalRequested, ApprovalDecision]):
         can lose a decision once made; then what it keeps ("for this session", "always")."""
         super().resolve(request, resolution, turn_id)
         decision, spec = resolution.answer.decision, self._specs[request.call_id]
-        if resolution.by == "user" and decision in ("approve_session", "always"):
+        if resolution.by in ("user", "code") and decision in ("approve_session", "always"):
             self.memory.remember(spec)
-        if resolution.by == "user" and decision == "always" and (written := self._on_always(spec)):
+        if resolution.by in ("user", "code") and decision == "always" and (written := self._on_always(spec)):
             self._bus.emit(
                 WarningEvent(message=f"'always' for {spec.display_name} written to {written}"), turn_id=turn_id
             )

@@ -78,7 +78,7 @@ class ElicitationDesk(PendingAsks[ElicitationRequested, ElicitOutcome]):
             if problems := elicitation_answer_problems(request, content):
                 why = f"answer to {request.server}'s question refused: " + "; ".join(problems)
                 return self.refuse(op.request_id, why)
-        return self.user_answered(op.request_id, ElicitOutcome(action=op.action, content=content))
+        return self.user_answered(op.request_id, ElicitOutcome(action=op.action, content=content), by=op.by)
 
     def fallback(self, request: ElicitationRequested, by: AnsweredBy) -> ElicitOutcome:
         return ElicitOutcome(action="decline" if by == "policy" else "cancel")

@@ -18,7 +18,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from nbagent.core.bus import EventBus
 from nbagent.protocol import AnsweredBy, EventMsg, Item, Policy, WarningEvent
@@ -144,11 +144,14 @@ class PendingAsks(ABC, Generic[RequestT, AnswerT]):
     def not_waiting(self, key: str) -> str:
         return f"no pending {self.noun} {key!r}"
 
-    def user_answered(self, key: str, answer: AnswerT, message: str | None = None) -> str | None:
-        """A person's answer; why not taken (with a warning) when nothing waits under ``key``."""
+    def user_answered(
+        self, key: str, answer: AnswerT, message: str | None = None, by: Literal["user", "code"] = "user"
+    ) -> str | None:
+        """A person's answer (or code's in their place); why not taken (with a warning) when
+        nothing waits under ``key``."""
         if self.waiting(key) is None:
             return self.not_waiting(key)
-        self._waiting[key].future.set_result(Resolution(answer, "user", message))
+        self._waiting[key].future.set_result(Resolution(answer, by, message))
         return None
 
     def unanswered(self, key: str, why: str) -> str | None:

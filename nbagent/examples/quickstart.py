@@ -56,10 +56,10 @@ if nobody_clicks():                 # headless, or the executor that renders the
     def answer(event):              # an Event: seq, thread_id, turn_id, at around msg
         msg = event.msg
         if msg.type == "approval_requested":
-            session.submit(ApprovalDecision(call_id=msg.call_id, decision="approve"))
+            session.submit(ApprovalDecision(call_id=msg.call_id, decision="approve", by="code"))
         elif msg.type == "elicitation_requested":
             session.submit(ElicitationResponse(
-                request_id=msg.request_id, action="accept",
+                request_id=msg.request_id, action="accept", by="code",
                 content={"title": "Baseline", "owner_email": "you@example.com", "runs": 3,
                          "optimizer": "adam", "tags": ["nlp"]},
             ))

@@ -43,7 +43,7 @@ DECISION_TEXT: dict[str, str] = {
 }
 Preview = Callable[[str, dict[str, Any]], Awaitable[list[PatchChange]]]
 """What a call of the named tool with these arguments would change, read now."""
-BY_TEXT = {"user": "by you", "policy": "by policy", "remembered": "remembered", "timeout": "timed out", "interrupt": "interrupted"}
+BY_TEXT = {"user": "by you", "code": "by notebook code", "policy": "by policy", "remembered": "remembered", "timeout": "timed out", "interrupt": "interrupted"}
 
 
 def annotation_badges(event: ApprovalRequested) -> str:

@@ -268,9 +268,9 @@ class ElicitationForm:
 
     def on_resolved(self, event: ElicitationResolved) -> None:
         self.resolved = event
-        by = {"user": "by you", "policy": "by policy", "timeout": "timed out", "interrupt": "interrupted",
+        by = {"user": "by you", "code": "by notebook code", "policy": "by policy", "timeout": "timed out", "interrupt": "interrupted",
               "unanswered": "without an answer"}
-        self._collapse(event.action, by.get(event.by, event.by), event.message if event.by != "user" else None)
+        self._collapse(event.action, by.get(event.by, event.by), event.message if event.by not in ("user", "code") else None)
 
     def _collapse(self, action: str, by: str, why: str | None = None) -> None:
         for button in self.buttons.values():

@@ -78,7 +78,7 @@ class ToolCard:
         """A question the server asked during this call was not answered: say so in the result,
         in the person's words rather than the SDK's."""
         if action != "accept":
-            who = "you" if by == "user" else {"policy": "the policy (nobody to ask)", "timeout": "the timeout", "interrupt": "the interrupt"}.get(by, by)
+            who = "you" if by == "user" else {"code": "notebook code", "policy": "the policy (nobody to ask)", "timeout": "the timeout", "interrupt": "the interrupt"}.get(by, by)
             verb = "declined" if action == "decline" else "cancelled"
             self.outcome_note = f"{who} {verb} the server's question" if who == "you" else f"the server's question was {verb} by {who}"
 

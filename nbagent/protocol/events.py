@@ -140,7 +140,7 @@ class ElicitationResolved(_Msg):
     type: Literal["elicitation_resolved"] = "elicitation_resolved"
     request_id: str
     action: Literal["accept", "decline", "cancel"]
-    by: Literal["user", "policy", "timeout", "unanswered", "interrupt"]
+    by: Literal["user", "code", "policy", "timeout", "unanswered", "interrupt"]
     """``AnsweredBy`` but ``remembered``: a server's question is never answered from memory."""
     content: dict[str, Any] | None = None
     message: str | None = None

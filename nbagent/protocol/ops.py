@@ -25,8 +25,9 @@ Decision = Literal["approve", "approve_session", "always", "deny", "abort"]
 DECISIONS_THAT_RUN: frozenset[Decision] = frozenset({"approve", "approve_session", "always"})
 """The decisions under which the call runs; every other one means it does not."""
 
-AnsweredBy = Literal["user", "policy", "remembered", "timeout", "unanswered", "interrupt"]
-"""Who or what resolved an ask (an approval or a server's question). Nobody answering is never a
+AnsweredBy = Literal["user", "code", "policy", "remembered", "timeout", "unanswered", "interrupt"]
+"""Who or what resolved an ask (an approval or a server's question): ``code`` is notebook code
+answering in a person's place (an autopilot), which says so in its op. Nobody answering is never a
 decision: ``timeout`` when no answer came in time, ``unanswered`` when the front end that put the
 ask knew at once that none would come (the client it asks failed or left)."""
 
@@ -61,6 +62,9 @@ class ApprovalDecision(ProtocolModel):
     all sent: one that cannot be encoded must not fail the decision it comes with)."""
     arguments: dict[str, Any] | None = None
     """Edited arguments; when given, these are what runs and what is recorded."""
+    by: Literal["user", "code"] = "user"
+    """``code`` when code answers in a person's place (an autopilot): the record, the audit log
+    and the panel say so, not "by you"."""
 
 
 class ElicitationResponse(ProtocolModel):
@@ -71,6 +75,8 @@ class ElicitationResponse(ProtocolModel):
     request_id: str
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    by: Literal["user", "code"] = "user"
+    """As ``ApprovalDecision.by``."""
 
 
 class Interrupt(ProtocolModel):

@@ -23,7 +23,7 @@ def test_saved_widget_state_is_the_final_one(tmp_path):
     nb = nbformat.read(str(target), as_version=4)
     state = nb.metadata.widgets[WIDGET_STATE]["state"]
     html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
-    assert any("approved once by you" in value for value in html), "the approval's decision is not in the saved state"
+    assert any("approved once by notebook code" in value for value in html), "the approval's decision is not in the saved state"
     assert not any("queued behind the running turn" in v or "waiting for the session" in v for v in html)
     shown = [out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
              for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs

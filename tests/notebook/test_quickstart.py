@@ -38,8 +38,8 @@ def test_quickstart_runs_headless_without_error(tmp_path):
     executed = execute(build(), tmp_path, timeout=120)
     text = _no_error(executed)
     assert "front end: headless" in text
-    assert "approval call_replay_3_1: approve (user)" in text
-    assert "accept (user)" in text and "scripted" in text
+    assert "approval call_replay_3_1: approve (code)" in text
+    assert "accept (code)" in text and "scripted" in text
     assert text.count("[turn completed]") == 4
     assert "widgets" not in executed.metadata  # nothing rendered, so no widget state
     echoed = [out["data"]["text/plain"] for cell in executed.cells for out in cell.get("outputs", [])
@@ -61,15 +61,15 @@ def test_nbagent_demo_saves_the_panels_with_their_decisions(tmp_path, capfd):
     assert "without encryption" not in printed + errors  # a warning a demo user cannot act on
     summary = printed[printed.index("nbagent demo:"):]
     assert "turns:     4 turns (4 completed)" in summary and "calls:     4 tool calls" in summary
-    assert "approve by user" in summary and "questions: 1 accept by user" in summary
+    assert "approve by code" in summary and "questions: 1 accept by code" in summary
     assert f"executed notebook: {target}" in summary and len(summary.splitlines()) == 6
     executed = nbformat.read(str(target), as_version=4)
     assert "front end: widgets" in _no_error(executed)
     state = executed.metadata.widgets[WIDGET_STATE]["state"]
     html = [re.sub("<[^>]+>", "", m["state"].get("value", "")) for m in state.values() if m["model_name"] == "HTMLModel"]
     # what a person opening the notebook sees: the decision and the answer, not a panel still waiting
-    assert any("approved once by you" in h for h in html), "the approval's decision is not in the saved state"
-    assert any("Details for experiment" in h and "answered by you" in h for h in html)
+    assert any("approved once by notebook code" in h for h in html), "the approval's decision is not in the saved state"
+    assert any("Details for experiment" in h and "answered by notebook code" in h for h in html)
     assert not any("waiting for" in h or "queued behind the running turn" in h for h in html)
     shown = [out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
              for cell in executed.cells if cell.cell_type == "code" for out in cell.outputs

@@ -84,7 +84,7 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool
         if event.msg.type in ("approval_requested", "elicitation_requested"):
             op = answer(event.msg)
             if op is not None:
-                session.submit(op)
+                session.submit(op.model_copy(update={"by": "code"}))  # recorded as code's, not a person's
 
     _answering.append(session.subscribe(on_event))
     return True

@@ -81,7 +81,7 @@ for row in approvals(session.snapshot().items):
     print("  ", row)
 print("\\nthe server ran:", [(r["tool"], r["folder"]) for r in map(json.loads, Path("ran.jsonl").read_text().splitlines())])
 decided = approvals(session.snapshot().items)
-claim(decided == [("wipe", "approve_session", "user"), ("wipe", "approve", "remembered"), ("tidy", "always", "user")],
+claim(decided == [("wipe", "approve_session", "code"), ("wipe", "approve", "remembered"), ("tidy", "always", "code")],
       "wipe was approved for the session, its second call ran remembered, and tidy was approved Always",
       otherwise=f"the decisions were {decided}")'''
 

@@ -45,7 +45,7 @@ def respond(msg):
     if step is None:
         return None
     action, after = step
-    op = ElicitationResponse(request_id=msg.request_id, action=action,
+    op = ElicitationResponse(request_id=msg.request_id, action=action, by="code",
                              content=FORM if action == "accept" and msg.mode == "form" else None)
     if after:  # a person takes a while: the op arrives later, from the event loop
         asyncio.get_running_loop().call_later(after, session.submit, op)
