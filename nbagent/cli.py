@@ -39,10 +39,10 @@ from nbagent.kit.turn import (
     QuestionChanged,
     ServerChanged,
     TurnModel,
-    UsageChanged,
     Warned,
     change_lines,
     denial_line,
+    usage_text,
 )
 from nbagent.models.base import ModelError
 from nbagent.protocol import (
@@ -110,8 +110,6 @@ def _text(change: Change | None) -> str:
             return f"error: {message}\n"
         case Ended(ending=Ending(status="aborted", reason=reason)):
             return f"[turn aborted: {reason}]\n"
-        case UsageChanged() as usage:
-            return f"[{usage.text}]\n"
         case Compacted(compaction=compaction):
             return f"[{describe_compaction(compaction)}]\n"
     return ""
@@ -144,6 +142,9 @@ class _Printer:
                 return
             self._shown_errors.add(problem)
         out = VisibleWriter(sys.stderr if problem is not None else sys.stdout)
+        if isinstance(change, Ended) and self.model.usage is not None:
+            # once, after the turn's text: a request's count can come before its last words
+            print(f"[{usage_text(self.model.usage, self.model.thread_usage)}]", flush=True)
         out.write(_text(change))
         out.flush()
 
