@@ -66,6 +66,22 @@ def test_names_only_files_that_exist(walkthrough: Walkthrough):
 
 
 
+CODEX_LINK = re.compile(r"https://github\.com/openai/codex/[^\s)>\]]*")
+PINNED = re.compile(r"https://github\.com/openai/codex/blob/[0-9a-f]{40}/codex-rs/[\w./-]+\.rs#L\d+-L\d+")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_codex_citations_name_a_commit_and_lines(path: Path):
+    """A reader who follows a Codex link lands on the lines the notebook means, at the commit it
+    was read at, not on whatever the file holds today."""
+    nb = nbformat.read(str(path), as_version=4)
+    links = CODEX_LINK.findall("\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    unpinned = [link for link in links if not PINNED.fullmatch(link)]
+    assert not unpinned, f"{path.name}: Codex links without a commit and an #L range: {unpinned}"
+    if path.name[:2] in REQUIRED - {"00"}:
+        assert links, f"{path.name} cites no Codex lines"
+
+
 def _errors(nb: nbformat.NotebookNode) -> list[str]:
     return [
         f"cell {index}: {out.get('ename')}: {out.get('evalue')}"

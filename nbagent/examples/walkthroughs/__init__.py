@@ -42,7 +42,7 @@ SANDBOX_FILES = (
 the sandbox along to a server, these define its policies and enforce them."""
 
 REVIEW_FILES = (
-    "codex-rs/utils/git/src/ghost_commits.rs",
+    "codex-rs/git-utils/src/ghost_commits.rs",
     "codex-rs/core/src/tasks/ghost_snapshot.rs",
     "codex-rs/core/src/tasks/undo.rs",
     "codex-rs/apply-patch/src/parser.rs",

@@ -261,12 +261,13 @@ the rollout as it happens, every step is an event a widget or a client can follo
 need an approval, and the server runs in a sandbox."""),
     ("markdown", """## Where this lives in Codex
 
-* `codex-rs/core/src/tools/handlers/mcp.rs`: the MCP tool as the model sees it, and the handler
-  that takes the model's call back to the raw server and tool.
-* `codex-rs/core/src/mcp_tool_call.rs`: step 3 and 4 for an MCP tool: begin event, approval, the
-  call, the result made fit for the model, end event.
-* `codex-rs/codex-mcp/src/connection_manager.rs`: the connections to the servers and their tools,
-  the state step 1 reads."""),
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+* [`codex-rs/core/src/tools/handlers/mcp.rs` L226-L250](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L226-L250) (`create_tool_spec`): the MCP tool as the model sees it; [L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156)
+  (`handle`): the handler that takes the model's call back to the raw server and tool.
+* [`codex-rs/core/src/mcp_tool_call.rs` L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292) (`handle_mcp_tool_call`): step 3 and 4 for an MCP tool: begin event,
+  approval, the call, the result made fit for the model, end event.
+* [`codex-rs/codex-mcp/src/connection_manager.rs` L402-L441](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L402-L441) (`list_all_tools`): the connections' tools, the state step 1 reads."""),
     ("markdown", """## Exercise
 
 Step 2 turned an MCP tool into a Chat Completions function tool. Write it for the Responses API,

@@ -155,14 +155,15 @@ client of the demo server (it reads this folder's `nbagent.toml`), so both roles
     ("code", CLIENT_RESULT),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/connection_manager.rs` — the client role: one manager owns the
-  connections to every configured server, and calls go through it.
-- `codex-rs/core/src/mcp_tool_call.rs` — one MCP call inside a turn: begin/end events around it,
-  the result wrapped as a model-readable item.
-- `codex-rs/mcp-server/src/message_processor.rs` — the server role: MCP requests from a caller
-  are dispatched to handlers.
-- `codex-rs/mcp-server/src/codex_tool_runner.rs` — a tool call of the caller runs a session turn
-  and its events become the answer."""),
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L104-L269](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L104-L269) — the client role: one manager owns the connections to every
+  configured server; [L632-L668](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L632-L668) (`call_tool`): calls go through it.
+- [`codex-rs/core/src/mcp_tool_call.rs` L849-L914](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L849-L914) — one MCP call inside a turn: begin/end events around it; [L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292)
+  (`handle_mcp_tool_call`) wraps the result as a model-readable item.
+- [`codex-rs/mcp-server/src/message_processor.rs` L325-L344](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/message_processor.rs#L325-L344) — the server role: a caller's `tools/call` is dispatched to its handler.
+- [`codex-rs/mcp-server/src/codex_tool_runner.rs` L194-L411](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L194-L411) — a tool call of the caller runs a session turn and its events become the
+  answer."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/manager.py` — `McpConnectionManager`: every configured server behind one tool

@@ -186,13 +186,15 @@ unknown name is not guessed at: the model reads an error and no server hears of 
     ("code", ROUTE),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/tools.rs` — the same split: each tool keeps its raw server and tool
-  name for the protocol call, while the model-visible parts are sanitised and, on a clash or past
-  64 characters, given a SHA-1 suffix of the raw identity.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — one handler per MCP tool holds that tool's raw
-  identity; a call made by the visible name reaches it and goes on with the raw server and tool.
-- `codex-rs/codex-mcp/src/connection_manager.rs` — owns the connections whose tools are listed
-  and normalised."""),
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/codex-mcp/src/tools.rs` L30-L56](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L30-L56) (`ToolInfo`) — the same split: each tool keeps its raw server and tool name
+  for the protocol call; [L141-L249](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L141-L249) sanitises the model-visible parts and, on a clash or past
+  64 characters, gives them a SHA-1 suffix of the raw identity.
+- [`codex-rs/core/src/tools/handlers/mcp.rs` L32-L35](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L32-L35) (`McpHandler`) — one handler per MCP tool holds that tool's raw identity;
+  [L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156) (`handle`): a call made by the visible name reaches it and goes on with the raw
+  server and tool.
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L402-L441](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L402-L441) (`list_all_tools`) — the tools of the connections, listed and normalised."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/identity.py` — `qualify_tools`, `base_name`, `hashed_name`, `raw_digest`: the names

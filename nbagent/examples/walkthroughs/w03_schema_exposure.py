@@ -170,10 +170,12 @@ carries the reason and the model retries."""),
     ("code", BACKFILL),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/tools.rs` — tool metadata and schema shaping: the model-visible view
-  of a tool's input schema is made here, while the raw tool stays for execution.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — builds the Responses API function spec from the
-  tool, and passes the model's arguments on to the call as sent."""),
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/codex-mcp/src/tools.rs` L141-L249](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L141-L249) — tool metadata shaping: the model-visible view of a tool is made here,
+  while the raw tool ([L30-L56](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L30-L56), `ToolInfo`) stays for execution.
+- [`codex-rs/core/src/tools/handlers/mcp.rs` L226-L250](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L226-L250) (`create_tool_spec`) — builds the Responses API function spec from the tool;
+  [L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156) (`handle`) passes the model's arguments on to the call as sent."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/schema/sanitize/` — `sanitize_schema`: the keyword whitelist (`rules.py`), the rewrites, the

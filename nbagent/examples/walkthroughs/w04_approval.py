@@ -252,15 +252,18 @@ definition changed, so nothing lets this call through: no panel, a decision reco
     ("code", NEVER),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/core/src/mcp_tool_call.rs` — `maybe_request_mcp_tool_approval` decides before each MCP
-  call: the per-tool `approval_mode` from the config (`custom_mcp_tool_approval_mode`), the tool's
-  annotations, and the answers *Allow*, *Allow for this session*, *Allow and don't ask me again*.
-  Its remembered key (`McpToolApprovalKey`) is the server, connector and tool **name**; nbagent
-  binds a remembered approval to the definition hash as well — the rug pull above is what that adds.
-- `codex-rs/core/src/session/mcp.rs` — `request_mcp_server_elicitation` / `resolve_elicitation`:
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/core/src/mcp_tool_call.rs` L1156-L1329](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L1156-L1329) — `maybe_request_mcp_tool_approval` decides before each MCP
+  call: the per-tool `approval_mode` from the config, the tool's annotations, and the answers
+  ([L960-L967](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L960-L967), `McpToolApprovalDecision`) *Allow*, *Allow for this session*, *Allow and don't ask
+  me again*. Its remembered key ([L1343-L1370](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L1343-L1370)) is the server, connector and tool **name**;
+  nbagent binds a remembered approval to the definition hash as well — the rug pull above is what
+  that adds.
+- [`codex-rs/core/src/session/mcp.rs` L85-L198](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L85-L198) `request_mcp_server_elicitation` / [L204-L233](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L204-L233) `resolve_elicitation`:
   the pending entry of the active turn an approval question can travel as, until the front end
   answers.
-- `codex-rs/codex-mcp/src/tools.rs` — the listed tool definitions (annotations included) the
+- [`codex-rs/codex-mcp/src/tools.rs` L30-L56](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L30-L56) (`ToolInfo`) — the listed tool definition (annotations included) the
   decision reads."""),
     ("markdown", """## Where this lives in nbagent
 

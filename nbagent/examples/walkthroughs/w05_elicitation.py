@@ -204,14 +204,16 @@ shows it only if it is an `http(s)` link — `javascript:` is declined by policy
     ("code", URL),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/core/src/session/mcp.rs` — `request_mcp_server_elicitation` parks the server's
-  question as a pending entry of the active turn and emits the request event;
-  `resolve_elicitation` delivers the front end's answer back to it.
-- `codex-rs/codex-mcp/src/connection_manager.rs` — the connections; `resolve_elicitation` falls
-  back to the manager for a question no active turn holds, and the response reaches the server
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/core/src/session/mcp.rs` L85-L198](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L85-L198) — `request_mcp_server_elicitation` parks the server's question as a
+  pending entry of the active turn and emits the request event; [L204-L233](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L204-L233) `resolve_elicitation`
+  delivers the front end's answer back to it.
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L104-L269](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L104-L269) — the manager that holds each server's client; `resolve_elicitation`
+  falls back to it for a question no active turn holds, and the response reaches the server
   through it.
-- `codex-rs/core/src/mcp_tool_call.rs` — the call the question belongs to; Codex also sends its
-  own MCP tool-approval questions through `request_mcp_server_elicitation`, one mechanism for both
+- [`codex-rs/core/src/mcp_tool_call.rs` L1156-L1329](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L1156-L1329) — the call the question belongs to; Codex also sends its own MCP
+  tool-approval questions through `request_mcp_server_elicitation`, one mechanism for both
   (as nbagent's `PendingAsks` is)."""),
     ("markdown", """## Where this lives in nbagent
 

@@ -206,13 +206,15 @@ the card can show it."""),
     ("code", TRUNCATION),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/core/src/mcp_tool_call.rs` — builds the request `_meta` of each call
-  (`build_mcp_tool_call_request_meta`), wraps the call in a tracing span, and sanitises the result
-  for the model (images only for a model that accepts them).
-- `codex-rs/codex-mcp/src/connection_manager.rs` — sends `tools/call` with that `_meta` to the
-  right server.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — `McpHandler` wraps the result as the tool output
-  the model reads, with the turn's truncation policy."""),
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/core/src/mcp_tool_call.rs` L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292) (`handle_mcp_tool_call`) — builds the request `_meta` of each call, wraps
+  the call in a tracing span, and sanitises the result for the model (images only for a model that
+  accepts them); [L701-L747](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L701-L747) adds the sandbox state to `_meta` for a server that asks for it.
+- [`codex-rs/codex-mcp/src/runtime.rs` L20-L30](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/runtime.rs#L20-L30) (`SandboxState`) — that sandbox payload.
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L632-L668](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L632-L668) (`call_tool`) — sends `tools/call` with that `_meta` to the right server.
+- [`codex-rs/core/src/tools/handlers/mcp.rs` L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156) (`handle`) — `McpHandler` wraps the result as the tool output the model
+  reads, with the turn's truncation policy."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/mcp/meta.py` — `call_meta` (the keys, reserved prefixes dropped).

@@ -177,19 +177,21 @@ print("\nrepaired call:", [(i.call_id, i.status) for i in repaired])'''
 
 CODEX = """## Where this lives in Codex
 
-* `codex-rs/core/src/mcp_tool_call.rs`: `handle_mcp_tool_call` is event flow in miniature. It
-  emits `McpToolCallBegin`, asks for approval when the tool's mode says so, calls the server,
-  makes the result fit the model, and emits `McpToolCallEnd` with the duration and result. The
-  caller then writes that result into the history (result backfill).
-* `codex-rs/core/src/session/mcp.rs`: the session's side of MCP, where server requests such as
-  elicitations become session events and wait for the user.
-* `codex-rs/mcp-server/src/codex_tool_runner.rs`: Codex run as an MCP server. The caller's prompt
-  becomes the same `Op::UserInput` submission a terminal sends, which is entry normalisation. Every
-  event of the session is forwarded to the caller as a notification, and the `tools/call` is
-  answered with the last agent message once the task completes. The same event stream feeds a
-  different front end, which is why events are a stable API and not UI calls.
-* `codex-rs/mcp-server/src/message_processor.rs`: receives that front end's JSON-RPC requests and
-  hands a call of the `codex` tool to the runner.
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+* [`codex-rs/core/src/mcp_tool_call.rs` L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292): `handle_mcp_tool_call` is event flow in miniature. It
+  emits `McpToolCallBegin` ([L849-L914](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L849-L914)), asks for approval when the tool's mode says so, calls
+  the server, makes the result fit the model, and emits `McpToolCallEnd` with the duration and
+  result. The caller then writes that result into the history (result backfill).
+* [`codex-rs/core/src/session/mcp.rs` L85-L198](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L85-L198): the session's side of MCP, where server requests such as elicitations
+  become session events and wait for the user.
+* [`codex-rs/mcp-server/src/codex_tool_runner.rs` L53-L141](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L53-L141): Codex run as an MCP server. The caller's prompt becomes the same
+  `Op::UserInput` submission a terminal sends, which is entry normalisation. In the event loop
+  ([L194-L411](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L194-L411)) every event of the session is forwarded to the caller as a notification, and
+  the `tools/call` is answered with the last agent message once the task completes. The same event
+  stream feeds a different front end, which is why events are a stable API and not UI calls.
+* [`codex-rs/mcp-server/src/message_processor.rs` L346-L400](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/message_processor.rs#L346-L400): receives that front end's JSON-RPC request and hands a call of the `codex`
+  tool to the runner.
 
 How rollouts and the SQLite state database are stored is outside the lesson's files. In Codex they
 are their own crates. Here, `nbagent/store/` plays that part."""

@@ -146,16 +146,18 @@ display(Markdown(table))'''
 
 CODEX = """## Where this lives in Codex
 
-* `codex-rs/core/src/tools/handlers/mcp.rs`: the handler for one MCP tool. It builds the spec
-  the model sees from the server's tool. On a call, it hands `handle_mcp_tool_call` the raw server
-  name and the tool's own name, not the model-visible one.
-* `codex-rs/core/src/mcp_tool_call.rs`: `handle_mcp_tool_call` runs the "tool call" row of the
-  table. It parses the arguments, emits `McpToolCallBegin`, asks for approval (accept, accept for
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+* [`codex-rs/core/src/tools/handlers/mcp.rs` L226-L250](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L226-L250): the handler for one MCP tool builds the spec the model sees from the
+  server's tool. On a call ([L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156)), it hands `handle_mcp_tool_call` the raw server name
+  and the tool's own name, not the model-visible one.
+* [`codex-rs/core/src/mcp_tool_call.rs` L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292): `handle_mcp_tool_call` runs the "tool call" row of the table. It parses
+  the arguments, emits `McpToolCallBegin`, asks for approval ([L1156-L1329](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L1156-L1329): accept, accept for
   the session, decline, cancel), calls the server, makes the result fit the model, and emits
   `McpToolCallEnd` with the duration.
-* `codex-rs/core/src/session/mcp.rs`: the session side. `Session::call_tool` reaches the server
-  through the connection manager (`codex-rs/codex-mcp/src/connection_manager.rs`). A server's
-  request during a call, such as an elicitation, becomes an event the front end answers."""
+* [`codex-rs/core/src/session/mcp.rs` L290-L303](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L290-L303): the session side. `Session::call_tool` reaches the server through the
+  connection manager ([`codex-rs/codex-mcp/src/connection_manager.rs` L632-L668](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L632-L668)). A server's request during a call, such as an
+  elicitation ([L85-L198](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L85-L198)), becomes an event the front end answers."""
 
 NBAGENT = """## Where this lives in nbagent
 

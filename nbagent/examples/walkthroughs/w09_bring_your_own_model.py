@@ -247,15 +247,17 @@ recorded success). The reply after `list_notes`, which simply ran, stays plain (
     ("code", COMPARE),
     ("markdown", """## Where this lives in Codex
 
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
 The lesson's files show the same separation from the MCP side:
 
-- `codex-rs/mcp-server/src/message_processor.rs` — a `tools/call` of the `codex` tool turns its
-  arguments into a `Config` (the model among the overrides) before any conversation starts:
-  which model answers is a setting the runtime is handed.
-- `codex-rs/mcp-server/src/codex_tool_runner.rs` — runs that conversation and forwards its events
-  to the MCP client, whatever model the config named.
-- `codex-rs/core/src/mcp_tool_call.rs` — an MCP call's result becomes the function-call output the
-  next model request carries: result backfill does not depend on the provider."""),
+- [`codex-rs/mcp-server/src/message_processor.rs` L346-L400](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/message_processor.rs#L346-L400) — a `tools/call` of the `codex` tool turns its arguments into a `Config`
+  (the model among the overrides) before any conversation starts: which model answers is a
+  setting the runtime is handed.
+- [`codex-rs/mcp-server/src/codex_tool_runner.rs` L53-L141](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L53-L141) — runs that conversation, and its event loop ([L194-L411](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L194-L411)) forwards the
+  events to the MCP client, whatever model the config named.
+- [`codex-rs/core/src/mcp_tool_call.rs` L106-L292](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L106-L292) — an MCP call's result becomes the function-call output the next model
+  request carries: result backfill does not depend on the provider."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/models/factory.py` — `make_model`: `replay:` or the provider's `wire_api` client;

@@ -214,13 +214,15 @@ received exactly one call."""),
     ("code", SERVER_GOT),
     ("markdown", """## Where this lives in Codex
 
-- `codex-rs/codex-mcp/src/connection_manager.rs` — owns every server's connection and the tools
-  each lists; the whole set is what a call is resolved against.
-- `codex-rs/codex-mcp/src/tools.rs` — the model-visible view of each tool (its name and schema)
-  is made apart from the raw tool, which is what lets a runtime choose which views a request
-  carries without touching how a call is routed.
-- `codex-rs/core/src/tools/handlers/mcp.rs` — a call made by a model-visible name reaches the raw
-  server and tool.
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
+
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L402-L441](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L402-L441) (`list_all_tools`) — every server's connection and the tools each lists;
+  the whole set is what a call is resolved against ([L632-L668](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L632-L668), `call_tool`).
+- [`codex-rs/codex-mcp/src/tools.rs` L141-L249](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L141-L249) — the model-visible view of each tool is made apart from the raw tool
+  ([L30-L56](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/tools.rs#L30-L56), `ToolInfo`), which is what lets a runtime choose which views a request carries
+  without touching how a call is routed.
+- [`codex-rs/core/src/tools/handlers/mcp.rs` L116-L156](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/tools/handlers/mcp.rs#L116-L156) (`handle`) — a call made by a model-visible name reaches the raw server
+  and tool.
 
 Codex does the same for its apps' MCP tools: they are hidden until the model calls
 `search_tool_bm25` (BM25 over the tools' names, titles, servers and descriptions), whose matches

@@ -322,20 +322,20 @@ and `%agent mcp restart NAME` for them)."""),
     ("code", TURN_SANDBOX_CHECK),
     ("markdown", """## Where this lives in Codex
 
-In openai/codex:
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
 
-- `codex-rs/codex-mcp/src/runtime.rs` (commit `03af15743a5f`, lines 19-29) — `SandboxState`,
-  the payload a server that
-  declared the capability receives (`permissionProfile`, `sandboxPolicy`,
-  `codexLinuxSandboxExe`, `sandboxCwd`, `useLegacyLandlock`), camelCase as above; nbagent sends
-  the same keys but `permissionProfile`, which is optional.
-- `codex-rs/core/src/mcp_tool_call.rs` — `augment_mcp_tool_request_meta_with_sandbox_state`
-  puts it in the `tools/call` `_meta` only for a server that declared
-  `codex/sandbox-state-meta`; Codex itself starts MCP servers unsandboxed.
-- `codex-rs/protocol/src/protocol.rs` — `SandboxPolicy` and `AskForApproval`, the two axes in
-  the table at the top.
-- `codex-rs/linux-sandbox/src/landlock.rs` and `codex-rs/linux-sandbox/src/linux_run_main.rs` —
-  how Codex confines a command on Linux (Landlock, and bubblewrap's namespaces)."""),
+- [`codex-rs/codex-mcp/src/runtime.rs` L20-L30](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/runtime.rs#L20-L30) — `SandboxState`, the payload a server that declared the capability
+  receives (`permissionProfile`, `sandboxPolicy`, `codexLinuxSandboxExe`, `sandboxCwd`,
+  `useLegacyLandlock`), camelCase as above; nbagent sends the same keys but `permissionProfile`,
+  which is optional. [L32-L90](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/runtime.rs#L32-L90), `McpRuntimeContext`: where each server runs — Codex itself
+  starts MCP servers unsandboxed, nbagent starts each stdio server inside the sandbox.
+- [`codex-rs/core/src/mcp_tool_call.rs` L701-L747](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/mcp_tool_call.rs#L701-L747) — `augment_mcp_tool_request_meta_with_sandbox_state` puts it in the
+  `tools/call` `_meta` only for a server that declared `codex/sandbox-state-meta`.
+- [`codex-rs/protocol/src/protocol.rs` L771-L820](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/protocol/src/protocol.rs#L771-L820) (`AskForApproval`) and [L879-L931](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/protocol/src/protocol.rs#L879-L931) (`SandboxPolicy::WorkspaceWrite`) —
+  the two axes in the table at the top.
+
+How Codex confines a command on Linux (Landlock, and bubblewrap's namespaces) is its
+`linux-sandbox` crate."""),
     ("markdown", """## Where this lives in nbagent
 
 - `nbagent/sandbox/policy.py` — the modes, `resolve` (a mode made concrete: write roots, hidden

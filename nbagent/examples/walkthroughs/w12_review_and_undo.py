@@ -130,26 +130,27 @@ claim(len(said) == 1 and undo.text in said[0], "the model's next request says, i
 
 CODEX = """## Where this lives in Codex
 
-In openai/codex:
+In openai/codex (each link names the commit and the lines; ghost commits and undo were removed
+from Codex later, so their links are at commit `7e8594fc1986`):
 
-- `codex-rs/utils/git/src/ghost_commits.rs` (commit `0195ef0570cd`) — `create_ghost_commit_with_report`
+- [`codex-rs/git-utils/src/ghost_commits.rs` L301-L424](https://github.com/openai/codex/blob/7e8594fc198615068018b198ab86a9ae0a541dff/codex-rs/git-utils/src/ghost_commits.rs#L301-L424) — `create_ghost_commit_with_report`
   snapshots the working tree into a commit no branch points at: a temporary `GIT_INDEX_FILE`
   seeded with `read-tree HEAD`, `git add --all`, `write-tree`, `commit-tree`.
   `restore_ghost_commit_with_options` puts the whole tree back with `git restore` and removes
   untracked files that were not there before. nbagent makes the same commit, but puts back only
   the files the turn changed (and refuses when a person has edited one since).
-- `codex-rs/core/src/tasks/ghost_snapshot.rs` (same commit) — lines 79-100: the task that takes
-  the turn's ghost commit and records it as a `ResponseItem::GhostSnapshot` in the history
-  (nbagent's `ghost_snapshot` item), and skips it when the folder is not a git repository, where
-  nbagent uses a private repository instead.
-- `codex-rs/core/src/tasks/undo.rs` (commit `1aea5ff6c13e`) — lines 67-91 find the latest
-  `GhostSnapshot` in the history, 93-100 restore it, 102-110 drop that item from the history;
-  the task ends by sending `UndoCompleted`. In that version the model is not told; nbagent
-  records an `undo` item whose text the model reads in its next request, as you just saw.
-- `codex-rs/protocol/src/protocol.rs` — `ApplyPatchApprovalRequestEvent` (the `changes` the
-  panel draws), `PatchApplyBeginEvent` / `PatchApplyEndEvent` and `UndoCompletedEvent`, the
-  events this notebook read. The patch format itself is Codex's `apply_patch`
-  (`codex-rs/apply-patch/src/parser.rs`)."""
+- [`codex-rs/core/src/tasks/ghost_snapshot.rs` L37-L158](https://github.com/openai/codex/blob/7e8594fc198615068018b198ab86a9ae0a541dff/codex-rs/core/src/tasks/ghost_snapshot.rs#L37-L158) — the task that takes the turn's ghost
+  commit and records it as a `ResponseItem::GhostSnapshot` in the history (nbagent's
+  `ghost_snapshot` item), and skips it when the folder is not a git repository, where nbagent uses
+  a private repository instead.
+- [`codex-rs/core/src/tasks/undo.rs` L27-L129](https://github.com/openai/codex/blob/7e8594fc198615068018b198ab86a9ae0a541dff/codex-rs/core/src/tasks/undo.rs#L27-L129) — `UndoTask` finds the latest `GhostSnapshot` in
+  the history, restores it, drops that item from the history and ends by sending `UndoCompleted`
+  ([L3247-L3252](https://github.com/openai/codex/blob/7e8594fc198615068018b198ab86a9ae0a541dff/codex-rs/protocol/src/protocol.rs#L3247-L3252) of `protocol.rs` at the same commit). In that version the model is not told;
+  nbagent records an `undo` item whose text the model reads in its next request, as you just saw.
+- [`codex-rs/protocol/src/protocol.rs` L1271-L1283](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/protocol/src/protocol.rs#L1271-L1283) — `apply_patch_approval_request` (the `changes` the panel draws) and
+  [L3298-L3339](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/protocol/src/protocol.rs#L3298-L3339), `PatchApplyBeginEvent` / `PatchApplyEndEvent`, the events this notebook read.
+  The patch format itself is Codex's `apply_patch`
+  ([`codex-rs/apply-patch/src/parser.rs` L128-L135](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/apply-patch/src/parser.rs#L128-L135))."""
 
 NBAGENT = """## Where this lives in nbagent
 

@@ -184,21 +184,20 @@ claim("-unit = F" in asked.message and "+unit = C" in asked.message and (station
 
 CODEX = """## Where this lives in Codex
 
-In openai/codex at commit `608b8b1cc6ce` (the line ranges of `docs/guide/codex-vocabulary.md`):
+In openai/codex at commit `608b8b1cc6ce` (each link names the commit and the lines):
 
-- `codex-rs/codex-mcp/src/connection_manager.rs` L104-L269 — `McpConnectionManager::new` starts
-  every enabled server, one client each: a `McpStartupUpdateEvent` `Starting` per server, then
-  `Ready`, `Cancelled` or `Failed { error }`, and one `McpStartupCompleteEvent` (ready, failed,
-  cancelled) when all are done; nbagent's `mcp_startup_update` and `mcp_startup_complete`.
-  L402-L441 `list_all_tools`: the catalogue a re-list rebuilds.
-- `codex-rs/codex-mcp/src/runtime.rs` L32-L90 — `McpRuntimeContext`, where each server runs;
-  L20-L30 `SandboxState`, the permissions a server is told in `_meta`.
-- `codex-rs/core/src/session/mcp.rs` L290-L303 — the session's `call_tool`, the way every call
-  reaches the manager.
-- `codex-rs/mcp-server/src/message_processor.rs` L325-L344 — `tools/call` on `codex mcp-server`
-  dispatches to the `codex` tool, which starts a turn; `codex-rs/mcp-server/src/codex_tool_runner.rs`
-  L194-L411 — the loop over that turn's events: each goes to the caller as a notification, and an
-  approval the turn needs goes to the caller as an elicitation.
+- [`codex-rs/codex-mcp/src/connection_manager.rs` L104-L269](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L104-L269) — `McpConnectionManager::new` starts every enabled server, one client
+  each: a `McpStartupUpdateEvent` `Starting` per server, then `Ready`, `Cancelled` or
+  `Failed { error }`, and one `McpStartupCompleteEvent` (ready, failed, cancelled) when all are
+  done; nbagent's `mcp_startup_update` and `mcp_startup_complete`. [L402-L441](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/connection_manager.rs#L402-L441) `list_all_tools`:
+  the catalogue a re-list rebuilds.
+- [`codex-rs/codex-mcp/src/runtime.rs` L32-L90](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/runtime.rs#L32-L90) — `McpRuntimeContext`, where each server runs; [L20-L30](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/codex-mcp/src/runtime.rs#L20-L30) `SandboxState`,
+  the permissions a server is told in `_meta`.
+- [`codex-rs/core/src/session/mcp.rs` L290-L303](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/core/src/session/mcp.rs#L290-L303) — the session's `call_tool`, the way every call reaches the manager.
+- [`codex-rs/mcp-server/src/message_processor.rs` L325-L344](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/message_processor.rs#L325-L344) — `tools/call` on `codex mcp-server` dispatches to the `codex` tool,
+  which starts a turn; [`codex-rs/mcp-server/src/codex_tool_runner.rs` L194-L411](https://github.com/openai/codex/blob/608b8b1cc6ce91064e1fd12e0810e1772b5e4710/codex-rs/mcp-server/src/codex_tool_runner.rs#L194-L411) — the loop over that turn's events: each goes to
+  the caller as a notification, and an approval the turn needs goes to the caller as an
+  elicitation.
 
 Where nbagent differs: Codex's startup update carries the server and its status (a failure its
 error text); nbagent's also carries the server's last stderr lines, its tool count and protocol
