@@ -47,6 +47,6 @@ def test_the_approval_panel_of_a_wait_cell_is_in_the_saved_widget_state(tmp_path
     buttons = {m["state"].get("description") for m in state.values() if m["model_name"] == "ButtonModel"}
     assert any("Approval needed" in h and "list_notes" in h for h in html)
     assert {"Approve", "Deny"} <= buttons
-    assert any("approved once by you" in h for h in html)  # the panel's last update, sent from the session's task
+    assert any("approved once by notebook code" in h for h in html)  # the panel's last update, sent from the session's task
     view = nb.cells[3].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
     assert state[view]["state"]["children"], "the turn's view was saved without its children"
