@@ -49,10 +49,12 @@ def _notebook(name: str) -> tuple[str, nbformat.NotebookNode, int]:
 
 
 def execute(name: str, out: Path) -> Path:
-    """Run the notebook ``name`` in ``out/work/NAME`` with nobody at it; write it, with its widgets'
-    final state, as ``out/NAME.ipynb``."""
+    """Run the notebook ``name`` in a scratch folder with nobody at it; write it, with its widgets'
+    final state, as ``out/NAME.ipynb``. The folder is outside any git checkout (``out`` may be in
+    one, and ignored there): a turn's checkpoint snapshots its workspace with the git it is in."""
     full_name, nb, timeout = _notebook(name)
-    run_notebook(nb, make_output_dir(out / "work" / full_name), timeout=timeout, env=EXECUTOR_ENV)
+    work = Path(tempfile.mkdtemp(prefix=f"nbagent-{full_name}-"))
+    run_notebook(nb, work, timeout=timeout, env=EXECUTOR_ENV)
     # Cells hold magics and top-level await: highlight them as IPython, not Python.
     nb.metadata.setdefault("language_info", {})["pygments_lexer"] = "ipython3"
     target = make_output_dir(out) / f"{full_name}.ipynb"
