@@ -1,9 +1,9 @@
 """``nbagent inspect``: the views of ``nbagent.kit.inspect_text`` without a live session (DESIGN §12.3).
 
 The command has no live session, so each view says where it comes from: ``tools`` opens the
-configured servers and shows their catalogue under the configured policy; ``request THREAD`` and
-``turn THREAD [TURN]`` read what the session that ran the thread wrote beside its rollout (the
-last request's instructions and tools, its items rebuilt from the rollout; each finished turn's
+configured servers and shows their catalogue under the configured policy; ``request THREAD
+[--all]`` and ``turn THREAD [TURN]`` read what the session that ran the thread wrote beside its
+rollout (the last turn's requests' instructions and tools, their items rebuilt from the rollout; each finished turn's
 timeline, or, for a turn that left none, its recorded lines); ``wire SERVER`` starts that one
 server, lets it initialise and list its tools, closes it and shows that traffic, redacted.
 """
@@ -18,15 +18,16 @@ from pathlib import Path
 
 from nbagent.config import Config, load_config
 from nbagent.core.inspect import (
-    RequestRecord,
+    RequestsRecord,
     TurnView,
     redactor_for,
     request_from_record,
+    requests_from_record,
     tool_views,
     turn_from_rollout,
 )
 from nbagent.kit.args import BadInput, run_command
-from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
+from nbagent.kit.inspect_text import parser, request_text, requests_text, tools_text, turn_text, wire_text
 from nbagent.secrets import redacted
 from nbagent.textsafe import VisibleWriter
 
@@ -98,11 +99,17 @@ def _recorded(args: argparse.Namespace, config: Config) -> int:
         if text is None:
             raise BadInput(f"thread {thread_id} has no recorded model request ({files.request_path} is missing)")
         try:
-            record = RequestRecord.model_validate_json(text)
+            record = RequestsRecord.read(text)
         except ValueError as exc:
             raise BadInput(f"{files.request_path}: not a request record: {exc}") from None
-        view = request_from_record(thread_id, record, lines)
-        _emit(args, view.model_dump(mode="json"), request_text(view))
+        if not record.requests:
+            raise BadInput(f"{files.request_path}: holds no request")
+        if args.all:
+            every = requests_from_record(thread_id, record, lines)
+            _emit(args, every.model_dump(mode="json"), requests_text(every))
+        else:
+            view = request_from_record(thread_id, record.requests[-1], lines)
+            _emit(args, view.model_dump(mode="json"), request_text(view))
         return 0
     turn = _recorded_turn(files.turns(), args.turn) or turn_from_rollout(thread_id, args.turn, lines)
     if turn is None:

@@ -242,7 +242,7 @@ def inspect(session: Session, op: Inspect) -> EventMsg:
     if op.view == "tools":
         data = tool_views(session._tools(complete=True), session._config.approval_policy, session._approvals.memory)
     elif op.view == "request":
-        data = inspector.last_request(thread_id)
+        data = inspector.turn_requests(thread_id) if op.all else inspector.last_request(thread_id)
     elif op.view == "turn":
         data = inspector.turn(thread_id, op.turn_id)
     else:

@@ -1,11 +1,12 @@
 """What ``inspect`` shows (DESIGN §12.3): the data as pydantic models, built only when asked.
 
 A model request is a projection of runtime state, so the inspector keeps no copy of it: it keeps
-a *reference* to the last request a model client was given (``Inspector.watch``) and the events
-of the last turns (a bounded deque the bus appends to). At each turn's end it writes, beside the
-thread's rollout, what a process that was not there needs: the last request's instructions and
-tools with the number of items it was built from (the items themselves are the rollout's, and the
-view is a function of them), and the turn's timeline. Both, like every view here, are redacted by
+*references* to the requests of the last turn a model client was given (``Inspector.watch``; the
+last ``REQUESTS_KEPT`` of them, counting the ones dropped) and the events of the last turns (a
+bounded deque the bus appends to). At each turn's end it writes, beside the thread's rollout,
+what a process that was not there needs: each kept request's instructions and tools with the
+number of items it was built from (the items themselves are the rollout's, and the view is a
+function of them), and the turn's timeline. Both, like every view here, are redacted by
 the thread's rollout redactor (``ThreadState.redactor``): they hide what the rollout hides. They
 are views, not facts: deleting them loses nothing of the thread.
 """
@@ -31,7 +32,9 @@ from nbagent.store.inspect_files import InspectFiles
 __all__ = [
     "EVENTS_KEPT",
     "Inspector",
+    "REQUESTS_KEPT",
     "RequestView",
+    "RequestsView",
     "SchemaChange",
     "TimelineEntry",
     "ToolView",
@@ -39,11 +42,15 @@ __all__ = [
     "effective_approval",
     "redactor_for",
     "request_from_record",
+    "requests_from_record",
     "timeline",
     "tool_views",
     "turn_from_rollout",
 ]
 
+REQUESTS_KEPT = 20
+"""Requests of one turn kept for ``inspect request --all``: a turn that makes more keeps its last
+ones and counts the rest, so a long turn costs memory and a written file of this many at most."""
 EVENTS_KEPT = 5000
 """Events kept in memory for ``inspect turn``: the last few turns of any size."""
 ENTRIES_PER_TURN = 1000
@@ -164,11 +171,39 @@ class RequestView(_Request):
     """The thread's view the request carried (compaction applied), oldest first."""
 
 
+class RequestsView(BaseModel):
+    """Every model request of the last turn still kept, oldest first."""
+
+    thread_id: str
+    turn_id: str | None
+    dropped: int
+    """Earlier requests of that turn not kept (past ``REQUESTS_KEPT``): the first one shown is
+    the turn's request number ``dropped + 1``."""
+    requests: list[RequestView]
+
+
 class RequestRecord(_Request):
-    """What is written to disk of the last request: everything but the items (they are the
-    rollout's: the first ``item_count`` of them, seen through the context view)."""
+    """What is written to disk of a request: everything but the items (they are the rollout's:
+    the first ``item_count`` of them, seen through the context view)."""
 
     item_count: int
+
+
+class RequestsRecord(BaseModel):
+    """What is written to disk of a turn's requests (its summary requests are not: their items
+    are no prefix of the thread's)."""
+
+    turn_id: str | None
+    dropped: int
+    requests: list[RequestRecord]
+
+    @classmethod
+    def read(cls, text: str) -> RequestsRecord:
+        """The record in ``text``; a file an older version wrote holds one request alone."""
+        with suppress(ValueError):
+            return cls.model_validate_json(text)
+        one = RequestRecord.model_validate_json(text)
+        return cls(turn_id=one.turn_id, dropped=0, requests=[one])
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
@@ -186,6 +221,14 @@ def request_from_record(thread_id: str, record: RequestRecord, lines: list[Rollo
     """The request rebuilt from its record and the thread's rollout."""
     items = [line.item for line in lines if isinstance(line, ItemRecord)][: record.item_count]
     return _view(thread_id, record, list(ContextView().sync(items)))
+
+
+def requests_from_record(thread_id: str, record: RequestsRecord, lines: list[RolloutLine]) -> RequestsView:
+    """A turn's requests rebuilt from their record and the thread's rollout."""
+    return RequestsView(
+        thread_id=thread_id, turn_id=record.turn_id, dropped=record.dropped,
+        requests=[request_from_record(thread_id, one, lines) for one in record.requests],
+    )
 
 
 # -- the turn ----------------------------------------------------------------------------------
@@ -278,6 +321,10 @@ def turn_from_rollout(thread_id: str, turn_id: str | None, lines: list[RolloutLi
 # -- the session's inspector ---------------------------------------------------------------------
 
 
+_Sent = tuple[ModelRequest, int, float, str | None]
+"""A request, the number of thread items it was built from, when it was sent, and its turn."""
+
+
 class Inspector:
     """Kept by a session for ``inspect``: O(1) per event and per request, written at turn ends."""
 
@@ -286,11 +333,11 @@ class Inspector:
         """The thread's rollout redactor (``ThreadState.redactor``): the views hide what it hides."""
         self._files = files
         self.events: deque[Event] = deque(maxlen=EVENTS_KEPT)
-        self.request: tuple[ModelRequest, int, float, str | None] | None = None
-        """The last request, the number of thread items it was built from, when, and its turn."""
-        self.turn_request: tuple[ModelRequest, int, float, str | None] | None = None
-        """The last request of a turn (not a summary's): what is written for other processes,
-        whose items the rollout's first ``item_count`` items rebuild."""
+        self.requests: deque[_Sent] = deque(maxlen=REQUESTS_KEPT)
+        """The last turn's requests, each with the number of thread items it was built from,
+        when, and its turn; the last is the last request."""
+        self.dropped = 0
+        """Requests of that turn that fell out of ``requests``."""
         self._items: Callable[[], list[Item]] = list
         self._turn: Callable[[], str | None] = lambda: None
 
@@ -313,16 +360,33 @@ class Inspector:
         events = [e for e in self.events if turn_id is not None and e.turn_id == turn_id]
         return timeline(thread_id, turn_id, events, redact=self.redactor().text) if turn_id and events else None
 
+    def sent(self, request: ModelRequest) -> None:
+        """Keep ``request`` (a reference): the first of a new turn lets the last turn's go."""
+        turn_id = self._turn()
+        if self.requests and self.requests[-1][3] != turn_id:
+            self.requests.clear()
+            self.dropped = 0
+        self.dropped += len(self.requests) == self.requests.maxlen
+        self.requests.append((request, len(self._items()), time.time(), turn_id))
+
     def last_request(self, thread_id: str) -> RequestView | None:
-        if self.request is None:
+        return self._shown(thread_id, self.requests[-1]) if self.requests else None
+
+    def turn_requests(self, thread_id: str) -> RequestsView | None:
+        """Every request of the last turn still kept, oldest first (``inspect request --all``)."""
+        if not self.requests:
             return None
-        return redacted(_view(thread_id, _record(*self.request), list(self.request[0].items)), self.redactor())
+        return RequestsView(thread_id=thread_id, turn_id=self.requests[-1][3], dropped=self.dropped,
+                            requests=[self._shown(thread_id, sent) for sent in self.requests])  # fmt: skip
+
+    def _shown(self, thread_id: str, sent: _Sent) -> RequestView:
+        return redacted(_view(thread_id, _record(*sent), list(sent[0].items)), self.redactor())
 
     def redactor(self) -> Redactor:
         return self._redactor()
 
     def _write(self, turn_id: str) -> None:
-        """The turn's timeline and its last request, redacted, beside the rollout."""
+        """The turn's timeline and its requests, redacted, beside the rollout."""
         files = self._files()
         if files is None:
             return
@@ -334,8 +398,10 @@ class Inspector:
         events = [e for e in self.events if e.turn_id == turn_id]
         view = timeline(events[0].thread_id if events else "", turn_id, events, redact=redactor.text, limit=ENTRIES_PER_TURN)
         files.append_turn(view.model_dump_json())
-        if self.turn_request is not None and self.turn_request[3] == turn_id:
-            files.write_request(redactor.text(_record(*self.turn_request).model_dump_json()))
+        kept = [_record(*sent) for sent in self.requests if sent[3] == turn_id and sent[0].purpose == "turn"]
+        if kept:
+            record = RequestsRecord(turn_id=turn_id, dropped=self.dropped, requests=kept)
+            files.write_request(redactor.text(record.model_dump_json()))
 
 
 def _record(request: ModelRequest, count: int, at: float, turn_id: str | None) -> RequestRecord:
@@ -356,10 +422,7 @@ class _Watched:
         self.scripted = inner.scripted
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        i = self._inspector
-        i.request = (request, len(i._items()), time.time(), i._turn())
-        if request.purpose == "turn":
-            i.turn_request = i.request
+        self._inspector.sent(request)
         return self._inner.stream(request)
 
     async def aclose(self) -> None:

@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 
-from nbagent.core.inspect import RequestView, ToolView, TurnView
+from nbagent.core.inspect import REQUESTS_KEPT, RequestsView, RequestView, ToolView, TurnView
 from nbagent.kit.args import Parser, cwd_option
 from nbagent.mcp.wire import WIRE_KEEP, WireMessage
 from nbagent.protocol.ops import POLICIES
@@ -26,6 +26,8 @@ def parser(prog: str, *, live: bool) -> Parser:
     if not live:
         tools.add_argument("--policy", choices=POLICIES, help="the policy to judge approvals by (default: configured)")
     request = sub.add_parser("request", help="the last model request as sent: instructions, tools, items")
+    request.add_argument("--all", action="store_true",
+                         help=f"every model request of the last turn, in order (its last {REQUESTS_KEPT} are kept)")
     turn = sub.add_parser("turn", help="a turn's events as a timeline (default: the last turn)")
     if not live:
         request.add_argument("thread", help="thread id or name")
@@ -100,6 +102,16 @@ def request_text(view: RequestView) -> str:
         *(_item_line(i) for i in view.items),
     ]
     return "\n".join(lines)
+
+
+def requests_text(view: RequestsView) -> str:
+    """Each request of the turn as ``request_text`` shows it, numbered from the turn's first."""
+    first = view.dropped + 1
+    head = f"turn {view.turn_id or '-'}: model requests {first}-{view.dropped + len(view.requests)} as sent"
+    if view.dropped:
+        head += f" (requests 1-{view.dropped} not kept: the last {REQUESTS_KEPT} of a turn are)"
+    parts = [head, *(f"request {n}: {request_text(r)}" for n, r in enumerate(view.requests, first))]
+    return "\n\n".join(parts)
 
 
 def turn_text(view: TurnView) -> str:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from nbagent.core.inspect import RequestView, ToolView, TurnView
-from nbagent.kit.inspect_text import parser, request_text, tools_text, turn_text, wire_text
+from nbagent.core.inspect import RequestsView, RequestView, ToolView, TurnView
+from nbagent.kit.inspect_text import parser, request_text, requests_text, tools_text, turn_text, wire_text
 from nbagent.kit.ops import read_now
 from nbagent.mcp.wire import WireMessage
 from nbagent.notebook.html import badge, esc, muted, pre
@@ -90,6 +90,14 @@ def request_widget(view: RequestView) -> Any:
     ])  # fmt: skip
 
 
+def requests_widget(view: RequestsView) -> Any:
+    """One request's tabs per fold, numbered from the turn's first request."""
+    return _accordion([
+        (f"request {n}: {r.purpose}, {len(r.tools)} tools, {len(r.items)} items", request_widget(r))
+        for n, r in enumerate(view.requests, view.dropped + 1)
+    ])  # fmt: skip
+
+
 def turn_widget(view: TurnView) -> Any:
     rows = [(e.seq, f"{e.offset_ms:.1f}", e.type + (f" ×{e.count}" if e.count > 1 else ""), e.detail) for e in view.entries]
     ended = view.status or "running"
@@ -115,11 +123,11 @@ def _show(agent: KernelAgent, as_json: bool, data: Any, text: str, widget: Any) 
 
 
 def run_inspect(agent: KernelAgent, args: list[str]) -> None:
-    """``%agent inspect tools | request | turn [ID] | wire SERVER [-n N]  [--json]``."""
+    """``%agent inspect tools | request [--all] | turn [ID] | wire SERVER [-n N]  [--json]``."""
     try:
         words = parser("%agent inspect", live=True).parse_args(args)
     except SystemExit:
-        raise UsageError("inspect tools | request | turn [ID] | wire SERVER [-n N]  [--json]") from None
+        raise UsageError("inspect tools | request [--all] | turn [ID] | wire SERVER [-n N]  [--json]") from None
     s = agent.session
     if s is None:
         raise UsageError("no session yet (it opens with the first %%agent cell)")
@@ -130,7 +138,8 @@ def run_inspect(agent: KernelAgent, args: list[str]) -> None:
         raise UsageError("-n must be at least 1")
     answer = read_now(s, Inspect(view=words.view, turn_id=words.turn if words.view == "turn" else None,
                                  server=words.server if words.view == "wire" else None,
-                                 last=words.n if words.view == "wire" else None))
+                                 last=words.n if words.view == "wire" else None,
+                                 all=words.view == "request" and words.all))
     data = answer.data if isinstance(answer, InspectResult) else None  # as the events show it: redacted
     if words.view == "tools":
         views = [ToolView.model_validate(v) for v in data or []]
@@ -139,8 +148,13 @@ def run_inspect(agent: KernelAgent, args: list[str]) -> None:
     elif words.view == "request":
         if data is None:
             raise UsageError("no model request yet in this session")
-        request = RequestView.model_validate(data)
-        _show(agent, words.json, request.model_dump(mode="json"), request_text(request), lambda: request_widget(request))
+        if words.all:
+            every = RequestsView.model_validate(data)
+            _show(agent, words.json, every.model_dump(mode="json"), requests_text(every), lambda: requests_widget(every))
+        else:
+            request = RequestView.model_validate(data)
+            _show(agent, words.json, request.model_dump(mode="json"), request_text(request),
+                  lambda: request_widget(request))  # fmt: skip
     elif words.view == "turn":
         if data is None:
             which = f"turn {words.turn}" if words.turn else "a turn"

@@ -202,6 +202,8 @@ class Inspect(ProtocolModel):
     turn_id: str | None = None
     server: str | None = None
     last: int | None = None
+    all: bool = False
+    """``request``: every model request of the last turn still kept, in order, not the last one."""
 
 
 class CallTool(ProtocolModel):

@@ -1,6 +1,6 @@
 """What ``inspect`` reads of a thread that no process holds: two files beside its rollout.
 
-``<id>.request.json`` is the last model request of a turn without its items (written whole:
+``<id>.request.json`` is the last turn's model requests without their items (written whole:
 temp file, then rename); ``<id>.turns.ndjson`` has one line per finished turn, its timeline. Both
 arrive redacted. They are views, not facts: the store ignores them (only ``*.jsonl`` files are
 rollouts) and deleting them loses nothing of the thread.

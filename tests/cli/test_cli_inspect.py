@@ -83,6 +83,18 @@ def test_inspect_request_and_turn_read_what_the_run_recorded(openai_server, tmp_
     assert SECRET not in json.dumps(sent)  # the server's instructions and description hold it
     assert shown == {key: sent[key] for key in ("input", "instructions", "tools")}  # exactly what was sent
 
+    every = _json(nbagent("-C", str(project), "inspect", "request", thread, "--all", "--json", home=home))
+    assert every["dropped"] == 0 and every["turn_id"] == request["turn_id"] and every["requests"][-1] == request
+    both = [
+        {"input": to_input_items([ItemAdapter.validate_python(i) for i in r["items"]]), "instructions": r["instructions"],
+         "tools": to_tools([ToolSpec(**t) for t in r["tools"]])}
+        for r in every["requests"]
+    ]  # fmt: skip
+    assert both == [{key: s[key] for key in ("input", "instructions", "tools")} for s in openai_server.requests[-2:]]
+    text = nbagent("-C", str(project), "inspect", "request", thread, "--all", home=home).stdout
+    assert text.startswith(f"turn {request['turn_id']}: model requests 1-2 as sent")
+    assert text.index("request 1: model request at") < text.index("request 2: model request at")
+
     turn = _json(nbagent("-C", str(project), "inspect", "turn", thread, "--json", home=home))
     assert turn["source"] == "events" and turn["status"] == "completed" and turn["turn_id"] == request["turn_id"]
     types = [e["type"] for e in turn["entries"]]

@@ -51,6 +51,15 @@ def test_inspect_shows_the_request_sent_the_turn_and_the_redacted_wire(openai_se
         assert shown == {"messages": sent["messages"], "tools": sent["tools"]}
         assert request["purpose"] == "turn" and request["model"] == "test-model"
 
+        # every request of the turn, in order, each as sent
+        every = _json_output(kernel, "%agent inspect request --all --json")
+        assert every["dropped"] == 0 and every["requests"][-1] == request
+        assert [
+            {"messages": to_messages(r["instructions"], [ItemAdapter.validate_python(i) for i in r["items"]]),
+             "tools": to_tools([ToolSpec(**t) for t in r["tools"]])}
+            for r in every["requests"]
+        ] == [{"messages": s["messages"], "tools": s["tools"]} for s in openai_server.requests]  # fmt: skip
+
         # the turn: ordered events with timing, deltas folded
         turn = _json_output(kernel, "%agent inspect turn --json")
         types = [e["type"] for e in turn["entries"]]
@@ -99,6 +108,8 @@ def test_inspect_shows_the_request_sent_the_turn_and_the_redacted_wire(openai_se
         assert "tools/call" in out and "[redacted]" in out and SECRET not in out
         _, out = kernel.run("%agent inspect tools")
         assert "mcp__leaky__whoami  <- leaky/whoami" in out and "under policy on-request: asks" in out
+        _, out = kernel.run("%agent inspect request --all")
+        assert "model requests 1-2 as sent" in out and out.index("request 1: ") < out.index("request 2: ")
         _, out = kernel.run("%agent inspect wire ghost")
         assert "no MCP server named 'ghost'" in out and "usage: %agent" in out
     finally:

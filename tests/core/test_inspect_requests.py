@@ -1,0 +1,45 @@
+"""``inspect request --all``: every model request of the last turn, in order, each as the model
+client was given it; a turn that makes more than ``REQUESTS_KEPT`` keeps its last ones and says
+how many it dropped, live and in what it writes beside the rollout for ``nbagent inspect``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from nbagent import Session
+from nbagent.config import Config
+from nbagent.core.inspect import REQUESTS_KEPT, RequestsView
+from nbagent.protocol import Inspect, InspectResult
+from tests.core.conftest import home, script  # noqa: F401 - fixtures
+
+
+async def _every(session: Session) -> RequestsView:
+    answer = await session.perform(Inspect(view="request", all=True))
+    assert isinstance(answer, InspectResult)
+    return RequestsView.model_validate(answer.data)
+
+
+async def test_a_long_turn_keeps_its_last_requests_and_counts_the_rest(home: Path, script: Callable[..., str]) -> None:  # noqa: F811
+    rounds = REQUESTS_KEPT + 2  # each round calls a tool that does not exist, so the model is asked again
+    calls = [{"tool_calls": [{"name": "nosuch", "arguments": {"round": n}}]} for n in range(1, rounds)]
+    model = script(*calls, {"text": "gave up"}, {"text": "short"})
+    async with Session(config=Config(home=str(home), model=model), thread_name="long") as session:
+        assert (await asyncio.wait_for(session.run("keep trying"), 60)).status == "completed"
+        every = await _every(session)
+        assert every.dropped == 2 and len(every.requests) == REQUESTS_KEPT
+        assert {r.turn_id for r in every.requests} == {every.turn_id}
+        # in order: request n carries the calls of rounds 1..n-1, so the first kept (n = 3) two of them
+        counts = [sum(i["type"] == "function_call" for i in r.items) for r in every.requests]
+        assert counts == list(range(2, rounds))
+        assert every.requests[-1] == session._inspector.last_request(session._thread.id)
+
+        written = json.loads((home / "threads" / f"{session._thread.id}.request.json").read_text())
+        assert written["dropped"] == 2 and len(written["requests"]) == REQUESTS_KEPT
+        assert [r["item_count"] for r in written["requests"]] == [len(r.items) for r in every.requests]
+
+        assert (await asyncio.wait_for(session.run("once"), 60)).status == "completed"
+        again = await _every(session)
+        assert again.dropped == 0 and len(again.requests) == 1 and again.turn_id != every.turn_id
