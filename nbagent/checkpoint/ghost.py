@@ -23,9 +23,11 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nbagent.checkpoint.watch import ChangeWatch, watch
 from nbagent.protocol import FileChange
 
 MAX_UNTRACKED_BYTES = 10 * 1024 * 1024
@@ -38,6 +40,9 @@ NOT_SNAPSHOT = (
 """Outside git, what a ``.gitignore`` would usually leave out: environments, caches, nested
 repositories. Their files are neither copied nor restored."""
 ZERO = "0" * 40
+REUSE_SECONDS = 3600.0
+"""How long a snapshot is taken again as is while nothing changed: an unreferenced commit is
+safe from ``git gc``'s pruning for two weeks, so an hour leaves a wide margin."""
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "nbagent", "GIT_AUTHOR_EMAIL": "nbagent@localhost",
     "GIT_COMMITTER_NAME": "nbagent", "GIT_COMMITTER_EMAIL": "nbagent@localhost",
@@ -76,7 +81,11 @@ class GhostRepo:
     excluded: tuple[str, ...] = ()
     """Folders never snapshot, relative to the work tree: nbagent's home when it lies inside
     (its rollouts and these snapshots' own store)."""
+    watch: ChangeWatch | None = None
+    """Says when nothing changed since the last snapshot, which is then taken again as is."""
     env: dict[str, str] = field(init=False)
+    _last: tuple[int, float, GhostCommit] | None = field(default=None, init=False)
+    """The last snapshot: the watcher's generation as it began, when, and the commit."""
 
     def __post_init__(self) -> None:
         keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -95,10 +104,23 @@ class GhostRepo:
 
     def create_ghost_commit(self, message: str = MESSAGE) -> GhostCommit:
         """Snapshot the workspace part of the work tree as it is now (untracked, not ignored
-        files too) as a commit with no parent."""
+        files too) as a commit with no parent: the last one again when nothing changed since."""
+        seen = self.watch.generation() if self.watch is not None else None
+        if self._last is not None and self.unchanged_since(self._last[2], seen):
+            return self._last[2]
         not_saved = self.stage()
         tree = self.git("write-tree").decode().strip()
-        return GhostCommit(self.git("commit-tree", tree, "-m", message).decode().strip(), not_saved)
+        commit = GhostCommit(self.git("commit-tree", tree, "-m", message).decode().strip(), not_saved)
+        self._last = None if seen is None else (seen, time.monotonic(), commit)
+        return commit
+
+    def unchanged_since(self, commit: GhostCommit, seen: int | None = None) -> bool:
+        """Whether the watcher saw nothing change under the workspace since ``commit``, this
+        repository's last snapshot, was taken (``False`` whenever it cannot tell)."""
+        last = self._last
+        if last is None or last[2] is not commit or time.monotonic() - last[1] > REUSE_SECONDS or self.watch is None:
+            return False
+        return (self.watch.generation() if seen is None else seen) == last[0]
 
     def stage(self) -> tuple[str, ...]:
         """The snapshot index brought to the work tree as it is now; the files left out.
@@ -204,6 +226,9 @@ def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> G
     if (known := _OPENED.get(key)) is not None and (known.git_dir / "HEAD").exists():
         return known
     _OPENED[key] = repo = _open(workspace, private_dir, home)
+    left_out = tuple(repo.work_tree / path for path in repo.excluded)
+    names = frozenset(name.rstrip("/") for name in NOT_SNAPSHOT) if repo.publish else frozenset()
+    repo.watch = watch(repo.work_tree / repo.prefix, left_out, names)
     return repo
 
 

@@ -55,6 +55,8 @@ class TurnCheckpoint:
         return await asyncio.to_thread(self._settle, self._repo, self._before)
 
     def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:
+        if repo.unchanged_since(before):
+            return None
         not_saved = repo.stage()  # the after-state is only compared: no commit of it is kept
         repo.publish_index()
         changes = repo.changes(before.id)
