@@ -68,6 +68,18 @@ export async function inPanel(page, nbPath, fn, arg = null) {
   );
 }
 
+/** Open the notebook at `nbPath` in JupyterLab (`ui` 'lab', a fresh workspace) or Notebook 7
+ * ('notebook7'), and wait until its kernel is connected and idle. */
+export async function openNotebook(page, { base, token, nbPath, ui }) {
+  const url = ui === 'lab' ? `${base}/lab/tree/${nbPath}?reset&token=${token}` : `${base}/notebooks/${nbPath}?token=${token}`;
+  await page.goto(url, { timeout: TIMEOUT });
+  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
+  await waitInPanel(page, nbPath, 'the notebook and an idle kernel', (app, panel) => {
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
+  });
+}
+
 /** Run cell `index` as the Run button does; not awaited (a `--wait` cell would hold it). */
 export async function runCell(page, nbPath, index) {
   await inPanel(

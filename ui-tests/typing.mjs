@@ -10,7 +10,7 @@
 // labels of the ipywidgets Text/Textarea, the exact button labels (Deny, Approve, Accept), and
 // for a form field the row (.widget-hbox) whose label (.widget-html) starts with the field's
 // title; only visible ones count (a decided panel keeps its hidden inputs).
-import { env, inPanel, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+import { env, inPanel, log, openNotebook, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
@@ -156,13 +156,7 @@ async function turn(page, t, result) {
 
 await runInBrowser(ARTIFACTS, `typing-${UI}`, async (page, result) => {
   result.turns = [];
-  const url = UI === 'lab' ? `${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}` : `${BASE}/notebooks/${NOTEBOOK}?token=${TOKEN}`;
-  await page.goto(url, { timeout: TIMEOUT });
-  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
-  await waitInPanel(page, NOTEBOOK, 'the notebook and an idle kernel', (app, panel) => {
-    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
-    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
-  });
+  await openNotebook(page, { base: BASE, token: TOKEN, nbPath: NOTEBOOK, ui: UI });
   log('opened', { ui: UI });
   await runCell(page, 0);
   await runCell(page, 1);
