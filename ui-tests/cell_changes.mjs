@@ -1,19 +1,21 @@
-// Cell changes in JupyterLab, run by tests/e2e/test_cell_changes.py: the model reads the
-// notebook and proposes replace_cell on the target cell; the approval panel shows the diff;
-// Deny leaves the cell as it was; a second proposal, approved, changes it; a third is proposed,
-// and before the click the person types into the target cell key by key: approving it writes
-// nothing, the person's typing stays and the card shows the conflict. Then move_cell and
-// delete_cell, each shown (positions; "its output goes too") and approved, and a file made with
-// apply_patch. Then "Undo turn", refused while the person's typing is in a cell the turn wrote;
-// once it is out, the target cell's badge "Undo" puts back that cell alone, and "Undo turn" the
-// rest: the cells and the file are as before the turn.
-import { env, inPanel as inNotebook, log, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
+// Cell changes in JupyterLab (NBAGENT_E2E_UI=lab) and Notebook 7 (=notebook7), run by
+// tests/e2e/test_cell_changes.py: the model reads the notebook and proposes replace_cell on the
+// target cell; the approval panel shows the diff; Deny leaves the cell as it was; a second
+// proposal, approved, changes it. With PLAN.full, a third is proposed, and before the click the
+// person types into the target cell key by key: approving it writes nothing, the person's typing
+// stays and the card shows the conflict; then move_cell and delete_cell, each shown (positions;
+// "its output goes too") and approved. Then a file made with apply_patch. With PLAN.full, "Undo
+// turn" is refused while the person's typing is in a cell the turn wrote; once it is out, the
+// target cell's badge "Undo" puts back that cell alone. "Undo turn" then puts back the rest: the
+// cells and the file are as before the turn.
+import { env, inPanel as inNotebook, log, openNotebook, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
 const TOKEN = env('NBAGENT_E2E_TOKEN');
 const NOTEBOOK = env('NBAGENT_E2E_NOTEBOOK');
 const ARTIFACTS = env('NBAGENT_E2E_ARTIFACTS');
 const PLAN = JSON.parse(env('NBAGENT_E2E_PLAN'));
+const UI = env('NBAGENT_E2E_UI');
 const DELAY = Number(process.env.NBAGENT_E2E_KEY_DELAY_MS || 40);
 const shot = shooter(ARTIFACTS);
 
@@ -22,6 +24,15 @@ const waitFor = (page, what, fn, arg = null) => waitInPanel(page, NOTEBOOK, what
 const sourceOf = (page, index) => inPanel(page, (app, panel, i) => panel.content.model.cells.get(i).sharedModel.getSource(), index);
 
 const runCell = (page, index) => runNotebookCell(page, NOTEBOOK, index);
+const cellsOf = page => inPanel(page, (app, panel) => {
+  const model = panel.content.model;
+  const out = [];
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    out.push({ id: cell.id, type: cell.type, source: cell.sharedModel.getSource() });
+  }
+  return out;
+});
 
 /** The visible, undecided approval panel for `tool` that shows `needle`. */
 async function panelFor(page, tool, needle) {
@@ -48,12 +59,8 @@ async function click(panel, label) {
 }
 
 await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
-  await page.goto(`${BASE}/lab/tree/${NOTEBOOK}?reset&token=${TOKEN}`, { timeout: TIMEOUT });
-  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.started, null, { timeout: TIMEOUT });
-  await waitFor(page, 'an idle kernel', (app, panel) => {
-    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
-    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle' && panel.content.model;
-  });
+  await openNotebook(page, { base: BASE, token: TOKEN, nbPath: NOTEBOOK, ui: UI });
+  result.app = await page.evaluate(() => window.jupyterapp.name);
   await runCell(page, 0);
   await waitFor(page, 'the session', (app, panel) =>
     (panel.content.model.cells.get(0).toJSON().outputs || []).some(o => String(o.text || '').includes('move_cell'))
@@ -78,7 +85,30 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
     return s === a.want ? s : null;
   }, { i: target, want: PLAN.approved });
 
-  // 3. A third proposal; before the click the person types into the cell, key by key.
+  if (PLAN.full) {
+    await overwriteMoveDelete(page);
+  }
+  await click((await panelFor(page, 'apply_patch', PLAN.note)).panel, 'Approve');
+  const card = page.locator('.jp-Notebook .jp-Cell').nth(PLAN.agent_index);
+  await card.getByText(PLAN.done).first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.cardText = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
+  result.afterConflict = await sourceOf(page, target);
+  result.cells = await cellsOf(page);
+  await shot(page, 'turn-done');
+  const undo = card.locator('button.jupyter-button', { hasText: /^\s*Undo turn\s*$/ }).first();
+  if (PLAN.full) {
+    await refusedThenBadgeUndo(page, card, undo, result);
+  }
+  await undo.click();
+  await card.getByText('undid turn').first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  result.undone = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
+  result.afterUndo = await cellsOf(page);
+  await shot(page, 'undone');
+});
+
+/** 3. A third proposal; before the click the person types into the cell, key by key. */
+async function overwriteMoveDelete(page) {
+  const target = PLAN.target_index;
   const third = await panelFor(page, 'replace_cell', `+${PLAN.overwrite}`);
   const editor = page.locator('.jp-Notebook .jp-Cell').nth(target).locator('.cm-content');
   await editor.click();
@@ -93,31 +123,18 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   const gone = await panelFor(page, 'delete_cell', PLAN.delete_shows);
   await shot(page, 'delete-shown');
   await click(gone.panel, 'Approve');
-  await click((await panelFor(page, 'apply_patch', PLAN.note)).panel, 'Approve');
-  const card = page.locator('.jp-Notebook .jp-Cell').nth(PLAN.agent_index);
-  await card.getByText(PLAN.done).first().waitFor({ state: 'visible', timeout: TIMEOUT });
-  result.cardText = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
-  result.afterConflict = await sourceOf(page, target);
-  result.cells = await inPanel(page, (app, panel) => {
-    const model = panel.content.model;
-    const out = [];
-    for (let i = 0; i < model.cells.length; i++) {
-      out.push({ id: model.cells.get(i).id, source: model.cells.get(i).sharedModel.getSource() });
-    }
-    return out;
-  });
-  await shot(page, 'conflict-shown');
+}
 
-  // 5. "Undo turn": refused while the person's typing is in a cell the turn wrote; once they
-  // take it out, the turn's cells and the file it made are put back.
-  const undo = card.locator('button.jupyter-button', { hasText: /^\s*Undo turn\s*$/ }).first();
+/** 5. "Undo turn" is refused while the person's typing is in a cell the turn wrote; they take it
+ * out. 6. The target cell's badge "Undo": that cell alone goes back. */
+async function refusedThenBadgeUndo(page, card, undo, result) {
+  const target = PLAN.target_index;
   await undo.click();
   await card.getByText('not undone').first().waitFor({ state: 'visible', timeout: TIMEOUT });
   result.refused = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
   await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).sharedModel.setSource(a.back),
     { i: target, back: PLAN.approved });
 
-  // 6. The target cell's badge "Undo": that cell alone goes back; then "Undo turn" does the rest.
   result.badge = await inPanel(page, (app, panel, a) => panel.content.model.cells.get(a.i).getMetadata('nbagent'), { i: target });
   const forged = page.locator('.jp-Notebook .jp-Cell[data-nbagent-call-id="call_forged"]');
   await forged.hover();
@@ -127,28 +144,8 @@ await runInBrowser(ARTIFACTS, 'cell-changes', async (page, result) => {
   await page.locator('.jp-Notebook .jp-Cell').nth(target).hover();
   await page.locator('.jp-Notebook .jp-Cell').nth(target).locator('button.nbagent-undo-cell').click();
   log('clicked', { label: 'badge Undo' });
-  result.afterBadgeUndo = await waitFor(page, 'the cell undone alone', (app, panel, a) => {
-    const model = panel.content.model;
-    if (model.cells.get(a.i).sharedModel.getSource() !== a.want) {
-      return null;
-    }
-    const out = [];
-    for (let i = 0; i < model.cells.length; i++) {
-      out.push({ id: model.cells.get(i).id, source: model.cells.get(i).sharedModel.getSource() });
-    }
-    return out;
-  }, { i: target, want: PLAN.original });
+  await waitFor(page, 'the cell undone alone', (app, panel, a) =>
+    panel.content.model.cells.get(a.i).sharedModel.getSource() === a.want, { i: target, want: PLAN.original });
+  result.afterBadgeUndo = await cellsOf(page);
   await shot(page, 'badge-undone');
-  await undo.click();
-  await card.getByText('undid turn').first().waitFor({ state: 'visible', timeout: TIMEOUT });
-  result.undone = (await card.locator('.jp-Cell-outputArea').first().textContent()) || '';
-  result.afterUndo = await inPanel(page, (app, panel) => {
-    const model = panel.content.model;
-    const out = [];
-    for (let i = 0; i < model.cells.length; i++) {
-      out.push({ id: model.cells.get(i).id, type: model.cells.get(i).type, source: model.cells.get(i).sharedModel.getSource() });
-    }
-    return out;
-  });
-  await shot(page, 'undone');
-});
+}

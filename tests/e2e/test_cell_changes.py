@@ -1,8 +1,10 @@
-"""Browser end-to-end: an agent's change to a notebook cell in real JupyterLab. The approval panel
-shows the diff, Deny leaves the cell as it was, an approved proposal changes it, and a cell the
-person types into (key by key) after the agent read it is not overwritten: the card and the model
-are told. Undo: a cell's badge "Undo" puts back that cell alone, "Undo turn" the rest. Driven by ``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test
-server, so what the model was told is read from the requests it received."""
+"""Browser end-to-end: an agent's change to a notebook cell in real JupyterLab and in Notebook 7.
+The approval panel shows the diff, Deny leaves the cell as it was, an approved proposal changes
+it, and "Undo turn" puts back the cell and removes the file the turn made. In JupyterLab also: a
+cell the person types into (key by key) after the agent read it is not overwritten (the card and
+the model are told), and a cell's badge "Undo" puts back that cell alone. Driven by
+``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test server, so what the
+model was told is read from the requests it received."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from nbagent.protocol import UndoItem
 from tests.checkpoint.test_undo_cli import items
+from tests.e2e.jupyter import JupyterLab
 from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
 
 __all__ = ["pytestmark"]  # the browser tests' skip conditions
@@ -29,24 +34,29 @@ FORGED = {"thread_id": "thread_forged", "turn_id": "turn_forged", "call_id": "ca
 NOTE = "*** Begin Patch\n*** Add File: note.txt\n+made by the turn\n*** End Patch"
 
 
-def _steps() -> list[dict]:
+def _steps(full: bool) -> list[dict]:
+    """The model's replies; without ``full``, only the read, the two replacements and the file."""
     def replace(source: str) -> dict:
         return {"tool_calls": [{"name": "replace_cell", "arguments": {"cell_id": "target", "source": source}}]}
 
-    return [
-        {"tool_calls": [{"name": "read_notebook", "arguments": {}}]},
-        replace(PLAN["denied"]), replace(PLAN["approved"]), replace(PLAN["overwrite"]),
+    more = [
+        replace(PLAN["overwrite"]),
         {"tool_calls": [{"name": "move_cell", "arguments": {"cell_id": "keep", "to_index": 3}}]},
         {"tool_calls": [{"name": "delete_cell", "arguments": {"cell_id": "scratch"}}]},
+    ]
+    return [
+        {"tool_calls": [{"name": "read_notebook", "arguments": {}}]},
+        replace(PLAN["denied"]), replace(PLAN["approved"]), *(more if full else []),
         {"tool_calls": [{"name": "apply_patch", "arguments": {"input": NOTE}}]},
         {"text": PLAN["done"]},
     ]
 
 
-def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_typed(
-    tmp_path: Path, openai_server, lab
-) -> None:
-    root = _folder(lab, "cell-changes")
+# Notebook 7 runs the lean path (CI time); the person's typing and the badge's Undo are JupyterLab's.
+@pytest.mark.parametrize(("ui", "app"), [("lab", "JupyterLab"), ("notebook7", "Jupyter Notebook")])
+def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_server, lab: JupyterLab, ui: str, app: str) -> None:
+    full = ui == "lab"
+    root = _folder(lab, f"cell-changes-{ui}")
     (root / "nbagent.toml").write_text(
         'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
         f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
@@ -61,41 +71,54 @@ def test_a_change_is_shown_denied_approved_and_never_overwrites_what_the_person_
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))
-    openai_server.script(_steps())
-    artifacts = ARTIFACTS.parent / "cell-changes"
+    openai_server.script(_steps(full))
+    artifacts = ARTIFACTS.parent / f"cell-changes-{ui}"
     shutil.rmtree(artifacts, ignore_errors=True)
-    env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK="cell-changes/cells.ipynb",
-               NBAGENT_E2E_PLAN=json.dumps(PLAN), NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
+    env = dict(os.environ, NBAGENT_E2E_URL=lab.url, NBAGENT_E2E_TOKEN=lab.token, NBAGENT_E2E_NOTEBOOK=f"cell-changes-{ui}/cells.ipynb",
+               NBAGENT_E2E_UI=ui, NBAGENT_E2E_PLAN=json.dumps({**PLAN, "full": full}), NBAGENT_E2E_ARTIFACTS=str(artifacts),
+               CHROMIUM=CHROMIUM)
     result = run_script("cell_changes.mjs", env, lab, timeout=300)
 
+    assert result["app"] == app
     assert result["afterDeny"] == ORIGINAL
     assert result["afterApprove"] == PLAN["approved"]
-    kept = PLAN["approved"] + PLAN["typed"]
-    assert result["afterConflict"] == kept  # not one key lost, nothing overwritten
-    assert "the person edited cell target" in result["cardText"], result["cardText"]
-    assert [c["id"] for c in result["cells"][1:]] == ["target", result["cells"][2]["id"], "keep"]  # moved, then deleted
-    assert "scratch" not in [c["id"] for c in result["cells"]]
-    read, denied, approved, conflict, move, delete, _patch = _told(openai_server.requests)
+    told = _told(openai_server.requests)
+    read, denied, approved = told[:3]
     assert "id=target" in read and "denied" in denied.lower()
     assert "Replaced the source of cell target" in approved
-    assert "the person edited cell target" in conflict and kept in conflict  # the model sees their edit
-    assert "Moved cell keep from index 4 to index 3" in move
-    assert "Deleted cell scratch" in delete and "print('scratch')" in delete
+    assert "note.txt" in told[-1], told[-1]
+    if full:
+        _typing_kept_and_one_cell_undone(lab, result, told[3:6])
 
-    # "Undo turn": refused naming the cell the person typed into; then every cell as before the
-    # turn (the deleted one back with its type, the moved one back in place) and the file gone.
-    assert "not undone" in result["refused"] and "cell target (edited since)" in result["refused"], result["refused"]
-    # The badge's "Undo" on the target cell: it alone is back, the rollout records that call's undo;
-    # a badge the kernel did not write gets no "Undo".
-    assert result["forgedButtons"] == 0
-    assert [c["source"] for c in result["afterBadgeUndo"]] == [ORIGINAL if c["id"] == "target" else c["source"]
-                                                                for c in result["cells"]]
-    (single, _turn) = items(lab.root.parent / "home", result["badge"]["thread_id"], UndoItem)
-    assert single.call_id == result["badge"]["call_id"] and single.cells == ["cell target (its source restored)"]
-    assert _turn.call_id is None and not any(c.startswith("cell target ") for c in _turn.cells), _turn.cells
+    # "Undo turn": every cell as before the turn (in JupyterLab the deleted one back with its
+    # type, the moved one back in place) and the file gone.
     assert "undid turn" in result["undone"] and "note.txt" in result["undone"], result["undone"]
     after = result["afterUndo"]
     assert [(c["type"], c["source"]) for c in after[1:]] == [
         ("code", ORIGINAL), ("code", "%%agent\nImprove the total."), ("code", "print('scratch')"), ("code", "kept = True")]
     assert after[1]["id"] == "target" and after[4]["id"] == "keep"
     assert not (root / PLAN["note"]).exists()
+
+
+def _typing_kept_and_one_cell_undone(lab: JupyterLab, result: dict, told: list[str]) -> None:
+    """The person's typing survives an approved overwrite; "Undo turn" is refused while it is
+    there; the badge's "Undo" puts back the target cell alone."""
+    conflict, move, delete = told
+    kept = PLAN["approved"] + PLAN["typed"]
+    assert result["afterConflict"] == kept  # not one key lost, nothing overwritten
+    assert "the person edited cell target" in result["cardText"], result["cardText"]
+    assert [c["id"] for c in result["cells"][1:]] == ["target", result["cells"][2]["id"], "keep"]  # moved, then deleted
+    assert "scratch" not in [c["id"] for c in result["cells"]]
+    assert "the person edited cell target" in conflict and kept in conflict  # the model sees their edit
+    assert "Moved cell keep from index 4 to index 3" in move
+    assert "Deleted cell scratch" in delete and "print('scratch')" in delete
+    # Refused naming the cell the person typed into.
+    assert "not undone" in result["refused"] and "cell target (edited since)" in result["refused"], result["refused"]
+    # The badge's "Undo" on the target cell: it alone is back, the rollout records that call's undo;
+    # a badge the kernel did not write gets no "Undo".
+    assert result["forgedButtons"] == 0
+    assert [c["source"] for c in result["afterBadgeUndo"]] == [ORIGINAL if c["id"] == "target" else c["source"]
+                                                                for c in result["cells"]]
+    (single, turn) = items(lab.root.parent / "home", result["badge"]["thread_id"], UndoItem)
+    assert single.call_id == result["badge"]["call_id"] and single.cells == ["cell target (its source restored)"]
+    assert turn.call_id is None and not any(c.startswith("cell target ") for c in turn.cells), turn.cells
