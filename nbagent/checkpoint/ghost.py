@@ -106,21 +106,21 @@ class GhostRepo:
         """Snapshot the workspace part of the work tree as it is now (untracked, not ignored
         files too) as a commit with no parent: the last one again when nothing changed since."""
         seen = self.watch.generation() if self.watch is not None else None
-        if self._last is not None and self.unchanged_since(self._last[2], seen):
-            return self._last[2]
+        if (last := self.reusable()) is not None:
+            return last
         not_saved = self.stage()
         tree = self.git("write-tree").decode().strip()
         commit = GhostCommit(self.git("commit-tree", tree, "-m", message).decode().strip(), not_saved)
         self._last = None if seen is None else (seen, time.monotonic(), commit)
         return commit
 
-    def unchanged_since(self, commit: GhostCommit, seen: int | None = None) -> bool:
-        """Whether the watcher saw nothing change under the workspace since ``commit``, this
-        repository's last snapshot, was taken (``False`` whenever it cannot tell)."""
-        last = self._last
-        if last is None or last[2] is not commit or time.monotonic() - last[1] > REUSE_SECONDS or self.watch is None:
-            return False
-        return (self.watch.generation() if seen is None else seen) == last[0]
+    def reusable(self) -> GhostCommit | None:
+        """The last snapshot, when the watcher can tell at once that nothing under the workspace
+        changed since it was taken; never blocks, so the event loop may ask."""
+        last, watch = self._last, self.watch
+        if last is None or watch is None or time.monotonic() - last[1] > REUSE_SECONDS:
+            return None
+        return last[2] if watch.generation(wait=False) == last[0] else None
 
     def stage(self) -> tuple[str, ...]:
         """The snapshot index brought to the work tree as it is now; the files left out.
@@ -218,14 +218,19 @@ _OPENED: dict[tuple[Path, Path], GhostRepo] = {}
 checkpoint then starts git no more than it must."""
 
 
+def opened(workspace: Path, private_dir: Path) -> GhostRepo | None:
+    """The repository ``open_repo`` found for this workspace and thread, if it did already."""
+    known = _OPENED.get((workspace, private_dir))
+    return known if known is not None and (known.git_dir / "HEAD").exists() else None
+
+
 def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> GhostRepo:
     """The snapshots of ``workspace``: in its own git repository when it is inside one (the
     snapshot index beside the thread in ``private_dir``), else in a private repository there;
     ``home`` is left out when it lies inside."""
-    key = (workspace, private_dir)
-    if (known := _OPENED.get(key)) is not None and (known.git_dir / "HEAD").exists():
+    if (known := opened(workspace, private_dir)) is not None:
         return known
-    _OPENED[key] = repo = _open(workspace, private_dir, home)
+    _OPENED[(workspace, private_dir)] = repo = _open(workspace, private_dir, home)
     left_out = tuple(repo.work_tree / path for path in repo.excluded)
     names = frozenset(name.rstrip("/") for name in NOT_SNAPSHOT) if repo.publish else frozenset()
     repo.watch = watch(repo.work_tree / repo.prefix, left_out, names)

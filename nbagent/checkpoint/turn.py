@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from nbagent.checkpoint.ghost import GhostCommit, GhostRepo, open_repo
+from nbagent.checkpoint.ghost import GhostCommit, GhostRepo, open_repo, opened
 from nbagent.protocol import GhostSnapshot
 
 REF_PREFIX = "refs/nbagent/checkpoints"
@@ -36,8 +36,15 @@ class TurnCheckpoint:
         return self._before is not None
 
     async def before_change(self) -> None:
-        """Snapshot the workspace once, before the turn's first change (parallel calls share it)."""
+        """Snapshot the workspace once, before the turn's first change (parallel calls share it);
+        the last snapshot again, without leaving the event loop, when nothing changed since."""
+        if self._before is not None:
+            return
         if self._taking is None:
+            repo = opened(self.workspace, self.private_dir)
+            if repo is not None and (last := repo.reusable()) is not None:
+                self._repo, self._before = repo, last
+                return
             self._taking = asyncio.ensure_future(asyncio.to_thread(self._take))
         await asyncio.shield(self._taking)
 
@@ -50,13 +57,11 @@ class TurnCheckpoint:
         before or nothing changed."""
         if self._taking is not None:
             await asyncio.gather(self._taking, return_exceptions=True)
-        if self._repo is None or self._before is None:
-            return None
+        if self._repo is None or self._before is None or self._repo.reusable() is self._before:
+            return None  # nothing changed since the snapshot before
         return await asyncio.to_thread(self._settle, self._repo, self._before)
 
     def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:
-        if repo.unchanged_since(before):
-            return None
         not_saved = repo.stage()  # the after-state is only compared: no commit of it is kept
         repo.publish_index()
         changes = repo.changes(before.id)

@@ -40,7 +40,7 @@ class ChangeWatch:
         """A folder created, moved or removed, or events lost: which folders to watch changed."""
         self._lock = threading.Lock()
         self._count = 0
-        self._broken = False
+        self._broken = self._stale = False
         self._inotify = self._new()
         try:
             self._watch_all()
@@ -48,22 +48,31 @@ class ChangeWatch:
             self._inotify.close()  # its watches count against the user's limit until closed
             raise
 
-    def generation(self) -> int:
-        """A number unlike any earlier one when something under ``top`` may have changed since."""
-        with self._lock:
+    def generation(self, *, wait: bool = True) -> int | None:
+        """A number unlike any earlier one when something under ``top`` may have changed since.
+        With ``wait=False`` (the event loop asking) it never blocks: ``None`` when the answer
+        needs the folders walked again or another thread is reading."""
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
             if self._broken:
                 self._count += 1
                 return self._count
             events = self._inotify.read(timeout=0)
             if events:
                 self._count += 1
-                if any(event.mask & self._restructure for event in events):
-                    try:
-                        self._watch_all()
-                    except OSError:  # grew past what can be watched: every snapshot asks git now
-                        self._broken = True
-                        self._inotify.close()
+                self._stale = self._stale or any(event.mask & self._restructure for event in events)
+            if self._stale:
+                if not wait:
+                    return None
+                try:
+                    self._watch_all()
+                except OSError:  # grew past what can be watched: every snapshot asks git now
+                    self._broken = True
+                    self._inotify.close()
             return self._count
+        finally:
+            self._lock.release()
 
     def _watch_all(self) -> None:
         """Watch every folder anew, each before it is read, so what is created in it meanwhile is
@@ -83,6 +92,7 @@ class ChangeWatch:
                         path = Path(entry.path)
                         if not self._skip(path):
                             pending.append(path)
+        self._stale = False
 
 
 _WATCHES: dict[tuple[Path, tuple[Path, ...], frozenset[str]], ChangeWatch | None] = {}
