@@ -25,12 +25,13 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> Parser:
     p.add_argument("thread", help="the thread's id, name or a unique id prefix (nbagent threads)")
     p.add_argument("--turn", help="the turn to undo (default: the thread's latest turn that changed files)")
     p.add_argument("--force", action="store_true", help="also overwrite files changed after the turn")
-    p.add_argument("--list", action="store_true", help="list the turns that changed files, and whether each is undone")
+    p.add_argument("--list", action="store_true",
+                   help="list the turns that changed files or notebook cells, whether each is undone and what it puts back")
     return p
 
 
 def _list(thread: str, home: Path) -> int:
-    """The thread's turns that changed files, read from its rollout (nothing is opened for writing)."""
+    """The thread's turns that changed files or cells, read from its rollout (nothing is opened for writing)."""
     from nbagent.checkpoint import undoable
     from nbagent.store import ThreadStore
 
@@ -40,7 +41,7 @@ def _list(thread: str, home: Path) -> int:
             raise BadInput(f"no thread with id or name {thread!r} under {home}")
         lines = undoable(store.load(found).items)
     out = VisibleWriter(sys.stdout)
-    out.write("\n".join(lines) + "\n" if lines else f"no turn of thread {found} changed workspace files\n")
+    out.write("\n".join(lines) + "\n" if lines else f"no turn of thread {found} changed workspace files or notebook cells\n")
     out.flush()
     return 0
 

@@ -131,6 +131,9 @@ export interface InsertCellParams extends BridgeMessage {
   after_cell_id?: string | null;
   provenance?: Provenance | null;
   save?: boolean;
+  /** A code cell's outputs (nbformat), when an undo puts back a deleted cell; they come back untrusted. */
+  outputs?: { [key: string]: any }[];
+  execution_count?: number | null;
 }
 
 export interface InsertCellResponse extends BridgeMessage {
@@ -157,6 +160,8 @@ export interface DeleteCellParams extends BridgeMessage {
   cell_id: string;
   expected_source?: string | null;
   save?: boolean;
+  /** Outputs past this many characters of JSON are sent as `{output_type: 'omitted', chars}`. */
+  max_outputs_chars?: number | null;
 }
 
 export interface DeleteCellResponse extends BridgeMessage {
@@ -165,6 +170,9 @@ export interface DeleteCellResponse extends BridgeMessage {
   old_source?: string;
   /** The deleted cell's type, so an undo puts back a markdown cell as markdown. */
   cell_type?: CellType;
+  /** The deleted code cell's outputs (nbformat, cut as `max_outputs_chars` says), kept for undo. */
+  outputs?: { [key: string]: any }[];
+  execution_count?: number | null;
 }
 
 export interface MoveCellParams extends BridgeMessage {

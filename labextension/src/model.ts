@@ -213,10 +213,12 @@ export class NotebookBridgeModel {
     if (params.provenance) {
       metadata[METADATA_KEY] = provenanceJSON(params.provenance);
     }
+    const restored = cellType === 'code' ? restoredOutputs(params) : {};
     const shared = model.sharedModel.insertCell(index, {
       cell_type: cellType,
       source: params.source,
-      metadata
+      metadata,
+      ...restored
     } as any);
     if (params.provenance) {
       this.addThread(params.provenance.thread_id);
@@ -245,9 +247,17 @@ export class NotebookBridgeModel {
     const index = this.indexOf(params.cell_id);
     const oldSource = this.unchanged(params.cell_id, model.cells.get(index).sharedModel.getSource(), params.expected_source);
     const cellType = model.cells.get(index).type as CellType;
+    const json = model.cells.get(index).toJSON() as any;
     model.sharedModel.deleteCell(index);
     await this.maybeSave(params.save);
-    return { cell_id: params.cell_id, index, old_source: oldSource, cell_type: cellType };
+    return {
+      cell_id: params.cell_id,
+      index,
+      old_source: oldSource,
+      cell_type: cellType,
+      outputs: cappedOutputs(Array.isArray(json.outputs) ? json.outputs : [], params.max_outputs_chars ?? null),
+      execution_count: Number.isInteger(json.execution_count) ? json.execution_count : null
+    };
   }
 
   async moveCell(params: MoveCellParams): Promise<MoveCellResponse> {
@@ -332,6 +342,31 @@ export class NotebookBridgeModel {
     }
     throw new BridgeFailure('not_found', `no cell with id ${JSON.stringify(cellId)}`);
   }
+}
+
+/** A deleted cell's outputs in order while their JSON stays within `max` characters; each one
+ * past it is sent as its size only, so a huge output never crosses the comm. */
+export function cappedOutputs(outputs: any[], max: number | null): any[] {
+  let used = 0;
+  return outputs.map(out => {
+    const size = JSON.stringify(out).length;
+    if (max !== null && used + size > max) {
+      return { output_type: 'omitted', chars: size };
+    }
+    used += size;
+    return out;
+  });
+}
+
+/** The outputs and execution count an undo puts back into a code cell, checked for shape (the
+ * kernel sends them from its rollout); never `metadata.trusted`, so they come back untrusted. */
+function restoredOutputs(params: InsertCellParams): { [key: string]: any } {
+  const outputs = params.outputs ?? [];
+  if (!Array.isArray(outputs) || !outputs.every(o => o && typeof o === 'object' && typeof o.output_type === 'string')) {
+    throw new BridgeFailure('bad_request', 'insert_cell outputs must be a list of nbformat outputs');
+  }
+  const count = params.execution_count;
+  return { outputs, execution_count: Number.isInteger(count) ? count : null };
 }
 
 function findCell(model: INotebookModel, cellId: string) {

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from nbagent.checkpoint.cells import undoable
 from nbagent.checkpoint.ghost import GhostCommit, GhostError, GhostRepo, open_repo
 from nbagent.checkpoint.turn import TurnCheckpoint
-from nbagent.checkpoint.undo import UndoRefused, cells_undone, plan_undo, undo_turn, undoable
+from nbagent.checkpoint.undo import UndoRefused, cells_undone, plan_undo, undo_turn
 
 __all__ = [
     "GhostCommit",

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from nbagent.checkpoint.undo import UndoRefused, plan_undo, turns_undone
+from nbagent.checkpoint.outputs import restorable
+from nbagent.checkpoint.undo import UndoRefused, plan_undo, short, turns_undone
 from nbagent.protocol import FunctionCall, FunctionCallOutput, GhostSnapshot, Item, Undo, UndoItem
 from nbagent.protocol import bridge as wire
 
@@ -38,7 +39,8 @@ Op = Literal["inserted", "replaced", "deleted", "moved"]
 @dataclass(frozen=True)
 class CellChange:
     """One cell change a notebook tool made: ``index`` is where the cell was (moved: from),
-    ``before``/``after`` its source before and after (``None`` where there is none)."""
+    ``before``/``after`` its source before and after (``None`` where there is none); a deleted
+    code cell's ``outputs`` and ``execution_count`` as kept (``outputs_not_kept``: markers)."""
 
     op: Op
     cell_id: str
@@ -47,6 +49,9 @@ class CellChange:
     before: str | None
     after: str | None
     cell_type: wire.CellType
+    outputs: tuple[dict[str, Any], ...] = ()
+    execution_count: int | None = None
+    outputs_not_kept: int = 0
 
 
 def _change(call: FunctionCall, output: FunctionCallOutput) -> CellChange | None:
@@ -65,7 +70,9 @@ def _change(call: FunctionCall, output: FunctionCallOutput) -> CellChange | None
     cell_type = args.get("cell_type") or done.get("cell_type") or "code"
     to_index = done.get("to_index") if isinstance(done.get("to_index"), int) else None
     kind: wire.CellType = "markdown" if cell_type == "markdown" else "raw" if cell_type == "raw" else "code"
-    return CellChange(op, cell_id, index, to_index, before, source if op in ("inserted", "replaced") else None, kind)
+    outputs, count, not_kept = restorable(output.undo) if op == "deleted" and kind == "code" else ([], None, 0)
+    return CellChange(op, cell_id, index, to_index, before, source if op in ("inserted", "replaced") else None, kind,
+                      tuple(outputs), count, not_kept)
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,32 @@ def cells_turn(items: Sequence[Item], turn_id: str | None) -> str | None:
     if turn_id is None:
         return turns[-1] if turns else None
     return turn_id if turn_id in turns else None
+
+
+_RESTORES = {"inserted": "removed", "replaced": "source put back", "deleted": "put back", "moved": "moved back"}
+
+
+def _restores(c: CellChange) -> str:
+    return f"{c.cell_id} ({_RESTORES[c.op]}{' with its outputs' if c.outputs else ''})"
+
+
+def undoable(items: Sequence[Item]) -> list[str]:
+    """One line per turn that changed workspace files or notebook cells, in order: its id,
+    whether it is undone, and what its undo puts back (its files; its cells, which only the open
+    notebook can put back)."""
+    undone = turns_undone(items)
+    files = {i.turn_id: [c.path for c in i.changes] for i in items if isinstance(i, GhostSnapshot)}
+    cells = {c.turn_id for c in cell_calls(items, live=False)}
+    lines = []
+    for turn in dict.fromkeys(i.turn_id for i in items if i.turn_id in files or i.turn_id in cells):
+        assert turn is not None
+        what = [f"files: {short(files[turn])}"] if turn in files else []
+        if changes := turn_cell_changes(items, turn):
+            what.append(f"cells, from the open notebook: {short([_restores(c) for c in changes])}")
+        elif turn in cells:
+            what.append("cells: each undone singly already")
+        lines.append(f"{turn}  {'undone' if turn in undone else 'can be undone'}  {'; '.join(what)}")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -166,9 +199,10 @@ async def _inverse(bridge: CellBridge, c: CellChange, sources: dict[str, str]) -
         sources.pop(c.cell_id)
         return f"cell {c.cell_id} (inserted by the turn, removed)"
     if c.op == "deleted" and c.before is not None:
-        reply = await bridge.insert_cell(wire.InsertCellParams(source=c.before, cell_type=c.cell_type, index=c.index))
+        reply = await bridge.insert_cell(wire.InsertCellParams(source=c.before, cell_type=c.cell_type, index=c.index,
+                                                               outputs=list(c.outputs), execution_count=c.execution_count))
         sources[reply.cell_id] = c.before
-        return f"cell {c.cell_id} (deleted by the turn, put back at index {c.index} as {reply.cell_id})"
+        return f"cell {c.cell_id} (deleted by the turn, put back at index {c.index} as {reply.cell_id}{_with(c)})"
     if c.op == "replaced" and c.before is not None and now is not None:
         await bridge.replace_cell(wire.ReplaceCellParams(cell_id=c.cell_id, source=c.before, expected_source=now))
         sources[c.cell_id] = c.before
@@ -177,6 +211,14 @@ async def _inverse(bridge: CellBridge, c: CellChange, sources: dict[str, str]) -
         await bridge.move_cell(wire.MoveCellParams(cell_id=c.cell_id, to_index=c.index, expected_source=now))
         return f"cell {c.cell_id} (moved back to index {c.index})"
     return None
+
+
+def _with(c: CellChange) -> str:
+    """What a deleted cell got back besides its source, as said to the model."""
+    if not c.outputs:
+        return ""
+    cut = f" ({c.outputs_not_kept} of {len(c.outputs)} too large to have been kept, each replaced by a note saying so)"
+    return ", with its outputs" + (cut if c.outputs_not_kept else "")
 
 
 async def undo_op(items: Sequence[Item], bridge: CellBridge | None, turn_id: str | None, *, force: bool,

@@ -59,7 +59,7 @@ def turns_undone(items: Sequence[Item]) -> set[str]:
     return {i.undone_turn_id for i in items if isinstance(i, UndoItem) and i.call_id is None}
 
 
-def _short(paths: Sequence[str], limit: int = 10) -> str:
+def short(paths: Sequence[str], limit: int = 10) -> str:
     more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
     return ", ".join(paths[:limit]) + more
 
@@ -89,24 +89,15 @@ def plan_undo(items: Sequence[Item], turn_id: str | None = None, *, force: bool 
     for later in later_ones:
         shared = sorted(paths & {c.path for c in later.changes})
         if later.turn_id not in undone and shared:
-            raise UndoRefused(f"turn {later.turn_id}, later, changed {_short(shared)} too: undo it first")
+            raise UndoRefused(f"turn {later.turn_id}, later, changed {short(shared)} too: undo it first")
     now = _repo(target).current([c.path for c in target.changes])
     changed_since = [c.path for c in target.changes if now[c.path] != c.after]
     if changed_since and not force:
         raise UndoRefused(
-            f"{_short(changed_since)} changed after turn {target.turn_id}; undo would overwrite it, so nothing was "
+            f"{short(changed_since)} changed after turn {target.turn_id}; undo would overwrite it, so nothing was "
             "restored (undo with --force to overwrite)"
         )
     return UndoPlan(target, changed_since)
-
-
-def undoable(items: Sequence[Item]) -> list[str]:
-    """One line per turn that changed workspace files: its id, whether it is undone, its files."""
-    undone = turns_undone(items)
-    return [
-        f"{s.turn_id}  {'undone' if s.turn_id in undone else 'can be undone'}  {_short([c.path for c in s.changes])}"
-        for s in items if isinstance(s, GhostSnapshot)
-    ]
 
 
 def _said(change: FileChange) -> str:
@@ -132,7 +123,7 @@ def undo_turn(plan: UndoPlan, cells: Sequence[str] = ()) -> UndoItem:
     if plan.changed_since:
         item.text += f" These had been changed after that turn and were overwritten: {', '.join(plan.changed_since)}."
     if snapshot.not_saved:
-        item.text += f" Not saved, so not restored (too large): {_short(snapshot.not_saved)}."
+        item.text += f" Not saved, so not restored (too large): {short(snapshot.not_saved)}."
     return item.model_copy(update={"restored": restored, "overwritten": plan.changed_since})
 
 

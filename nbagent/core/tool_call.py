@@ -253,6 +253,7 @@ def _finish(turn: TurnContext, call: FunctionCall, result: ToolResult, status: S
         status=status,
         content=_cap_for_rollout(result, turn.settings.rollout_output_max_bytes),
         structured=result.structured,
+        undo=result.undo,
         duration_ms=(duration_ms := (time.perf_counter() - started) * 1000),
     )
     turn.emit(

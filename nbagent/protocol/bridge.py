@@ -190,6 +190,11 @@ class InsertCellParams(BridgeMessage):
     provenance: Provenance | None = None
     save: bool = True
     """Save the notebook after the write, so the file on disk has what the agent wrote."""
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    """A code cell's outputs (nbformat), when an undo puts back a deleted cell; they come back
+    untrusted (no ``metadata.trusted``), so HTML is sanitized and no script runs."""
+    execution_count: int | None = None
+    """A code cell's execution count, with ``outputs``."""
 
 
 class InsertCellResponse(BridgeMessage):
@@ -219,6 +224,10 @@ class DeleteCellParams(BridgeMessage):
     expected_source: str | None = None
     """As in :class:`ReplaceCellParams`."""
     save: bool = True
+    max_outputs_chars: int | None = None
+    """The deleted cell's outputs are sent back while their JSON stays within this many
+    characters; each one past it is sent as ``{"output_type": "omitted", "chars": N}``, so a
+    huge output never crosses the comm. ``None``: all of them."""
 
 
 class DeleteCellResponse(BridgeMessage):
@@ -228,6 +237,10 @@ class DeleteCellResponse(BridgeMessage):
     old_source: str = ""
     cell_type: CellType = "code"
     """The deleted cell's type, so an undo puts back a markdown cell as markdown."""
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    """The deleted code cell's outputs (nbformat, cut as ``max_outputs_chars`` says): kept for
+    undo in the rollout only, never shown to the model."""
+    execution_count: int | None = None
 
 
 class MoveCellParams(BridgeMessage):

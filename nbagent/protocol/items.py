@@ -59,6 +59,8 @@ class FunctionCallOutput(_Item):
     """Full blocks (images, resources) up to the rollout cap, for redrawing a card."""
     structured: Any | None = None
     duration_ms: float | None = None
+    undo: dict[str, Any] | None = None
+    """What undoing the call needs, never sent to the model or shown (``ToolResult.undo``)."""
 
 
 class ApprovalRecord(_Item):

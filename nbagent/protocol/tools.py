@@ -118,6 +118,9 @@ class ToolResult(ProtocolModel):
     structured: Any | None = None
     is_error: bool = False
     meta: dict[str, Any] | None = None
+    undo: dict[str, Any] | None = None
+    """What undoing the call needs that the model must not read (a deleted cell's outputs):
+    kept in the rollout only, as ``FunctionCallOutput.undo``."""
 
     @classmethod
     def text(cls, text: str, *, is_error: bool = False) -> ToolResult:

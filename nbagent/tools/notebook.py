@@ -38,6 +38,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from nbagent.checkpoint import outputs as kept_outputs
 from nbagent.core.function_tools import argument_errors, own_tool_spec
 from nbagent.core.provider import ToolProvider
 from nbagent.protocol import CallInfo, PatchChange, TextBlock, ToolAnnotations, ToolResult, ToolSpec
@@ -277,6 +278,8 @@ class NotebookTools(ToolProvider):
         self._next_inputs: tuple[object, list[str]] | None = None
         self._versions: dict[str, str] = {}
         """Cell id -> the source a change to that cell is conditional on (see the module doc)."""
+        self._kept: tuple[str, int] = ("", 0)
+        """The turn whose deleted cells' outputs were last kept for undo, and their characters."""
 
     @contextlib.contextmanager
     def awaited(self) -> Iterator[None]:
@@ -389,11 +392,21 @@ class NotebookTools(ToolProvider):
         )
 
     async def _delete_cell(self, args: DeleteCellArgs, call: CallInfo) -> ToolResult:
+        used = self._kept[1] if self._kept[0] == call.turn_id else 0
+        budget = max(0, min(kept_outputs.CELL_CHARS, kept_outputs.TURN_CHARS - used))
         async with self._unless_changed("delete_cell", args.cell_id) as expected:
-            reply = await self.bridge.delete_cell(DeleteCellParams(cell_id=args.cell_id, expected_source=expected))
+            reply = await self.bridge.delete_cell(
+                DeleteCellParams(cell_id=args.cell_id, expected_source=expected, max_outputs_chars=budget))
         self._versions.pop(args.cell_id, None)
-        return _result(f"Deleted cell {reply.cell_id} (it was at index {reply.index}), with its outputs. "
-                       f"Its source was:\n{reply.old_source}", {"status": "deleted", **reply.model_dump(mode="json")})
+        outputs, chars, dropped = kept_outputs.keep(reply.outputs, budget)
+        self._kept = (call.turn_id, used + chars)
+        text = f"Deleted cell {reply.cell_id} (it was at index {reply.index}), with its outputs. Its source was:\n{reply.old_source}"
+        return ToolResult(
+            content=[TextBlock(text=text)],
+            structured={"status": "deleted", **reply.model_dump(mode="json", exclude={"outputs", "execution_count"})},
+            undo={"outputs": outputs, "execution_count": reply.execution_count, "outputs_not_kept": dropped}
+            if outputs or reply.execution_count is not None else None,  # for its undo, in the rollout only
+        )
 
     async def _move_cell(self, args: MoveCellArgs, call: CallInfo) -> ToolResult:
         async with self._unless_changed("move_cell", args.cell_id) as expected:

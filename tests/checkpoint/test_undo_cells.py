@@ -12,21 +12,33 @@ from typing import Any
 import pytest
 
 from nbagent import Session
-from nbagent.checkpoint import UndoRefused
+from nbagent.checkpoint import UndoRefused, cells_undone
+from nbagent.checkpoint.cells import call_undo_op
 from nbagent.checkpoint.cells import undo_op as cells_undo_op
+from nbagent.checkpoint.outputs import CELL_CHARS, TURN_CHARS
+from nbagent.cli import main
 from nbagent.notebook.bridge import NotebookBridge
-from nbagent.protocol import CallInfo, FunctionCall, FunctionCallOutput, GhostSnapshot, Item, UndoItem
+from nbagent.protocol import CallInfo, FunctionCall, FunctionCallOutput, GhostSnapshot, Item, UndoItem, UserMessage
 from nbagent.tools.notebook import NotebookTools
+from nbagent.tools.patch import PatchTools
 from tests.bridge.fakes import HELLO, FakeFactory, error, ok
 from tests.checkpoint.test_undo_cli import call, config_for, items, turn, undo_op
 
 
 class Notebook:
-    """The cells of a live document, changed only when a cell still holds ``expected_source``."""
+    """The cells of a live document, changed only when a cell still holds ``expected_source``;
+    a code cell's outputs go with it as the extension sends them (past ``max_outputs_chars``,
+    only their size) and come back when an insert carries them."""
 
-    def __init__(self, cells: list[tuple[str, str, str]]) -> None:
+    def __init__(self, cells: list[tuple[str, str, str]], outputs: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.cells = [{"id": i, "cell_type": t, "source": s} for i, t, s in cells]
+        for cell in self.cells:
+            if cell["id"] in (outputs or {}):
+                cell.update(outputs=(outputs or {})[cell["id"]], execution_count=7)
         self.made = 0
+
+    def cell(self, source: str) -> dict[str, Any]:
+        return next(c for c in self.cells if c["source"] == source)
 
     def view(self) -> list[tuple[str, str, str]]:
         return [(c["id"], c["cell_type"], c["source"]) for c in self.cells]
@@ -42,7 +54,8 @@ class Notebook:
             index = len(self.cells) if p.get("index") is None else p["index"]
             if not 0 <= index <= len(self.cells):
                 return error(request, "bad_request", f"index {index} is out of range 0..{len(self.cells)}")
-            self.cells.insert(index, {"id": f"new{self.made}", "cell_type": p["cell_type"], "source": p["source"]})
+            self.cells.insert(index, {"id": f"new{self.made}", "cell_type": p["cell_type"], "source": p["source"],
+                                      "outputs": p.get("outputs", []), "execution_count": p.get("execution_count")})
             return ok(request, {"cell_id": f"new{self.made}", "index": index})
         index = next((n for n, c in enumerate(self.cells) if c["id"] == p["cell_id"]), None)
         if index is None:
@@ -55,11 +68,26 @@ class Notebook:
             return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old})
         if method == "delete_cell":
             gone = self.cells.pop(index)
-            return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old, "cell_type": gone["cell_type"]})
+            return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old, "cell_type": gone["cell_type"],
+                                "outputs": capped(gone.get("outputs", []), p.get("max_outputs_chars")),
+                                "execution_count": gone.get("execution_count")})
         if method == "move_cell":
             self.cells.insert(p["to_index"], self.cells.pop(index))
             return ok(request, {"cell_id": p["cell_id"], "from_index": index, "to_index": p["to_index"]})
         return error(request, "bad_request", f"unknown method {method}")
+
+
+def capped(outputs: list[dict[str, Any]], most: int | None) -> list[dict[str, Any]]:
+    """What the extension's ``cappedOutputs`` sends of a deleted cell's outputs."""
+    sent, used = [], 0
+    for out in outputs:
+        size = len(json.dumps(out, ensure_ascii=False))
+        if most is not None and used + size > most:
+            sent.append({"output_type": "omitted", "chars": size})
+            continue
+        sent.append(out)
+        used += size
+    return sent
 
 
 BEFORE = [("a", "code", "x = 1"), ("b", "markdown", "# Notes"), ("c", "code", "print(x)"), ("d", "code", "y = 2")]
@@ -79,10 +107,17 @@ class Turns:
         result = await self.tools.call_tool(spec, arguments, CallInfo(thread_id="thr", turn_id=turn, call_id=call_id))
         assert not result.is_error, result.content
         self.items += [FunctionCall(turn_id=turn, call_id=call_id, name=name, arguments=json.dumps(arguments)),
-                       FunctionCallOutput(turn_id=turn, call_id=call_id, output="", structured=result.structured)]
+                       FunctionCallOutput(turn_id=turn, call_id=call_id, output="", structured=result.structured,
+                                          undo=result.undo)]
 
     async def undo(self, turn: str | None = None, *, force: bool = False) -> list[str]:
         op = await cells_undo_op(self.items, self.bridge, turn, force=force, is_notebook=lambda p: False)
+        return op.cells
+
+    async def undo_call(self, turn: str, call_id: str) -> list[str]:
+        """The Undo on the cell's badge, recorded as the ``Undo`` op records it."""
+        op = await call_undo_op(self.items, self.bridge, turn, call_id)
+        self.items.append(cells_undone(turn, op.cells, call_id))
         return op.cells
 
 
@@ -161,3 +196,91 @@ async def test_without_the_notebook_open_the_undo_says_the_cells_need_it(openai_
     done = await undo_op(home, result.thread_id)
     assert not done.success and "changed notebook cells, which are put back from the notebook itself" in done.message
     assert items(home, result.thread_id, UndoItem) == []
+
+
+OUTPUTS = [
+    {"output_type": "stream", "name": "stdout", "text": ["x is ", "1\n"]},
+    {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgoAAAA=", "text/plain": ["<Figure ", "640x480>"]},
+     "metadata": {}},
+    {"output_type": "execute_result", "execution_count": 7, "data": {"text/plain": "1"}, "metadata": {}},
+]
+KEPT = [  # multiline strings joined, as nbformat allows and the redactor needs
+    {"output_type": "stream", "name": "stdout", "text": "x is 1\n"},
+    {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgoAAAA=", "text/plain": "<Figure 640x480>"}, "metadata": {}},
+    {"output_type": "execute_result", "execution_count": 7, "data": {"text/plain": "1"}, "metadata": {}},
+]
+
+
+async def delete_in_a_turn(server: Any, tmp_path: Path, notebook: Notebook, cell_id: str) -> tuple[str, list[Item]]:
+    """A model turn (the local server, the real ``openai`` client) that deletes ``cell_id``; the
+    thread's id and the items the live session held."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    server.script([call("delete_cell", {"cell_id": cell_id}), {"text": "done"}])
+    async with Session(config=config_for(server, home, ws), cwd=ws) as session:
+        session.add_provider(Turns(notebook).tools)
+        result = await session.run("delete that cell")
+        live = list(session.snapshot().items)
+    assert result.ok, result.error
+    return result.thread_id, live
+
+
+async def test_a_deleted_cells_outputs_come_back_with_it_from_the_rollout_and_the_model_never_reads_them(
+        openai_server, tmp_path: Path) -> None:
+    notebook = Notebook(BEFORE, {"c": OUTPUTS})
+    thread, live = await delete_in_a_turn(openai_server, tmp_path, notebook, "c")
+    assert "print(x)" not in [s for _, _, s in notebook.view()]
+    sent = json.dumps(openai_server.requests[-1]["input"])
+    assert "print(x)" in sent and "iVBORw0KGgo" not in sent and "Figure" not in sent and "x is" not in sent
+
+    resumed = items(tmp_path / "home", thread, object)  # as resume reads the thread: the same record
+    assert [i for i in resumed if isinstance(i, FunctionCallOutput)] == [i for i in live if isinstance(i, FunctionCallOutput)]
+    turns = Turns(notebook)
+    turns.items = resumed
+    said = await turns.undo()
+    assert said == ["cell c (deleted by the turn, put back at index 2 as new1, with its outputs)"]
+    back = notebook.cell("print(x)")
+    assert back["outputs"] == KEPT and back["execution_count"] == 7 and notebook.view()[2] == ("new1", "code", "print(x)")
+
+
+async def test_the_badges_undo_puts_the_outputs_back_too_and_a_turn_keeps_at_most_its_cap() -> None:
+    """Five cells of nearly a cell's cap each, deleted in one turn: four fit the turn's cap, the
+    fifth comes back with a note in place of its output, and its undo says so."""
+    big = {"output_type": "stream", "name": "stdout", "text": "x" * (CELL_CHARS - 100)}
+    notebook = Notebook([(f"c{n}", "code", f"print({n})") for n in range(5)], {f"c{n}": [big] for n in range(5)})
+    turns = Turns(notebook)
+    for n in range(5):
+        await turns.call("t1", "delete_cell", cell_id=f"c{n}")
+    assert notebook.cells == []
+    (said,) = await turns.undo_call("t1", turns.items[-1].call_id)  # the badge of the last one
+    assert "with its outputs (1 of 1 too large to have been kept" in said
+    (note,) = notebook.cell("print(4)")["outputs"]
+    assert note["output_type"] == "stream" and "not kept for undo" in note["text"] and len(note["text"]) < 200
+    await turns.undo("t1")
+    assert [c["source"] for c in notebook.cells] == [f"print({n})" for n in range(5)]
+    assert all(notebook.cell(f"print({n})")["outputs"] == [big] for n in range(4))
+    assert sum(len(json.dumps(o)) for c in notebook.cells[:4] for o in c["outputs"]) <= TURN_CHARS
+
+
+async def test_undo_list_names_the_turns_that_changed_only_cells_and_what_each_puts_back(
+        openai_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    monkeypatch.setenv("NBAGENT_HOME", str(home))
+    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch"
+    openai_server.script([call("insert_cell", {"source": "z = 1"}), call("delete_cell", {"cell_id": "c"}), {"text": "1"},
+                          call("apply_patch", {"input": patch}), call("replace_cell", {"cell_id": "a", "source": "x = 2"}),
+                          {"text": "2"}])  # fmt: skip
+    notebook = Notebook(BEFORE, {"c": OUTPUTS})
+    async with Session(config=config_for(openai_server, home, ws), cwd=ws) as session:
+        session.add_provider(Turns(notebook).tools)
+        session.add_provider(PatchTools(ws))
+        assert (await session.run("cells")).ok and (await session.run("files and a cell")).ok
+        first, second = (i.turn_id for i in session.snapshot().items if isinstance(i, UserMessage))
+        thread = session.snapshot().thread_id
+    assert main(["undo", thread, "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{first}  can be undone  cells, from the open notebook: new1 (removed), c (put back with its outputs)",
+        f"{second}  can be undone  files: a.txt; cells, from the open notebook: a (source put back)",
+    ]

@@ -159,7 +159,7 @@ def test_a_later_turn_or_a_persons_edit_stops_the_undo_naming_it(
         return code, said.out, said.err
 
     code, out, _ = nbagent_undo("--list")  # which turns, which files
-    assert code == 0 and out.splitlines() == [f"{first_turn}  can be undone  a.txt", f"{second_turn}  can be undone  a.txt"]
+    assert code == 0 and out.splitlines() == [f"{first_turn}  can be undone  files: a.txt", f"{second_turn}  can be undone  files: a.txt"]
 
     code, _, err = nbagent_undo("--turn", first_turn)
     assert code == 1 and f"turn {second_turn}" in err and "undo it first" in err
@@ -173,4 +173,4 @@ def test_a_later_turn_or_a_persons_edit_stops_the_undo_naming_it(
     assert code == 0 and "overwrote" in out and (ws / "a.txt").read_text() == "two\n"
     code, out, _ = nbagent_undo("--turn", first_turn)
     assert code == 0 and (ws / "a.txt").read_text() == "one\n"
-    assert nbagent_undo("--list")[1].splitlines() == [f"{first_turn}  undone  a.txt", f"{second_turn}  undone  a.txt"]
+    assert nbagent_undo("--list")[1].splitlines() == [f"{first_turn}  undone  files: a.txt", f"{second_turn}  undone  files: a.txt"]
