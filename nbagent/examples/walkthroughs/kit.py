@@ -1,6 +1,5 @@
 """What a walkthrough's cells import: a scratch workspace, the autopilot that answers the panels
-(on unless the notebook's ``AUTOPILOT`` cell says otherwise), a tap on the model's requests, and the
-exercise check.
+(on unless the notebook's ``AUTOPILOT`` cell says otherwise), and the exercise check.
 
 Kept small and visible on purpose: a reader should be able to open this file from a cell and see
 there is no trick in it.
@@ -22,7 +21,6 @@ from nbagent.kit.demo import AUTOPILOT_ENV
 
 if TYPE_CHECKING:
     from nbagent.core.session import Session
-    from nbagent.models.base import ModelRequest
     from nbagent.protocol import Event
 
 
@@ -88,21 +86,6 @@ def autopilot(session: Session, answer: Callable[[Any], Any | None], *, on: bool
 
     _answering.append(session.subscribe(on_event))
     return True
-
-
-def model_requests(session: Session) -> list[ModelRequest]:
-    """A tap: the list every request the runtime builds for ``session``'s model is appended to,
-    as the model client receives it (its ``stream`` is wrapped; the model sees no difference)."""
-    requests: list[ModelRequest] = []
-    model = session.model_client()
-    play = model.stream
-
-    def recording(request: ModelRequest) -> Any:
-        requests.append(request)
-        return play(request)
-
-    model.stream = recording  # type: ignore[method-assign]  # records what the walkthrough's model is asked
-    return requests
 
 
 def claim(holds: bool, said: str, *, otherwise: str) -> None:

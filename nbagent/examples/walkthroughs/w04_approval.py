@@ -6,7 +6,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, model_requests, check, claim, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, autopilot, check, claim, data
 
 CONFIG = f"""
 model = "replay:{data('04-approval.json')}"
@@ -39,8 +39,6 @@ def click(msg):
     decision = "deny" if msg.changed else CLICKS.get(msg.raw_tool, "deny")
     return ApprovalDecision(call_id=msg.call_id, decision=decision)
 autopilot(session, click, on=AUTOPILOT)
-
-requests = model_requests(session)               # a tap: every model request of this session
 
 asked = []                                       # every panel shown, whoever answers it
 session.subscribe(lambda event: event.msg.type == "approval_requested" and asked.append(event.msg))
@@ -95,10 +93,15 @@ reworded = specs["tidy"].model_copy(update={"description": "Sort a folder's file
 print("changed since 'Always', as listed:  ", changed_parts(recorded, fingerprint(specs["tidy"])))
 print("changed since 'Always', if reworded:", changed_parts(recorded, fingerprint(reworded)))'''
 
-MODEL_SAW = '''print("sweep as each model request of that turn offered it:")
-for request in requests[-3:]:
-    sweep = next(t for t in request.tools if t.raw_name == "sweep")
-    print("  ", list(sweep.parameters["properties"]), "-", sweep.description)
+MODEL_SAW = '''from IPython.utils.capture import capture_output
+
+with capture_output() as shown:                  # the turn's requests, as the inspector shows them
+    %agent inspect request --all --json
+turn = json.loads(shown.stdout)
+print(f"sweep as each of the turn's {len(turn['requests'])} model requests offered it:")
+for n, request in enumerate(turn["requests"], turn["dropped"] + 1):
+    sweep = next(t for t in request["tools"] if t["name"] == specs["sweep"].name)
+    print(f"  request {n}:", list(sweep["parameters"]["properties"]), "-", sweep["description"])
 
 before, after = asked[-2], asked[-1]
 print("panel 1 ->", before.description, "| changed:", before.changed)
@@ -234,7 +237,8 @@ the panel appears again and says what changed."""),
     ("code", "%%agent --wait\nSweep the temporary files."),
     ("markdown", """## "What the model saw" vs what the server sent
 
-What the model was offered of `sweep` in each request of that turn, the two panels, the definition
+What the model was offered of `sweep` in each request of that turn (`%agent inspect request --all`
+shows every request of the last turn as sent; `--json` gives it to the cell), the two panels, the definition
 the server serves now, the output the model read for the refused call, and the server's own
 record of what ran — only version 1, once."""),
     ("code", MODEL_SAW),

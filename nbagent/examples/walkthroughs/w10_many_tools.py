@@ -7,7 +7,7 @@ from __future__ import annotations
 from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
-SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, model_requests, check, data
+SETUP = '''from nbagent.examples.walkthroughs.kit import workspace, check, data
 
 CONFIG = f"""
 model = "replay:{data('10-many-tools.json')}"
@@ -26,7 +26,6 @@ READY = '''import nbagent.notebook as nb
 from nbagent.protocol import ListMcpTools
 session = await nb.ready()
 await session.perform(ListMcpTools())                  # full-auto: no approval is asked, nobody need click
-requests = model_requests(session)             # a tap: every request the runtime builds for the model
 
 catalogue = session.snapshot().tools
 platform = [spec for spec in catalogue if spec.server == "platform"]
@@ -46,14 +45,18 @@ print("  annotations:", pr.annotations.model_dump(exclude_none=True))
 print("\\nthe server's inputSchema, kept as sent:", json.dumps(pr.input_schema)[:120], "...")
 print("the parameters for the model, for now a placeholder:", pr.parameters)'''
 
-REQUESTS = '''from nbagent.core.request_tools import SEARCH_HINT
+REQUESTS = '''from IPython.utils.capture import capture_output
+from nbagent.core.request_tools import SEARCH_HINT
 
-for n, request in enumerate(requests, 1):
-    names = [spec.name for spec in request.tools]
+with capture_output() as shown:
+    %agent inspect request --all --json
+turn = json.loads(shown.stdout)
+for n, request in enumerate(turn["requests"], turn["dropped"] + 1):
+    names = [tool["name"] for tool in request["tools"]]
     mcp = [name for name in names if name.startswith("mcp__")]
     print(f"request {n}: {len(names):3} tools, {len(mcp):3} of them MCP tools | "
           f"search_tools: {'search_tools' in names} | create_pull_request: {pr.name in names}")
-print("\\nthe instructions tell the model to search:", all(SEARCH_HINT in (r.instructions or "") for r in requests))'''
+print("\\nthe instructions tell the model to search:", all(SEARCH_HINT in (r["instructions"] or "") for r in turn["requests"]))'''
 
 SEARCH = '''search = next(item for item in session.snapshot().items
               if item.type == "function_call" and item.name == "search_tools")
@@ -63,13 +66,14 @@ print("the model asked:", search.arguments)
 print("\\nand read:\\n" + found.output)
 print("\\nkept beside it for the next requests (its structured part):", found.structured)'''
 
-SCHEMA_MADE = '''sent = {spec.name: spec for spec in requests[-1].tools}
-made = sent[pr.name]
-print("in the request, create_pull_request's parameters are made:", made.deferred is False)
-print(json.dumps(made.parameters)[:300], "...")
+SCHEMA_MADE = '''sent = {tool["name"]: tool for tool in turn["requests"][-1]["tools"]}
+made = sent[pr.name]["parameters"]
+print("in the request, create_pull_request's parameters are made:", made != pr.parameters)
+print(json.dumps(made)[:300], "...")
 print("\\nthe catalogue's spec is still the placeholder:", pr.deferred, pr.parameters)
+platform_names = {spec.name for spec in platform}
 print("schemas made for the model so far:",
-      len({spec.name for request in requests for spec in request.tools if spec.server == "platform"}),
+      len({tool["name"] for request in turn["requests"] for tool in request["tools"]} & platform_names),
       "of", len(platform))'''
 
 SERVER_GOT = '''from pathlib import Path
@@ -188,7 +192,8 @@ sanitised schema waits, and the spec says so (`deferred`)."""),
     ("code", "%%agent --wait\nThe login fix is on branch fix-login of acme/web: open a pull request into main."),
     ("markdown", """## What each request carried
 
-The tap recorded the three requests the turn made. The first carries no MCP tool at all: none
+`%agent inspect request --all` shows every request of the last turn as sent (here read as
+`--json`): the turn made three. The first carries no MCP tool at all: none
 is in view yet, so the model gets `search_tools` and two sentences in the instructions saying
 more tools exist. After the search, its results are in view, and the second request carries
 them; the third keeps them."""),
