@@ -84,6 +84,8 @@ class GhostRepo:
     watch: ChangeWatch | None = None
     """Says when nothing changed since the last snapshot, which is then taken again as is."""
     env: dict[str, str] = field(init=False)
+    head: str = field(init=False)
+    """Its ``HEAD`` file, gone when the repository was removed."""
     _last: tuple[int, float, GhostCommit] | None = field(default=None, init=False)
     """The last snapshot: the watcher's generation as it began, when, and the commit."""
 
@@ -91,6 +93,7 @@ class GhostRepo:
         keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         self.env = {**keep, **_IDENTITY, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.work_tree),
                     "GIT_INDEX_FILE": str(self.index)}  # fmt: skip
+        self.head = str(self.git_dir / "HEAD")
 
     def git(self, *args: str, stdin: bytes | None = None) -> bytes:
         done = subprocess.run(
@@ -221,7 +224,7 @@ checkpoint then starts git no more than it must."""
 def opened(workspace: Path, private_dir: Path) -> GhostRepo | None:
     """The repository ``open_repo`` found for this workspace and thread, if it did already."""
     known = _OPENED.get((workspace, private_dir))
-    return known if known is not None and (known.git_dir / "HEAD").exists() else None
+    return known if known is not None and os.path.exists(known.head) else None
 
 
 def open_repo(workspace: Path, private_dir: Path, home: Path | None = None) -> GhostRepo:

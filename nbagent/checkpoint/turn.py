@@ -10,6 +10,7 @@ a call changed is learnt by comparing, not by asking the tool.
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 
 from nbagent.checkpoint.ghost import GhostCommit, GhostRepo, open_repo, opened
@@ -18,14 +19,19 @@ from nbagent.protocol import GhostSnapshot
 REF_PREFIX = "refs/nbagent/checkpoints"
 
 
+@functools.lru_cache(maxsize=64)
+def _places(workspace: str | Path, home: str | Path, thread_id: str) -> tuple[Path, Path, Path]:
+    """The workspace, the home and the thread's private folder, made once per thread: an outside
+    agent's every call is a turn of its own."""
+    return Path(workspace), Path(home), Path(home) / "checkpoints" / thread_id
+
+
 class TurnCheckpoint:
     """The checkpoint of the turn ``turn_id`` of ``thread_id`` on ``workspace``; snapshots are
     kept under ``home/checkpoints/THREAD`` (and the workspace's own repository, if any)."""
 
     def __init__(self, workspace: str | Path, home: str | Path, thread_id: str, turn_id: str) -> None:
-        self.workspace = Path(workspace)
-        self.home = Path(home)
-        self.private_dir = self.home / "checkpoints" / thread_id
+        self.workspace, self.home, self.private_dir = _places(workspace, home, thread_id)
         self.ref = f"{REF_PREFIX}/{thread_id}/{turn_id}"
         self._repo: GhostRepo | None = None
         self._before: GhostCommit | None = None
@@ -34,6 +40,11 @@ class TurnCheckpoint:
     @property
     def taken(self) -> bool:
         return self._before is not None
+
+    def unchanged(self) -> bool:
+        """Nothing changed since the snapshot before, as the watcher can tell at once."""
+        return (self._repo is not None and (self._taking is None or self._taking.done())
+                and self._repo.reusable() is self._before)  # fmt: skip
 
     async def before_change(self) -> None:
         """Snapshot the workspace once, before the turn's first change (parallel calls share it);
@@ -57,8 +68,8 @@ class TurnCheckpoint:
         before or nothing changed."""
         if self._taking is not None:
             await asyncio.gather(self._taking, return_exceptions=True)
-        if self._repo is None or self._before is None or self._repo.reusable() is self._before:
-            return None  # nothing changed since the snapshot before
+        if self._repo is None or self._before is None or self.unchanged():
+            return None
         return await asyncio.to_thread(self._settle, self._repo, self._before)
 
     def _settle(self, repo: GhostRepo, before: GhostCommit) -> GhostSnapshot | None:

@@ -40,7 +40,7 @@ async def before_change(turn: TurnContext, spec: ToolSpec) -> None:
 async def settle(turn: TurnContext) -> None:
     """Record what the turn changed (nothing when it changed nothing)."""
     checkpoint = turn.state.checkpoint
-    if checkpoint is None or not checkpoint.taken:
+    if checkpoint is None or not checkpoint.taken or checkpoint.unchanged():
         return
     try:
         snapshot = await asyncio.shield(checkpoint.settle())
