@@ -17,7 +17,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbagent.examples.walkthroughs import PLACEHOLDER, REVIEW_FILES, SANDBOX_FILES, SEED_FILES, Walkthrough, all_walkthroughs, kit
+from nbagent.examples.walkthroughs import (
+    PLACEHOLDER,
+    REVIEW_FILES,
+    SANDBOX_FILES,
+    SEED_FILES,
+    Walkthrough,
+    all_walkthroughs,
+    kit,
+)
 from nbagent.examples.walkthroughs.__main__ import ordinary_env
 from tests.walkthroughs.outputs import matches, seen
 
@@ -46,6 +54,11 @@ def test_committed_notebook_matches_its_source(walkthrough: Walkthrough):
     assert [c.source for c in committed.cells] == [c.source for c in walkthrough.build().cells], (
         "run: python -m nbagent.examples.walkthroughs write"
     )
+
+
+def test_every_codex_file_beyond_the_lessons_is_named_by_a_walkthrough():
+    named = {path for w in WALKTHROUGHS for path in re.findall(r"codex-rs/[\w./-]+\.rs", _text(w))}
+    assert set(SANDBOX_FILES) | set(REVIEW_FILES) <= named, "drop what no walkthrough names"
 
 
 @by_name

@@ -33,13 +33,9 @@ SEED_FILES = (
 anchors its mechanisms in; a walkthrough names only these when it says where a thing lives in
 Codex."""
 
-SANDBOX_FILES = (
-    "codex-rs/protocol/src/protocol.rs",
-    "codex-rs/linux-sandbox/src/landlock.rs",
-    "codex-rs/linux-sandbox/src/linux_run_main.rs",
-)
-"""The Codex files beyond ``SEED_FILES`` the sandbox walkthrough names: the lesson's files pass
-the sandbox along to a server, these define its policies and enforce them."""
+SANDBOX_FILES = ("codex-rs/protocol/src/protocol.rs",)
+"""The Codex file beyond ``SEED_FILES`` the sandbox walkthrough names: the lesson's files pass
+the sandbox along to a server, this one defines its policies."""
 
 REVIEW_FILES = (
     "codex-rs/git-utils/src/ghost_commits.rs",

@@ -1,5 +1,6 @@
 """What a walkthrough's cells import: a scratch workspace, the autopilot that answers the panels
-(on unless the notebook's ``AUTOPILOT`` cell says otherwise), and the exercise check.
+(on unless the notebook's ``AUTOPILOT`` cell says otherwise), the running example's project, and
+the exercise check.
 
 Kept small and visible on purpose: a reader should be able to open this file from a cell and see
 there is no trick in it.
@@ -46,6 +47,23 @@ def workspace(name: str, config: str = "") -> Path:
     record_trust(work, "trusted")  # written here, so trusted: a folder's config is read only then
     print(text.strip())
     return work
+
+
+CALC = {
+    "calc/__init__.py": "from calc.core import add\n",
+    "calc/core.py": 'def add(a, b):\n    """The sum of a and b."""\n    return a - b\n',
+    "tests/test_core.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+}
+"""The running example's project ("fix a failing test"): a package whose ``add`` subtracts, and
+the test that catches it."""
+
+
+def calc_project(folder: Path) -> dict[str, str]:
+    """Write ``CALC`` into ``folder``; return its files (name -> text), as written."""
+    for name, text in CALC.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return dict(CALC)
 
 
 def nobody_clicks() -> bool:

@@ -12,7 +12,7 @@ from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import json, sys
-from nbagent.examples.walkthroughs.kit import autopilot, check, claim, data, workspace
+from nbagent.examples.walkthroughs.kit import autopilot, calc_project, check, claim, data, workspace
 
 CONFIG = f"""
 model = "replay:{data('08-fix-a-failing-test.json')}"   # a scripted model, offline
@@ -25,16 +25,8 @@ trusted = true                                           # read-only hints may s
 """
 work = workspace("08-fix-a-failing-test", CONFIG)
 
-# The project: a package with a bug, and the test that catches it.
 project = work / "project"
-files = {
-    "calc/__init__.py": "from calc.core import add\n",
-    "calc/core.py": 'def add(a, b):\n    """The sum of a and b."""\n    return a - b\n',
-    "tests/test_core.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-}
-for name, text in files.items():
-    (project / name).parent.mkdir(parents=True, exist_ok=True)
-    (project / name).write_text(text)
+files = calc_project(project)                            # a package with a bug, and the test that catches it
 (work / "server-record.jsonl").unlink(missing_ok=True)
 print("\n".join(sorted(files)))'''
 

@@ -9,7 +9,7 @@ from nbagent.examples.cells import CellKind
 from nbagent.examples.walkthroughs import Walkthrough
 
 SETUP = r'''import hashlib, json, os, subprocess, sys
-from nbagent.examples.walkthroughs.kit import autopilot, check, claim, data, workspace
+from nbagent.examples.walkthroughs.kit import autopilot, calc_project, check, claim, data, workspace
 
 CONFIG = f"""
 model = "replay:{data('12-review-and-undo.json')}"   # a scripted model, offline
@@ -17,16 +17,8 @@ approval_policy = "on-request"                        # apply_patch changes file
 """
 work = workspace("12-review-and-undo", CONFIG)
 
-# 08's project: a package with a bug, and the test that catches it.
 project = work / "project"
-ORIGINAL = {
-    "calc/__init__.py": "from calc.core import add\n",
-    "calc/core.py": 'def add(a, b):\n    """The sum of a and b."""\n    return a - b\n',
-    "tests/test_core.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-}
-for name, text in ORIGINAL.items():
-    (project / name).parent.mkdir(parents=True, exist_ok=True)
-    (project / name).write_text(text)
+ORIGINAL = calc_project(project)             # 08's project: a package with a bug, and the test that catches it
 
 def pytest_exit():
     """Run the project's tests in a process of their own, as a person would; return the exit code."""
