@@ -427,7 +427,8 @@ HELP = """%agent commands:
   %agent context [on|off]         let the model see the cells and the kernel's names (types, shapes; no values)
   %agent compact                  summarise this thread for the model now (the record keeps everything)
   %agent inspect tools            each tool: server, raw and visible name, annotations, approval now, schema raw -> exposed
-  %agent inspect request          the last model request as sent: instructions, tools, items
+  %agent inspect request [--all]  the last model request as sent: instructions, tools, items;
+                                  --all: every request of the last turn, in order
   %agent inspect turn [ID]        a turn's events as a timeline (seq, type, +ms); default the last turn
   %agent inspect wire SERVER [-n N]   the last JSON-RPC messages to and from a server, secrets redacted
                                   (each inspect view takes --json)

@@ -23,7 +23,7 @@ LINE_USAGE = (
     "usage: %agent [threads | resume ID | new [NAME] | history | mcp [add NAME [--env K=V]... -- CMD ARGS... | "
     "add NAME --url URL [--bearer-token-env-var VAR] | restart NAME | remove NAME] | resources [SERVER [URI]] | "
     "prompts [SERVER [NAME [KEY=VALUE]...]] | stop | approve [CALL_ID] | "
-    "deny CALL_ID [REASON] | inspect tools|request|turn [ID]|wire SERVER [-n N] [--json] | "
+    "deny CALL_ID [REASON] | inspect tools|request [--all]|turn [ID]|wire SERVER [-n N] [--json] | "
     "serve [--port N] | serve --stop | frontend [widgets|text|headless]]"
 )
 _VAR = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
