@@ -29,7 +29,9 @@ const cellsOf = page => inPanel(page, (app, panel) => {
   const out = [];
   for (let i = 0; i < model.cells.length; i++) {
     const cell = model.cells.get(i);
-    out.push({ id: cell.id, type: cell.type, source: cell.sharedModel.getSource() });
+    const json = cell.toJSON();
+    out.push({ id: cell.id, type: cell.type, source: cell.sharedModel.getSource(),
+               outputs: json.outputs || [], execution_count: json.execution_count ?? null });
   }
   return out;
 });

@@ -97,6 +97,8 @@ def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_ser
     assert [(c["type"], c["source"]) for c in after[1:]] == [
         ("code", ORIGINAL), ("code", "%%agent\nImprove the total."), ("code", "print('scratch')"), ("code", "kept = True")]
     assert after[1]["id"] == "target" and after[4]["id"] == "keep"
+    if full:  # the deleted cell's output and count are back too
+        assert (after[3]["outputs"], after[3]["execution_count"]) == (scratch["outputs"], 1), after[3]
     assert not (root / PLAN["note"]).exists()
 
 
