@@ -2,7 +2,8 @@
 
 The thread is opened like ``nbagent resume`` opens it, the ``Undo`` op does the work, and the
 answer is one line: what was restored, or why nothing was (a later turn to undo first, files a
-person changed since; ``--force`` overwrites those, naming them).
+person changed since; ``--force`` overwrites those, naming them). ``--list`` names every turn
+that changed files or notebook cells and what its undo puts back.
 """
 
 from __future__ import annotations

@@ -394,12 +394,16 @@ class NotebookTools(ToolProvider):
     async def _delete_cell(self, args: DeleteCellArgs, call: CallInfo) -> ToolResult:
         used = self._kept[1] if self._kept[0] == call.turn_id else 0
         budget = max(0, min(kept_outputs.CELL_CHARS, kept_outputs.TURN_CHARS - used))
-        async with self._unless_changed("delete_cell", args.cell_id) as expected:
-            reply = await self.bridge.delete_cell(
-                DeleteCellParams(cell_id=args.cell_id, expected_source=expected, max_outputs_chars=budget))
+        self._kept = (call.turn_id, used + budget)  # held while it runs: parallel deletes share the turn's cap
+        chars = 0
+        try:
+            async with self._unless_changed("delete_cell", args.cell_id) as expected:
+                reply = await self.bridge.delete_cell(
+                    DeleteCellParams(cell_id=args.cell_id, expected_source=expected, max_outputs_chars=budget))
+            outputs, chars, dropped = kept_outputs.keep(reply.outputs, budget)
+        finally:
+            self._kept = (call.turn_id, self._kept[1] - budget + chars)
         self._versions.pop(args.cell_id, None)
-        outputs, chars, dropped = kept_outputs.keep(reply.outputs, budget)
-        self._kept = (call.turn_id, used + chars)
         text = f"Deleted cell {reply.cell_id} (it was at index {reply.index}), with its outputs. Its source was:\n{reply.old_source}"
         return ToolResult(
             content=[TextBlock(text=text)],
