@@ -102,7 +102,7 @@ class Turns:
         self.bridge = NotebookBridge(FakeFactory(notebook))
         self.tools = NotebookTools(self.bridge, shell=None, display=lambda *_: None)
         self.items: list[Item] = []
-        self.ids = itertools.count()
+        self.ids = itertools.count(step=2)  # two items a call, so a sequential call is call_<its index>
 
     async def call(self, turn: str, name: str, **arguments: Any) -> None:
         call_id = f"call_{next(self.ids)}"
