@@ -24,6 +24,9 @@ from pathlib import Path
 
 MAX_FOLDERS = 10_000
 """More folders than this and watching costs more to set up than git's snapshot does."""
+MAX_WATCHED = 8
+"""Workspaces watched at once per process (a server's sessions may each have their own): the
+least recently used beyond this is closed, and its snapshots ask git again."""
 
 
 class ChangeWatch:
@@ -74,6 +77,13 @@ class ChangeWatch:
         finally:
             self._lock.release()
 
+    def close(self) -> None:
+        """Stop watching (its watches count against the user's limit): from now on every
+        generation is new, so whoever still holds it asks git."""
+        with self._lock:
+            self._broken = True
+            self._inotify.close()
+
     def _watch_all(self) -> None:
         """Watch every folder anew, each before it is read, so what is created in it meanwhile is
         an event; ``OSError`` when there are too many or the user's watches run out."""
@@ -109,9 +119,15 @@ def watch(top: Path, left_out: tuple[Path, ...] = (), names_left_out: frozenset[
         return path.name in names_left_out or path in left_out
 
     with _WATCHES_LOCK:
-        if key not in _WATCHES:
-            try:
-                _WATCHES[key] = ChangeWatch(top, skip)
-            except (ImportError, OSError, AttributeError):  # not Linux, no inotify, limits reached
-                _WATCHES[key] = None
+        if key in _WATCHES:
+            _WATCHES[key] = _WATCHES.pop(key)  # the most recently used last
+            return _WATCHES[key]
+        try:
+            _WATCHES[key] = ChangeWatch(top, skip)
+        except (ImportError, OSError, AttributeError):  # not Linux, no inotify, limits reached
+            _WATCHES[key] = None
+        while len(_WATCHES) > MAX_WATCHED:
+            oldest = _WATCHES.pop(next(iter(_WATCHES)))
+            if oldest is not None:
+                oldest.close()
         return _WATCHES[key]

@@ -123,3 +123,25 @@ def test_a_workspace_with_too_many_folders_to_watch_asks_git_every_time(tmp_path
     assert turns.run() is None
     assert len(git_log.read_text().splitlines()) > started
     assert changed(turns.run(lambda ws: (ws / "sub" / "c.txt").write_text("changed\n"))) == ["sub/c.txt"]
+
+
+def inotify_instances() -> int:
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.exists(fd) and os.readlink(fd) == "anon_inode:inotify")
+
+
+def test_a_process_watches_few_workspaces_and_one_no_longer_watched_still_sees_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each watched folder counts against the user's limit, shared with every editor and tool:
+    opening more workspaces than ``MAX_WATCHED`` closes the least recently used watcher, and that
+    workspace's next snapshot asks git, so a change there is still recorded."""
+    monkeypatch.setattr(watch, "MAX_WATCHED", 2)
+    before = inotify_instances()
+    turns = workspace(tmp_path, git=False)
+    turns.run()
+    for name in ("second", "third", "fourth"):
+        (tmp_path / name).mkdir()
+        Turns(tmp_path / name, tmp_path / "home").run()
+    assert inotify_instances() - before <= 2
+    assert changed(turns.run(lambda ws: (ws / "a.txt").write_text("after\n"))) == ["a.txt"]
