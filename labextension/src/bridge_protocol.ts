@@ -6,7 +6,7 @@
  * the JSON on the wire. Change both files together.
  */
 
-export const BRIDGE_PROTOCOL_VERSION = 3;
+export const BRIDGE_PROTOCOL_VERSION = 4;
 
 export const COMM_TARGET = 'nbagent.bridge';
 
@@ -60,6 +60,11 @@ export interface BridgeReply extends BridgeMessage {
   error?: BridgeErrorInfo | null;
 }
 
+/** Extension -> kernel, at once, before acting on a request: a page that is gone sends none. */
+export interface BridgeAck extends BridgeMessage {
+  ack: string;
+}
+
 /** Extension -> kernel: what a person clicked; the kernel checks all of it. */
 export interface PageRequest extends BridgeMessage {
   page_id: string;
@@ -94,6 +99,8 @@ export interface HelloResponse extends BridgeMessage {
   path?: string;
   /** This page's bridge, random per page. */
   frontend_id?: string;
+  /** The browser tab, the same across reloads (session storage). */
+  tab_id?: string;
 }
 
 export interface OutputSummary extends BridgeMessage {

@@ -71,6 +71,46 @@ class PanelHost implements INotebookHost {
 /** CSS class of the "Undo" button on an agent cell's badge. */
 export const UNDO_CELL_CLASS = 'nbagent-undo-cell';
 
+/** CSS class of an agent cell's badge: a line of its own above the input, so the active cell's
+ * toolbar (top right of the input) covers neither the badge nor its "Undo". */
+export const BADGE_CLASS = 'nbagent-badge';
+
+/** The badge of `cell`, made on first use, kept right above the input (a cell not rendered yet
+ * has no input: `markAgentCells` puts the badge in place again once it has). */
+function badgeOf(cell: Cell): HTMLElement {
+  let badge = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
+  if (!badge) {
+    badge = document.createElement('div');
+    badge.className = BADGE_CLASS;
+    const label = document.createElement('span');
+    label.className = `${BADGE_CLASS}-label`;
+    label.textContent = 'nbagent';
+    badge.appendChild(label);
+  }
+  const input = cell.node.querySelector(':scope > .jp-Cell-inputWrapper');
+  if (badge.nextElementSibling !== input || !badge.parentElement) {
+    cell.node.insertBefore(badge, input);
+  }
+  return badge;
+}
+
+/** What the badge's tooltip claims: no more than the kernel confirmed. The cell's metadata is
+ * written by whoever sent the notebook, so until the kernel finds the call in its own rollout
+ * the tooltip only says what the metadata says. */
+function claim(cell: Cell, provenance: Provenance, confirmed: 'unasked' | 'confirmed' | 'refused'): void {
+  const { thread_id, turn_id, call_id } = provenance;
+  const text =
+    confirmed === 'confirmed'
+      ? `Written by nbagent in this kernel: thread ${thread_id}, turn ${turn_id}, call ${call_id}`
+      : confirmed === 'refused'
+        ? `Not confirmed: this cell's metadata names nbagent call ${call_id} (thread ${thread_id}), which this kernel did not make or has undone`
+        : `Not confirmed yet: this cell's metadata says nbagent call ${call_id} (thread ${thread_id}, turn ${turn_id}) wrote it`;
+  const badge = badgeOf(cell);
+  badge.title = text;
+  badge.dataset.nbagentClaim = confirmed;
+  cell.node.title = text;
+}
+
 /** The badge's "Undo": asks the kernel to undo the call that wrote the cell. The kernel looks the
  * call up in its own rollout and refuses one it did not make, since metadata is forgeable. */
 function undoButton(bridge: NotebookBridgeModel, provenance: Provenance): HTMLButtonElement {
@@ -108,8 +148,11 @@ function offerUndo(cell: Cell, bridge: NotebookBridgeModel): void {
     const { thread_id, turn_id, call_id } = provenance;
     const reply = await bridge.askKernel('check_cell', { thread_id, turn_id, call_id }, 10000);
     const now = readProvenance(cell.model.getMetadata(METADATA_KEY));
+    if (now?.call_id === call_id) {
+      claim(cell, now, reply.ok ? 'confirmed' : 'refused');
+    }
     if (reply.ok && now?.call_id === call_id && !cell.node.querySelector(`.${UNDO_CELL_CLASS}`)) {
-      cell.inputArea?.node.parentElement?.appendChild(undoButton(bridge, now));
+      badgeOf(cell).appendChild(undoButton(bridge, now));
     }
     cell.node.dataset.nbagentOffer = reply.ok ? 'offered' : 'refused'; // refused: asked again next time
   });
@@ -121,16 +164,21 @@ function markAgentCells(panel: NotebookPanel, bridge: NotebookBridgeModel): void
   for (const cell of panel.content.widgets) {
     const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
     cell.toggleClass(AGENT_CELL_CLASS, provenance !== null);
-    if (cell.node.dataset.nbagentCallId !== provenance?.call_id) {
+    const changed = cell.node.dataset.nbagentCallId !== provenance?.call_id;
+    if (changed) {
       cell.node.querySelector(`.${UNDO_CELL_CLASS}`)?.remove(); // another call's, or none now
     }
     if (provenance) {
       offerUndo(cell, bridge);
-      cell.node.dataset.nbagentCallId = provenance.call_id;
-      cell.node.title = `Written by nbagent: thread ${provenance.thread_id}, turn ${provenance.turn_id}, call ${provenance.call_id}`;
+      if (changed) {
+        cell.node.dataset.nbagentCallId = provenance.call_id;
+        claim(cell, provenance, 'unasked');
+      }
+      void cell.ready.then(() => badgeOf(cell));
     } else if (cell.node.dataset.nbagentCallId) {
       delete cell.node.dataset.nbagentCallId;
       cell.node.removeAttribute('title');
+      cell.node.querySelector(`:scope > .${BADGE_CLASS}`)?.remove();
     }
   }
 }
@@ -194,6 +242,9 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
   returnFocusAfterAnswers(panel);
   const register = (kernel: Kernel.IKernelConnection | null | undefined) => {
     kernel?.registerCommTarget(COMM_TARGET, (comm, msg) => bridge.attach(comm, msg));
+    if (kernel) {
+      void announce(kernel, bridge);
+    }
   };
   register(panel.sessionContext.session?.kernel);
   panel.sessionContext.kernelChanged.connect((_, change) => register(change.newValue));
@@ -216,6 +267,25 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
     markAgentCells(panel, bridge);
     void offerResume(app, panel, wellFormedThreadIds(bridge.threads()));
   });
+}
+
+/**
+ * When this page loads on a kernel whose nbagent already talks to the notebook (it has bridge
+ * comms open: the page was reloaded, or this is a second tab), say hello on a comm of this
+ * page's own, so the kernel's next request comes here at once. A kernel without such comms has
+ * not met a page yet and says hello itself when it needs one; asking first keeps a kernel
+ * without nbagent from being sent a comm it has no target for.
+ */
+async function announce(kernel: Kernel.IKernelConnection, bridge: NotebookBridgeModel): Promise<void> {
+  try {
+    const reply = await kernel.requestCommInfo({ target_name: COMM_TARGET });
+    const comms = reply.content.status === 'ok' ? reply.content.comms : {};
+    if (Object.keys(comms).length > 0 && !kernel.isDisposed) {
+      bridge.announce(kernel.createComm(COMM_TARGET));
+    }
+  } catch (reason) {
+    console.warn(`nbagent: could not offer this page to the kernel's agent: ${reason}`);
+  }
 }
 
 /**

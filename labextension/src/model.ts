@@ -9,6 +9,7 @@ import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
 import {
   BRIDGE_PROTOCOL_VERSION,
+  BridgeAck,
   BridgeReply,
   BridgeRequest,
   CellInfo,
@@ -68,6 +69,10 @@ export class NotebookBridgeModel {
    * answers only those addressed to it (or to anyone). */
   readonly frontendId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 
+  /** This browser tab, the same after a reload: a hello from it tells the kernel the page it
+   * kept is gone (another tab's hello does not). */
+  readonly tabId = browserTabId();
+
   constructor(
     readonly host: INotebookHost,
     readonly version: string
@@ -98,8 +103,9 @@ export class NotebookBridgeModel {
     });
   }
 
-  /** Serve the requests of one kernel comm: the open data is the hello. */
-  attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg): void {
+  /** Serve the requests of one kernel comm: the open data is the hello. A comm this page
+   * opened itself (`announce`) has no open message. */
+  attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg | null): void {
     this.comm = comm;
     const respond = async (data: unknown) => {
       const answer = data as PageReply;
@@ -113,13 +119,25 @@ export class NotebookBridgeModel {
       if (request && request.to && request.to !== this.frontendId) {
         return; // the kernel talks to another page of this notebook
       }
+      if (request && typeof request.id === 'string' && request.method !== 'hello' && !comm.isDisposed) {
+        comm.send({ ack: request.id } as BridgeAck as any); // taken: before acting, so the kernel knows this page is here
+      }
       const reply = await this.handle(request);
       if (!comm.isDisposed) {
         comm.send(reply as any);
       }
     };
     comm.onMsg = msg => respond(msg.content.data);
-    void respond(openMsg.content.data);
+    if (openMsg) {
+      void respond(openMsg.content.data);
+    }
+  }
+
+  /** Say hello on a comm of this page's own: the kernel sends its requests here from now on
+   * (after a reload its comm to the page before would lead nowhere). */
+  announce(comm: Kernel.IComm): void {
+    this.attach(comm, null);
+    comm.open(this.hello() as any);
   }
 
   /** One request in, one reply out; never throws. */
@@ -163,7 +181,8 @@ export class NotebookBridgeModel {
       extension_version: this.version,
       app: this.host.appName,
       path: this.host.path,
-      frontend_id: this.frontendId
+      frontend_id: this.frontendId,
+      tab_id: this.tabId
     };
   }
 
@@ -367,6 +386,22 @@ function restoredOutputs(params: InsertCellParams): { [key: string]: any } {
   }
   const count = params.execution_count;
   return { outputs, execution_count: Number.isInteger(count) ? count : null };
+}
+
+/** A random id kept in this tab's session storage (a reload keeps it, a new tab gets its own). */
+function browserTabId(): string {
+  const key = 'nbagent-tab-id';
+  const fresh = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const kept = window.sessionStorage.getItem(key);
+    if (kept) {
+      return kept;
+    }
+    window.sessionStorage.setItem(key, fresh);
+  } catch {
+    // no session storage (sandboxed frame): every page counts as its own tab
+  }
+  return fresh;
 }
 
 function findCell(model: INotebookModel, cellId: string) {

@@ -15,6 +15,16 @@ Absence of the extension (VS Code, Colab, classic Notebook, nbclient) is detecte
 sent as the comm's open data: JupyterLab without the extension closes an unknown comm at once,
 other front ends stay silent and a short timeout decides. Both results are cached.
 
+A page can go without the kernel hearing of it (a reload, a closed tab: the browser drops its
+connection, nobody closes the comm). So the page acknowledges every request at once, and one
+that is not acknowledged within ``ack_timeout`` was not seen: the kept page is gone, a new hello
+finds whichever page is there and the request goes to it, or fails saying no page is open. And a
+page that loads while the kernel has bridge comms (a reload, a second tab) opens a comm of its
+own with its hello, which the kernel keeps from then on: the first request after a reload goes
+straight to the new page. When that hello comes from the same browser tab as the kept page's, the
+old page is gone: its comm is closed and a request it had taken fails at once (done or not is
+unknown), while one it had not taken goes to the new page.
+
 This module knows nothing of tools or sessions: ``nbagent.tools.notebook`` builds on it.
 """
 
@@ -24,6 +34,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
@@ -32,6 +43,7 @@ from nbagent.protocol.bridge import (
     BRIDGE_PROTOCOL_VERSION,
     COMM_TARGET,
     RESPONSE_BY_METHOD,
+    BridgeAck,
     BridgeError,
     BridgeMessage,
     BridgeReply,
@@ -70,6 +82,10 @@ class CommLike(Protocol):
 
 CommFactory = Callable[[str, dict[str, Any]], CommLike]
 """``(target_name, open_data) -> comm``; the comm is open when it returns."""
+PageOpened = Callable[[CommLike, dict[str, Any]], None]
+"""``(comm, comm_open message)``: a page opened a comm to the bridge's target."""
+CommListener = Callable[[str, PageOpened], None]
+"""``(target_name, callback)``: register the target the pages open their comms to."""
 
 
 class BridgeTimeout(BridgeError):
@@ -94,6 +110,25 @@ def _kernel_comm_factory(target_name: str, data: dict[str, Any]) -> CommLike:
     return create_comm(target_name=target_name, data=data)
 
 
+def _kernel_comm_listener(target_name: str, callback: PageOpened) -> None:
+    """Accept the comms pages open to ``target_name`` through ipykernel's comm manager."""
+    from comm import get_comm_manager
+
+    get_comm_manager().register_target(target_name, callback)
+
+
+@dataclass
+class _Pending:
+    """A request in flight: the comm it went out on, its acknowledgement, its reply."""
+
+    method: str
+    loop: asyncio.AbstractEventLoop
+    reply: asyncio.Future[BridgeReply]
+    ack: asyncio.Future[bool]
+    """True: the page has it. False: its comm was retired before the page took it: send again."""
+    comm: CommLike | None = None
+
+
 class NotebookBridge:
     """Request/reply client over one comm, reopened on demand after the front end closes it.
 
@@ -101,6 +136,10 @@ class NotebookBridge:
         comm_factory: opens the comm; defaults to ipykernel's comm manager.
         hello_timeout: seconds to wait for the extension's hello before calling it absent.
         request_timeout: default seconds to wait for any other reply.
+        ack_timeout: seconds for the addressed page to acknowledge a request before it counts
+            as gone.
+        comm_listener: registers the target pages open their own comms to (after a reload, in
+            a second tab); defaults to ipykernel's with the default factory, else none.
         absent_ttl: seconds an "absent" verdict is cached before probing again (a user may
             install the extension and reload the page).
     """
@@ -111,12 +150,17 @@ class NotebookBridge:
         *,
         hello_timeout: float = 2.0,
         request_timeout: float = 30.0,
+        ack_timeout: float = 3.0,
         absent_ttl: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        comm_listener: CommListener | None = None,
     ) -> None:
         self._factory = comm_factory or _kernel_comm_factory
+        self._listener = comm_listener or (_kernel_comm_listener if comm_factory is None else None)
+        self._listening = False
         self.hello_timeout = hello_timeout
         self.request_timeout = request_timeout
+        self.ack_timeout = ack_timeout
         self.absent_ttl = absent_ttl
         self._clock = clock
         self._ids = itertools.count(1)
@@ -124,7 +168,7 @@ class NotebookBridge:
         self._hello: HelloResponse | None = None
         self._absent_since: float | None = None
         self._absent_reason = ""
-        self._pending: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[BridgeReply]]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._connect_lock: asyncio.Lock | None = None
         self._anchors: dict[str, str] = {}
         """turn id -> the cell a default insert goes below."""
@@ -162,18 +206,21 @@ class NotebookBridge:
             if self._comm is not None and self._hello is not None:
                 return self._hello
             try:
-                hello = await self._open()
+                comm, hello = await self._open()
             except BridgeError as exc:
                 self._absent_since = self._clock()
                 self._absent_reason = str(exc)
                 raise BridgeUnavailable("hello", str(exc)) from exc
             self._absent_since = None
-            self._hello = hello
-            return hello
+            if self._comm is None or self._hello is None:  # else a page's own hello came first
+                self._comm, self._hello = comm, hello
+            self._listen()
+            return self._hello
 
-    async def _open(self) -> HelloResponse:
+    async def _open(self) -> tuple[CommLike, HelloResponse]:
         request = BridgeRequest(id=self._next_id(), method="hello", params=HelloParams(kernel_package_version=_version()).model_dump())
-        future = self._expect(request)
+        entry = self._expect(request, None)
+        self._settle(entry.loop, entry.ack, True)  # the reply is the hello's acknowledgement
         try:
             comm = self._factory(COMM_TARGET, request.model_dump())
         except BridgeError:
@@ -182,36 +229,66 @@ class NotebookBridge:
         except Exception as exc:  # a broken comm manager must read as "absent", not crash the tool
             self._pending.pop(request.id, None)
             raise BridgeUnavailable("hello", f"could not open the notebook bridge comm: {exc!r}") from exc
-        comm.on_msg(self._on_msg)
-        comm.on_close(lambda _msg: self._on_close(comm))
-        self._comm = comm
+        entry.comm = comm
+        self._wire(comm)
         try:
-            reply = await self._await(request, future, self.hello_timeout)
+            reply = await self._await(request, entry, self.hello_timeout)
         except BridgeTimeout as exc:
-            self._drop_comm(comm, close=True)
+            self._retire(comm, close=True)
             raise BridgeUnavailable(
                 "hello",
-                f"the nbagent JupyterLab extension did not answer within {self.hello_timeout:g} s "
-                "(front end without the extension, e.g. VS Code, Colab, classic Notebook or a headless run)",
+                f"the nbagent JupyterLab extension did not answer within {self.hello_timeout:g} s: the notebook "
+                "is not open in a browser tab, or its front end has no nbagent extension (VS Code, Colab, "
+                "classic Notebook or a headless run)",
             ) from exc
         except BridgeError:
-            self._drop_comm(comm, close=False)
+            self._retire(comm)
             raise
         hello = HelloResponse.model_validate(reply)
         if hello.protocol_version != BRIDGE_PROTOCOL_VERSION:
-            self._drop_comm(comm, close=True)
+            self._retire(comm, close=True)
             raise BridgeUnavailable(
                 "hello",
                 f"the nbagent JupyterLab extension {hello.extension_version or '(unknown version)'} speaks bridge "
                 f"protocol {hello.protocol_version}, this kernel's nbagent speaks {BRIDGE_PROTOCOL_VERSION}: "
                 "install the same nbagent version for the server and the kernel",
             )
-        return hello
+        return comm, hello
+
+    def _listen(self) -> None:
+        """From the first hello on, accept the comms pages open with their own hello."""
+        if self._listening or self._listener is None:
+            return
+        self._listening = True
+        try:
+            self._listener(COMM_TARGET, self._on_page_open)
+        except Exception:  # noqa: BLE001 - without it a reloaded page is found by the ack timeout
+            pass
+
+    def _on_page_open(self, comm: CommLike, msg: dict[str, Any]) -> None:
+        """A page loaded on this kernel (a reload, a second tab) and says hello on a comm of its
+        own: requests go to it from now on. The page kept until now is gone when the new one is
+        in the same browser tab; else it stays, for the clicks of the person looking at it."""
+        data = (msg.get("content") or {}).get("data") or {}
+        try:
+            hello = HelloResponse.model_validate(data)
+        except ValidationError:
+            hello = None
+        if hello is None or hello.protocol_version != BRIDGE_PROTOCOL_VERSION:
+            comm.close()  # the kernel's own hello says why, should a request need this page
+            return
+        self._wire(comm)
+        old, kept = self._comm, self._hello
+        self._comm, self._hello, self._absent_since = comm, hello, None
+        if old is not None and old is not comm:
+            reloaded = bool(hello.tab_id) and kept is not None and kept.tab_id == hello.tab_id
+            self._retire(old, close=reloaded, gone="was reloaded" if reloaded else None)
 
     def close(self) -> None:
         """Close the comm and fail every pending request."""
         if self._comm is not None:
-            self._drop_comm(self._comm, close=True)
+            comm = self._comm
+            self._retire(comm, close=True, gone="closed", resend=False)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -223,26 +300,39 @@ class NotebookBridge:
             BridgeTimeout: no reply within ``timeout`` (default ``request_timeout``).
             BridgeError: the extension answered with an error, or the comm closed meanwhile.
         """
-        await self.connect()
-        comm = self._comm
-        if comm is None:  # closed between the hello and now
-            raise BridgeError(method, f"notebook bridge: the comm closed before {method} was sent", "closed")
-        to = self._hello.frontend_id if self._hello is not None else ""
-        request = BridgeRequest(id=self._next_id(), method=method, params=params.model_dump(mode="json"), to=to)  # type: ignore[arg-type]  # a method of RESPONSE_BY_METHOD
-        future = self._expect(request)
-        try:
-            comm.send(request.model_dump(mode="json"))
-        except Exception as exc:
-            self._pending.pop(request.id, None)
-            raise BridgeError(method, f"notebook bridge: could not send {method}: {exc!r}") from exc
-        try:
-            result = await self._await(request, future, self.request_timeout if timeout is None else timeout)
-        except BridgeTimeout:
-            if not self._pending:
-                # The page whose hello was kept may be gone (closed, reloaded) while another page
-                # of the notebook is open: the next request says hello again, to whoever is there.
-                self._drop_comm(comm, close=True)
-            raise
+        budget = self.request_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        payload = params.model_dump(mode="json")
+        for _ in range(3):  # the kept page, then whichever page answers a new hello, then once more
+            try:
+                await self.connect()
+            except BridgeUnavailable as exc:
+                raise BridgeUnavailable(method, f"notebook bridge: no page showing the notebook took {method}: {exc}", "no_page") from exc
+            comm = self._comm
+            if comm is None:  # closed between the hello and now
+                raise BridgeError(method, f"notebook bridge: the comm closed before {method} was sent", "closed")
+            to = self._hello.frontend_id if self._hello is not None else ""
+            request = BridgeRequest(id=self._next_id(), method=method, params=payload, to=to)  # type: ignore[arg-type]  # a method of RESPONSE_BY_METHOD
+            entry = self._expect(request, comm)
+            try:
+                comm.send(request.model_dump(mode="json"))
+            except Exception as exc:
+                self._pending.pop(request.id, None)
+                raise BridgeError(method, f"notebook bridge: could not send {method}: {exc!r}") from exc
+            try:
+                taken = await asyncio.wait_for(asyncio.shield(entry.ack), min(self.ack_timeout, max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
+                # Not taken: that page is gone (reloaded, tab closed). Its comm stays open, so a
+                # page opened later sees the kernel has bridge comms and says hello on its own.
+                self._pending.pop(request.id, None)
+                self._retire(comm)
+                continue
+            if not taken:
+                continue  # its comm was retired before the page took it: to the page kept now
+            result = await self._await(request, entry, max(0.0, deadline - time.monotonic()), said=budget)
+            break
+        else:
+            raise BridgeUnavailable(method, f"notebook bridge: no page showing the notebook took {method}", "no_page")
         response_type = RESPONSE_BY_METHOD[method]
         try:
             return response_type.model_validate(result)
@@ -295,13 +385,19 @@ class NotebookBridge:
     def _next_id(self) -> str:
         return f"r{next(self._ids)}"
 
-    def _expect(self, request: BridgeRequest) -> asyncio.Future[Any]:
+    def _expect(self, request: BridgeRequest, comm: CommLike | None) -> _Pending:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._pending[request.id] = (request.method, loop, future)
-        return future
+        entry = _Pending(request.method, loop, loop.create_future(), loop.create_future(), comm)
+        self._pending[request.id] = entry
+        return entry
 
-    async def _await(self, request: BridgeRequest, future: asyncio.Future[Any], timeout: float) -> dict[str, Any]:
+    def _wire(self, comm: CommLike) -> None:
+        comm.on_msg(lambda msg: self._on_msg(comm, msg))
+        comm.on_close(lambda _msg: self._retire(comm, gone="closed"))
+
+    async def _await(self, request: BridgeRequest, entry: _Pending, timeout: float, *, said: float | None = None) -> dict[str, Any]:
+        """The reply's result within ``timeout`` (the error names ``said``, the whole budget)."""
+        future = entry.reply
         try:
             reply: BridgeReply = await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
@@ -309,7 +405,7 @@ class NotebookBridge:
             future.cancel()
             raise BridgeTimeout(
                 request.method,
-                f"notebook bridge: no reply to {request.method} (request {request.id}) within {timeout:g} s",
+                f"notebook bridge: no reply to {request.method} (request {request.id}) within {timeout if said is None else said:g} s",
                 "timeout",
             ) from None
         except asyncio.CancelledError:
@@ -323,28 +419,38 @@ class NotebookBridge:
             raise BridgeError(request.method, f"notebook bridge: {request.method} failed ({code}): {message}", code)
         return reply.result or {}
 
-    def _on_msg(self, msg: dict[str, Any]) -> None:
+    def _on_msg(self, comm: CommLike, msg: dict[str, Any]) -> None:
         """Comm message handler: resolve the matching future on its own loop, or answer the
-        page's request in a task of this (the kernel's) loop."""
+        page's request in a task of this (the kernel's) loop, on the comm it came by."""
         data = (msg.get("content") or {}).get("data") or {}
         try:
             reply = BridgeReply.model_validate(data)
         except ValidationError:
             try:
-                request = PageRequest.model_validate(data)
+                ack = BridgeAck.model_validate(data)
             except ValidationError:
-                return  # garbage: nothing waits for it
-            task = asyncio.ensure_future(self._answer_page(request))
-            self._page_tasks.add(task)
-            task.add_done_callback(self._page_tasks.discard)
+                self._page_request(comm, data)
+                return
+            taken = self._pending.get(ack.ack)
+            if taken is not None:
+                self._settle(taken.loop, taken.ack, True)
             return
         entry = self._pending.pop(reply.id, None)
         if entry is None:
             return  # late reply to a request that timed out, or a second front end answering
-        _method, loop, future = entry
-        self._resolve(loop, future, reply)
+        self._settle(entry.loop, entry.ack, True)
+        self._settle(entry.loop, entry.reply, reply)
 
-    async def _answer_page(self, request: PageRequest) -> None:
+    def _page_request(self, comm: CommLike, data: Any) -> None:
+        try:
+            request = PageRequest.model_validate(data)
+        except ValidationError:
+            return  # garbage: nothing waits for it
+        task = asyncio.ensure_future(self._answer_page(comm, request))
+        self._page_tasks.add(task)
+        task.add_done_callback(self._page_tasks.discard)
+
+    async def _answer_page(self, comm: CommLike, request: PageRequest) -> None:
         if self._page_handler is None:
             done, said = False, "nbagent is not running an agent in this kernel (run %load_ext nbagent)"
         else:
@@ -352,28 +458,40 @@ class NotebookBridge:
                 done, said = await self._page_handler(request)
             except Exception as exc:  # boundary: said to the page, never raised into the comm handler
                 done, said = False, f"{request.method} failed: {exc}"
-        if self._comm is not None:
-            self._comm.send(PageReply(page_id=request.page_id, ok=done, message=said).model_dump())
+        try:
+            comm.send(PageReply(page_id=request.page_id, ok=done, message=said).model_dump())
+        except Exception:  # noqa: BLE001 - the page went meanwhile: nobody is left to tell
+            pass
 
-    def _on_close(self, comm: CommLike) -> None:
-        if comm is self._comm:
-            self._drop_comm(comm, close=False)
-
-    def _drop_comm(self, comm: CommLike, *, close: bool) -> None:
+    def _retire(self, comm: CommLike, *, close: bool = False, gone: str | None = None, resend: bool = True) -> None:
+        """Send no more requests through ``comm``. Those it carried that no page took go again
+        to the page kept now (``resend``); those a page took fail when ``gone`` says that page
+        went (a reload, a closed comm), else their reply may still come and is awaited."""
         if comm is self._comm:
             self._comm = None
             self._hello = None
         if close:
             try:
                 comm.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing what is already gone
                 pass
-        pending, self._pending = self._pending, {}
-        for method, loop, future in pending.values():
-            self._resolve(loop, future, BridgeError(method, f"notebook bridge: the comm closed before {method} was answered", "closed"))
+        for rid, entry in list(self._pending.items()):
+            if entry.comm is not comm:
+                continue
+            if resend and not entry.ack.done():
+                self._settle(entry.loop, entry.ack, False)
+            elif gone is not None or not entry.ack.done():
+                del self._pending[rid]
+                if gone == "closed":
+                    said = f"notebook bridge: the comm closed before {entry.method} was answered"
+                else:
+                    said = (f"notebook bridge: the page showing the notebook {gone} while {entry.method} was in "
+                            "progress, so whether it was done is unknown: read the notebook before doing it again")
+                self._settle(entry.loop, entry.ack, True)
+                self._settle(entry.loop, entry.reply, BridgeError(entry.method, said, "closed"))
 
     @staticmethod
-    def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
+    def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
         def settle() -> None:
             if future.done():
                 return

@@ -1,8 +1,10 @@
 """Messages between the kernel and the nbagent JupyterLab extension over the ``nbagent.bridge`` comm.
 
 The kernel opens the comm (the extension registers the target on every notebook's kernel) and
-sends :class:`BridgeRequest` envelopes; the extension answers each with one :class:`BridgeReply`
-carrying the same ``id``. The payloads (``*Params`` / ``*Response``) know nothing of the envelope,
+sends :class:`BridgeRequest` envelopes; the extension acknowledges each at once
+(:class:`BridgeAck`) and answers it with one :class:`BridgeReply` carrying the same ``id``. A page
+that loads on a kernel that already has bridge comms (a reload, a second tab) opens a comm of its
+own to the same target with its :class:`HelloResponse` as the open data. The payloads (``*Params`` / ``*Response``) know nothing of the envelope,
 so they can be built and tested without a comm.
 
 ``labextension/src/bridge_protocol.ts`` mirrors this module name for name and field for field
@@ -16,11 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-BRIDGE_PROTOCOL_VERSION = 3
+BRIDGE_PROTOCOL_VERSION = 4
 """Bumped on incompatible changes; the extension reports its own in :class:`HelloResponse`.
 2: writes carry ``expected_source`` (an older extension would ignore it and overwrite a cell the
 person changed), and ``delete_cell``/``move_cell``. 3: the page sends :class:`PageRequest`
-(an older kernel would leave it unanswered)."""
+(an older kernel would leave it unanswered). 4: the page acknowledges each request at once
+(:class:`BridgeAck`; an older page never would, so the kernel would take it for gone) and, when
+it loads on a kernel that already has bridge comms, opens a comm of its own with its hello."""
 
 COMM_TARGET = "nbagent.bridge"
 """The comm target name the extension registers on each notebook's kernel."""
@@ -83,6 +87,15 @@ class BridgeReply(BridgeMessage):
     error: BridgeErrorInfo | None = None
 
 
+class BridgeAck(BridgeMessage):
+    """Extension -> kernel, as soon as the addressed page has a request and before it acts: a
+    page that is gone (reloaded, tab closed) never sends one, so the kernel knows within a few
+    seconds instead of waiting out the reply's timeout, and knows the request was not seen."""
+
+    ack: str
+    """The request's ``id``."""
+
+
 class PageRequest(BridgeMessage):
     """Extension -> kernel: what a person clicked in the page. The kernel trusts none of it (the
     page shows what the notebook file says, and anyone may edit that) and answers one
@@ -130,6 +143,9 @@ class HelloResponse(BridgeMessage):
     """The notebook's path relative to the server root."""
     frontend_id: str = ""
     """This browser page's bridge, random per page; the kernel addresses its requests to it."""
+    tab_id: str = ""
+    """The browser tab, the same across reloads (session storage): a new page's hello with the
+    tab id of the page the kernel kept says that page is gone, not merely joined by another."""
 
 
 class OutputSummary(BridgeMessage):

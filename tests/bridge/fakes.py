@@ -6,17 +6,21 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from nbagent.protocol.bridge import BRIDGE_PROTOCOL_VERSION
+from nbagent.protocol.bridge import BRIDGE_PROTOCOL_VERSION, COMM_TARGET
+
+GONE: dict[str, Any] = {"gone": True}
+"""What a frontend returns for a page that is gone: not even an acknowledgement comes back."""
 
 Frontend = Callable[[dict[str, Any]], dict[str, Any] | None]
-"""Request envelope in, reply envelope out; ``None`` = stay silent."""
+"""Request envelope in, reply envelope out; ``None`` = acknowledge and stay silent (a hello is
+never acknowledged, its reply is); ``GONE`` = nothing at all."""
 
 
 class FakeComm:
     """Records what the kernel sends; delivers the frontend's replies later on the loop, as the
     kernel's shell dispatch would."""
 
-    def __init__(self, frontend: Frontend, open_data: dict[str, Any], *, close_on_open: bool = False) -> None:
+    def __init__(self, frontend: Frontend, open_data: dict[str, Any], *, close_on_open: bool = False, answer_open: bool = True) -> None:
         self.frontend = frontend
         self.sent: list[dict[str, Any]] = [open_data]
         self.closed = False
@@ -25,7 +29,7 @@ class FakeComm:
         loop = asyncio.get_running_loop()
         if close_on_open:
             loop.call_soon(self.remote_close)
-        else:
+        elif answer_open:
             loop.call_soon(self._answer, open_data)
 
     def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
@@ -56,6 +60,10 @@ class FakeComm:
         if self.closed:
             return
         reply = self.frontend(request)
+        if reply is GONE:
+            return
+        if isinstance(request, dict) and request.get("method") not in (None, "hello") and "id" in request:
+            self.deliver({"ack": request["id"]})  # as the extension does before it acts
         if reply is not None:
             self.deliver(reply)
 
@@ -68,6 +76,18 @@ class FakeFactory:
         self.close_on_open = close_on_open
         self.comms: list[FakeComm] = []
         self.targets: list[str] = []
+        self.listening: dict[str, Callable[[Any, dict[str, Any]], None]] = {}
+
+    def listen(self, target_name: str, callback: Callable[[Any, dict[str, Any]], None]) -> None:
+        """The ``comm_listener``: the target pages open their own comms to."""
+        self.listening[target_name] = callback
+
+    def page_opens(self, frontend: Frontend, hello: dict[str, Any]) -> FakeComm:
+        """A page loads and opens its own comm with its hello (a reload, a second tab)."""
+        comm = FakeComm(frontend, hello, answer_open=False)
+        self.listening[COMM_TARGET](comm, {"content": {"comm_id": f"page{len(self.comms)}", "data": hello}})
+        self.comms.append(comm)
+        return comm
 
     def __call__(self, target_name: str, data: dict[str, Any]) -> FakeComm:
         self.targets.append(target_name)

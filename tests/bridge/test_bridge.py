@@ -21,7 +21,7 @@ from nbagent.protocol.bridge import (
     ReadNotebookResponse,
     RunCellParams,
 )
-from tests.bridge.fakes import HELLO, FakeFactory, error, ok
+from tests.bridge.fakes import GONE, HELLO, FakeFactory, error, ok
 from tests.waiting import until
 
 # A reply as the extension sends it for a two-cell notebook (recorded from JupyterLab 4.6).
@@ -232,22 +232,89 @@ async def test_requests_are_addressed_to_the_page_whose_hello_was_kept() -> None
     assert hello["to"] == "" and read["to"] == "page-a"
 
 
-async def test_after_a_timeout_the_next_request_says_hello_to_whichever_page_is_there() -> None:
-    """The kept page was closed; another page of the notebook is open and answers a new hello."""
+async def test_a_request_the_kept_page_does_not_take_goes_to_whichever_page_answers_a_new_hello() -> None:
+    """The kept page was closed; another page of the notebook is open and answers a new hello:
+    the write lands there within the acknowledgement timeout, not after the reply's."""
     gone = {"page-a": False}
 
     def pages(request: dict) -> dict | None:
         if request["method"] == "hello":
             return ok(request, {**HELLO, "frontend_id": "page-b" if gone["page-a"] else "page-a"})
         if request["to"] == "page-a" and gone["page-a"]:
-            return None  # nobody answers for a closed page
+            return GONE  # nobody takes it for a closed page
         return serve(request)
 
     factory = FakeFactory(pages)
-    bridge = NotebookBridge(factory)
+    bridge = NotebookBridge(factory, ack_timeout=0.2, request_timeout=30)
     await bridge.read_notebook()
     gone["page-a"] = True
-    with pytest.raises(BridgeTimeout):
-        await bridge.run_cell(RunCellParams(cell_id="a1"), timeout=0.2)
+    inserted = await asyncio.wait_for(bridge.insert_cell(InsertCellParams(source="x = 1", index=1)), 5)
+    assert inserted.cell_id == "new1"
+    assert factory.comms[1].sent[-1]["to"] == "page-b" and factory.comms[1].sent[-1]["method"] == "insert_cell"
+    assert not factory.comms[0].closed  # kept open: a page loaded later sees the kernel has a bridge
+
+
+async def test_with_no_page_left_a_write_fails_at_once_saying_so() -> None:
+    gone = [False]
+    factory = FakeFactory(lambda r: (GONE if r["method"] != "hello" else None) if gone[0] else serve(r))
+    bridge = NotebookBridge(factory, ack_timeout=0.2, hello_timeout=0.2, request_timeout=30)
+    await bridge.read_notebook()
+    gone[0] = True
+    with pytest.raises(BridgeUnavailable) as info:
+        await asyncio.wait_for(bridge.insert_cell(InsertCellParams(source="x = 1")), 5)
+    assert "no page showing the notebook took insert_cell" in str(info.value)
+    assert "is not open in a browser tab" in str(info.value)
+
+
+def reloaded_page(tab: str, page: str) -> dict:
+    return {**HELLO, "frontend_id": page, "tab_id": tab}
+
+
+async def test_a_reloaded_page_says_hello_and_the_next_request_goes_to_it_at_once() -> None:
+    held, frontend = holding_frontend()
+    factory = FakeFactory(lambda r: ok(r, reloaded_page("tab-1", "page-a")) if r["method"] == "hello" else GONE)
+    bridge = NotebookBridge(factory, comm_listener=factory.listen, ack_timeout=30, request_timeout=60)
+    await bridge.connect()
+    # A request sent before the new page said hello: the old page never takes it.
+    early = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="early")))
+    await until(lambda: len(factory.comms[0].sent) == 2, "the early request to go out", 5)
+    page = factory.page_opens(frontend, reloaded_page("tab-1", "page-a2"))
+    await until(lambda: len(held) == 1, "the early request to reach the reloaded page", 5)
+    assert held[0]["params"]["source"] == "early" and held[0]["to"] == "page-a2"
+    assert factory.comms[0].closed  # the same tab's old page is gone
+    page.deliver(ok(held[0], {"cell_id": "c-early", "index": 0}))
+    assert (await asyncio.wait_for(early, 5)).cell_id == "c-early"
+    later = asyncio.ensure_future(bridge.insert_cell(InsertCellParams(source="later")))
+    await until(lambda: len(held) == 2, "the next request to reach the reloaded page", 5)
+    page.deliver(ok(held[1], {"cell_id": "c-later", "index": 1}))
+    assert (await asyncio.wait_for(later, 5)).cell_id == "c-later"
+
+
+async def test_a_request_the_reloaded_page_had_taken_fails_at_once_saying_so() -> None:
+    held, frontend = holding_frontend()
+    factory = FakeFactory(frontend)
+    bridge = NotebookBridge(factory, comm_listener=factory.listen, request_timeout=60)
+    factory.frontend = lambda r: ok(r, reloaded_page("tab-1", "page-a")) if r["method"] == "hello" else frontend(r)
+    task = asyncio.ensure_future(bridge.run_cell(RunCellParams(cell_id="a1")))
+    await until(lambda: held, "the run_cell request to be taken", 5)
+    factory.page_opens(serve, reloaded_page("tab-1", "page-a2"))
+    with pytest.raises(BridgeError, match="was reloaded while run_cell was in progress"):
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_second_tab_takes_the_requests_and_the_first_keeps_its_comm_for_clicks() -> None:
+    factory = FakeFactory(lambda r: ok(r, reloaded_page("tab-1", "page-a")) if r["method"] == "hello" else serve(r))
+    bridge = NotebookBridge(factory, comm_listener=factory.listen)
+    await bridge.connect()
+    second = factory.page_opens(serve, reloaded_page("tab-2", "page-b"))
     assert (await bridge.read_notebook()).path == "work/demo.ipynb"
-    assert factory.comms[0].closed and factory.comms[1].sent[-1]["to"] == "page-b"
+    assert second.sent[-1]["method"] == "read_notebook" and second.sent[-1]["to"] == "page-b"
+    assert not factory.comms[0].closed
+
+
+async def test_a_page_hello_of_another_protocol_is_closed_and_changes_nothing() -> None:
+    factory = FakeFactory(lambda r: ok(r, reloaded_page("tab-1", "page-a")) if r["method"] == "hello" else serve(r))
+    bridge = NotebookBridge(factory, comm_listener=factory.listen)
+    await bridge.connect()
+    stranger = factory.page_opens(serve, {**reloaded_page("tab-1", "page-x"), "protocol_version": 1})
+    assert stranger.closed and bridge.hello is not None and bridge.hello.frontend_id == "page-a"
