@@ -9,9 +9,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from nbagent import Session
 from nbagent.config import Config
-from nbagent.core.inspect import REQUESTS_KEPT, RequestsView
+from nbagent.core.inspect import REQUESTS_KEPT, RequestRecord, RequestsRecord, RequestsView
 from nbagent.protocol import Inspect, InspectResult
 from tests.core.conftest import home, script  # noqa: F401 - fixtures
 
@@ -43,3 +45,12 @@ async def test_a_long_turn_keeps_its_last_requests_and_counts_the_rest(home: Pat
         assert (await asyncio.wait_for(session.run("once"), 60)).status == "completed"
         again = await _every(session)
         assert again.dropped == 0 and len(again.requests) == 1 and again.turn_id != every.turn_id
+
+
+def test_a_request_file_an_older_version_wrote_still_reads_as_its_turn_s_one_request() -> None:
+    one = RequestRecord(turn_id="turn_1", at=0.0, model="m", purpose="turn", instructions="hi", tools=[],
+                        parallel_tool_calls=False, item_count=2)  # fmt: skip
+    record = RequestsRecord.read(one.model_dump_json())
+    assert (record.turn_id, record.dropped, record.requests) == ("turn_1", 0, [one])
+    with pytest.raises(ValueError):
+        RequestsRecord.read('{"turn_id": "turn_1"}')  # neither: the command names the file and says so
