@@ -13,6 +13,7 @@ are views, not facts: deleting them loses nothing of the thread.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -187,6 +188,9 @@ class RequestRecord(_Request):
     the first ``item_count`` of them, seen through the context view)."""
 
     item_count: int
+    as_before: list[Literal["instructions", "tools"]] = []
+    """Fields left empty on disk because they equal the request before's (a long turn's requests
+    mostly share them, and 128 tools' schemas are hundreds of kB); ``read`` fills them back."""
 
 
 class RequestsRecord(BaseModel):
@@ -200,10 +204,26 @@ class RequestsRecord(BaseModel):
     @classmethod
     def read(cls, text: str) -> RequestsRecord:
         """The record in ``text``; a file an older version wrote holds one request alone."""
-        with suppress(ValueError):
-            return cls.model_validate_json(text)
-        one = RequestRecord.model_validate_json(text)
-        return cls(turn_id=one.turn_id, dropped=0, requests=[one])
+        try:
+            record = cls.model_validate_json(text)
+        except ValueError:
+            one = RequestRecord.model_validate_json(text)
+            return cls(turn_id=one.turn_id, dropped=0, requests=[one])
+        for before, request in itertools.pairwise(record.requests):
+            for name in request.as_before:
+                setattr(request, name, getattr(before, name))
+            request.as_before = []
+        if record.requests:
+            record.requests[0].as_before = []  # nothing before the first to take them from
+        return record
+
+    def compact(self) -> RequestsRecord:
+        """The same requests with what each shares with the one before left out (``as_before``)."""
+        requests = [self.requests[0].model_copy()] if self.requests else []
+        for before, request in itertools.pairwise(self.requests):
+            same = [name for name in ("instructions", "tools") if getattr(request, name) == getattr(before, name)]
+            requests.append(request.model_copy(update={"as_before": same, **{n: [] if n == "tools" else None for n in same}}))
+        return self.model_copy(update={"requests": requests})
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
@@ -400,7 +420,7 @@ class Inspector:
         files.append_turn(view.model_dump_json())
         kept = [_record(*sent) for sent in self.requests if sent[3] == turn_id and sent[0].purpose == "turn"]
         if kept:
-            record = RequestsRecord(turn_id=turn_id, dropped=self.dropped, requests=kept)
+            record = RequestsRecord(turn_id=turn_id, dropped=self.dropped, requests=kept).compact()
             files.write_request(redactor.text(record.model_dump_json()))
 
 

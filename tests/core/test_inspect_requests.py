@@ -54,3 +54,17 @@ def test_a_request_file_an_older_version_wrote_still_reads_as_its_turn_s_one_req
     assert (record.turn_id, record.dropped, record.requests) == ("turn_1", 0, [one])
     with pytest.raises(ValueError):
         RequestsRecord.read('{"turn_id": "turn_1"}')  # neither: the command names the file and says so
+
+
+def test_what_a_request_shares_with_the_one_before_is_written_once_and_read_back_whole() -> None:
+    """A long turn's requests mostly carry the same instructions and tools (hundreds of kB for a
+    big catalogue): the file holds them once, and ``read`` gives every request its own again."""
+    tools = [{"name": "big", "description": "schema " * 1000, "parameters": {}, "strict": False}]
+    first = RequestRecord(turn_id="t", at=0.0, model="m", purpose="turn", instructions="rules", tools=tools,
+                          parallel_tool_calls=True, item_count=1)  # fmt: skip
+    same = first.model_copy(update={"item_count": 3})
+    other = first.model_copy(update={"item_count": 5, "instructions": "rules, then more"})
+    record = RequestsRecord(turn_id="t", dropped=0, requests=[first, same, other])
+    text = record.compact().model_dump_json()
+    assert text.count('"name":"big"') == 1 and text.count("rules") == 2
+    assert RequestsRecord.read(text) == record
