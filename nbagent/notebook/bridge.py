@@ -166,6 +166,9 @@ class NotebookBridge:
         self._ids = itertools.count(1)
         self._comm: CommLike | None = None
         self._hello: HelloResponse | None = None
+        self._path = ""
+        """The notebook of the last hello kept: a page of another notebook on this kernel does not
+        take its requests by saying hello on its own."""
         self._absent_since: float | None = None
         self._absent_reason = ""
         self._pending: dict[str, _Pending] = {}
@@ -213,7 +216,7 @@ class NotebookBridge:
                 raise BridgeUnavailable("hello", str(exc)) from exc
             self._absent_since = None
             if self._comm is None or self._hello is None:  # else a page's own hello came first
-                self._comm, self._hello = comm, hello
+                self._comm, self._hello, self._path = comm, hello, hello.path
             self._listen()
             return self._hello
 
@@ -274,7 +277,7 @@ class NotebookBridge:
             hello = HelloResponse.model_validate(data)
         except ValidationError:
             hello = None
-        if hello is None or hello.protocol_version != BRIDGE_PROTOCOL_VERSION:
+        if hello is None or hello.protocol_version != BRIDGE_PROTOCOL_VERSION or (self._path and hello.path != self._path):
             comm.close()  # the kernel's own hello says why, should a request need this page
             return
         self._wire(comm)

@@ -312,9 +312,17 @@ async def test_a_second_tab_takes_the_requests_and_the_first_keeps_its_comm_for_
     assert not factory.comms[0].closed
 
 
-async def test_a_page_hello_of_another_protocol_is_closed_and_changes_nothing() -> None:
+@pytest.mark.parametrize("hello", [
+    {**reloaded_page("tab-1", "page-x"), "protocol_version": 1},
+    {**reloaded_page("tab-1", "page-x"), "path": "elsewhere/other.ipynb"},  # another notebook on this kernel
+    {"frontend_id": "page-x", "tab_id": "tab-1"},  # no protocol version
+    {"protocol_version": "four", "frontend_id": ["page-x"]},
+])
+async def test_a_page_hello_of_another_protocol_or_notebook_is_closed_and_changes_nothing(hello: dict) -> None:
     factory = FakeFactory(lambda r: ok(r, reloaded_page("tab-1", "page-a")) if r["method"] == "hello" else serve(r))
     bridge = NotebookBridge(factory, comm_listener=factory.listen)
     await bridge.connect()
-    stranger = factory.page_opens(serve, {**reloaded_page("tab-1", "page-x"), "protocol_version": 1})
+    stranger = factory.page_opens(serve, hello)
     assert stranger.closed and bridge.hello is not None and bridge.hello.frontend_id == "page-a"
+    assert not factory.comms[0].closed
+    assert (await bridge.read_notebook()).path == "work/demo.ipynb" and factory.comms[0].sent[-1]["to"] == "page-a"
