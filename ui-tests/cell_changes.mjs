@@ -7,7 +7,8 @@
 // "its output goes too") and approved. Then a file made with apply_patch. With PLAN.full, "Undo
 // turn" is refused while the person's typing is in a cell the turn wrote; once it is out, the
 // target cell's badge "Undo" puts back that cell alone. "Undo turn" then puts back the rest: the
-// cells and the file are as before the turn.
+// cells and the file are as before the turn. Each cell is read with its metadata and whether the
+// page shows its badge.
 import { env, inPanel as inNotebook, log, openNotebook, runCell as runNotebookCell, runInBrowser, shooter, TIMEOUT, waitInPanel } from './browser.mjs';
 
 const BASE = env('NBAGENT_E2E_URL');
@@ -24,16 +25,16 @@ const waitFor = (page, what, fn, arg = null) => waitInPanel(page, NOTEBOOK, what
 const sourceOf = (page, index) => inPanel(page, (app, panel, i) => panel.content.model.cells.get(i).sharedModel.getSource(), index);
 
 const runCell = (page, index) => runNotebookCell(page, NOTEBOOK, index);
-const cellsOf = page => inPanel(page, (app, panel) => {
-  const model = panel.content.model;
-  const out = [];
-  for (let i = 0; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
+/** Every cell as the model holds it, once each cell's badge on the page agrees with its metadata. */
+const cellsOf = page => waitFor(page, 'the badges as the metadata says', (app, panel) => {
+  const out = panel.content.widgets.map(widget => {
+    const cell = widget.model;
     const json = cell.toJSON();
-    out.push({ id: cell.id, type: cell.type, source: cell.sharedModel.getSource(),
-               outputs: json.outputs || [], execution_count: json.execution_count ?? null });
-  }
-  return out;
+    return { id: cell.id, type: cell.type, source: cell.sharedModel.getSource(), outputs: json.outputs || [],
+             execution_count: json.execution_count ?? null, metadata: json.metadata || {}, trusted: cell.trusted,
+             badge: !!widget.node.querySelector(':scope > .nbagent-badge') };
+  });
+  return out.every(c => c.badge === (typeof c.metadata.nbagent?.call_id === 'string')) ? out : null;
 });
 
 /** The visible, undecided approval panel for `tool` that shows `needle`. */

@@ -141,6 +141,12 @@ export interface InsertCellParams extends BridgeMessage {
   /** A code cell's outputs (nbformat), when an undo puts back a deleted cell; they come back untrusted. */
   outputs?: { [key: string]: any }[];
   execution_count?: number | null;
+  /** The id the cell takes when it is valid and free (an undo puts a deleted cell back as it was). */
+  cell_id?: string | null;
+  /** The cell's metadata (an undo's); `trusted` is never taken, `provenance` wins over its `nbagent`. */
+  metadata?: { [key: string]: any };
+  /** A markdown or raw cell's attachments (an undo's). */
+  attachments?: { [key: string]: any } | null;
 }
 
 export interface InsertCellResponse extends BridgeMessage {
@@ -155,19 +161,24 @@ export interface ReplaceCellParams extends BridgeMessage {
   save?: boolean;
   /** Write only if the live source is exactly this, else answer `conflict`. */
   expected_source?: string | null;
+  /** An undo: the provenance becomes `provenance` exactly, removed when it is null. */
+  restore_provenance?: boolean;
 }
 
 export interface ReplaceCellResponse extends BridgeMessage {
   cell_id: string;
   index: number;
   old_source?: string;
+  /** The cell's provenance before the write, which its undo puts back. */
+  old_provenance?: Provenance | null;
 }
 
 export interface DeleteCellParams extends BridgeMessage {
   cell_id: string;
   expected_source?: string | null;
   save?: boolean;
-  /** Outputs past this many characters of JSON are sent as `{output_type: 'omitted', chars}`. */
+  /** Metadata, attachments, then outputs, within this many characters of JSON: metadata or
+   * attachments past it are named in `omitted`, an output is sent as `{output_type: 'omitted', chars}`. */
   max_outputs_chars?: number | null;
 }
 
@@ -180,6 +191,12 @@ export interface DeleteCellResponse extends BridgeMessage {
   /** The deleted code cell's outputs (nbformat, cut as `max_outputs_chars` says), kept for undo. */
   outputs?: { [key: string]: any }[];
   execution_count?: number | null;
+  /** The deleted cell's metadata but `trusted`, kept for undo. */
+  metadata?: { [key: string]: any } | null;
+  /** A deleted markdown or raw cell's attachments, kept for undo. */
+  attachments?: { [key: string]: any } | null;
+  /** What was not sent for being over `max_outputs_chars`. */
+  omitted?: ('metadata' | 'attachments')[];
 }
 
 export interface MoveCellParams extends BridgeMessage {

@@ -228,12 +228,13 @@ export class NotebookBridgeModel {
       }
       index = params.index;
     }
-    const metadata: { [key: string]: any } = {};
+    const metadata = untrusted(objectOrFail(params.metadata ?? {}, 'metadata'));
     if (params.provenance) {
       metadata[METADATA_KEY] = provenanceJSON(params.provenance);
     }
-    const restored = cellType === 'code' ? restoredOutputs(params) : {};
+    const restored = cellType === 'code' ? restoredOutputs(params) : restoredAttachments(params);
     const shared = model.sharedModel.insertCell(index, {
+      id: this.freeId(params.cell_id),
       cell_type: cellType,
       source: params.source,
       metadata,
@@ -251,14 +252,17 @@ export class NotebookBridgeModel {
     const index = this.indexOf(params.cell_id);
     const cell = model.cells.get(index);
     const oldSource = this.unchanged(params.cell_id, cell.sharedModel.getSource(), params.expected_source);
+    const oldProvenance = readProvenance(cell.getMetadata(METADATA_KEY));
     // No await between the check and the write: no keystroke can land in between.
     cell.sharedModel.setSource(params.source ?? '');
     if (params.provenance) {
       cell.setMetadata(METADATA_KEY, provenanceJSON(params.provenance));
       this.addThread(params.provenance.thread_id);
+    } else if (params.restore_provenance) {
+      cell.deleteMetadata(METADATA_KEY); // an undo: the cell had no badge before the call undone
     }
     await this.maybeSave(params.save);
-    return { cell_id: params.cell_id, index, old_source: oldSource };
+    return { cell_id: params.cell_id, index, old_source: oldSource, old_provenance: oldProvenance };
   }
 
   async deleteCell(params: DeleteCellParams): Promise<DeleteCellResponse> {
@@ -274,7 +278,7 @@ export class NotebookBridgeModel {
       index,
       old_source: oldSource,
       cell_type: cellType,
-      outputs: cappedOutputs(Array.isArray(json.outputs) ? json.outputs : [], params.max_outputs_chars ?? null),
+      ...keptForUndo(json, params.max_outputs_chars ?? null),
       execution_count: Number.isInteger(json.execution_count) ? json.execution_count : null
     };
   }
@@ -352,6 +356,12 @@ export class NotebookBridgeModel {
     return model;
   }
 
+  /** `cellId` when it is a valid cell id (nbformat 4.5) that no cell holds now, else none. */
+  private freeId(cellId: string | null | undefined): string | undefined {
+    const valid = typeof cellId === 'string' && /^[a-zA-Z0-9_-]{1,64}$/.test(cellId);
+    return valid && !findCell(this.requireModel(), cellId) ? cellId : undefined;
+  }
+
   private indexOf(cellId: string): number {
     const model = this.requireModel();
     for (let i = 0; i < model.cells.length; i++) {
@@ -361,6 +371,25 @@ export class NotebookBridgeModel {
     }
     throw new BridgeFailure('not_found', `no cell with id ${JSON.stringify(cellId)}`);
   }
+}
+
+/** What a deleted cell's undo needs, within `max` characters of JSON: its metadata (never
+ * `trusted`) and attachments, each whole or named in `omitted`, then its outputs. */
+export function keptForUndo(json: any, max: number | null): Partial<DeleteCellResponse> {
+  const kept: Partial<DeleteCellResponse> = { omitted: [] };
+  let left = max;
+  for (const part of ['metadata', 'attachments'] as const) {
+    const value = part === 'metadata' ? untrusted(json.metadata ?? {}) : json.attachments;
+    const size = value ? JSON.stringify(value).length : 0;
+    if (left !== null && size > left) {
+      kept.omitted!.push(part);
+    } else if (value) {
+      kept[part] = value;
+      left = left === null ? null : left - size;
+    }
+  }
+  kept.outputs = cappedOutputs(Array.isArray(json.outputs) ? json.outputs : [], left);
+  return kept;
 }
 
 /** A deleted cell's outputs in order while their JSON stays within `max` characters; each one
@@ -386,6 +415,31 @@ function restoredOutputs(params: InsertCellParams): { [key: string]: any } {
   }
   const count = params.execution_count;
   return { outputs, execution_count: Number.isInteger(count) ? count : null };
+}
+
+/** A cell's metadata without `trusted`: a cell put back by an undo must not run its outputs' scripts. */
+function untrusted(metadata: { [key: string]: any }): { [key: string]: any } {
+  const { trusted: _trusted, ...rest } = metadata;
+  return rest;
+}
+
+function objectOrFail(value: unknown, what: string): { [key: string]: any } {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new BridgeFailure('bad_request', `insert_cell ${what} must be an object`);
+  }
+  return value as { [key: string]: any };
+}
+
+/** The attachments an undo puts back into a markdown or raw cell: an object of mime bundles. */
+function restoredAttachments(params: InsertCellParams): { [key: string]: any } {
+  if (params.attachments === null || params.attachments === undefined) {
+    return {};
+  }
+  const attachments = objectOrFail(params.attachments, 'attachments');
+  if (!Object.values(attachments).every(b => b && typeof b === 'object' && !Array.isArray(b))) {
+    throw new BridgeFailure('bad_request', 'insert_cell attachments must map names to mime bundles');
+  }
+  return { attachments };
 }
 
 /** A random id kept in this tab's session storage (a reload keeps it, a new tab gets its own). */

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from nbagent.checkpoint.outputs import restorable
+from nbagent.checkpoint.outputs import Restorable, restorable
 from nbagent.checkpoint.undo import UndoRefused, plan_undo, short, turns_undone
 from nbagent.protocol import FunctionCall, FunctionCallOutput, GhostSnapshot, Item, Undo, UndoItem
 from nbagent.protocol import bridge as wire
@@ -39,8 +39,9 @@ Op = Literal["inserted", "replaced", "deleted", "moved"]
 @dataclass(frozen=True)
 class CellChange:
     """One cell change a notebook tool made: ``index`` is where the cell was (moved: from),
-    ``before``/``after`` its source before and after (``None`` where there is none); a deleted
-    code cell's ``outputs`` and ``execution_count`` as kept (``outputs_not_kept``: markers)."""
+    ``before``/``after`` its source before and after (``None`` where there is none); ``kept``:
+    what else its undo puts back (a deleted cell's metadata and outputs, a replaced cell's
+    provenance)."""
 
     op: Op
     cell_id: str
@@ -49,9 +50,7 @@ class CellChange:
     before: str | None
     after: str | None
     cell_type: wire.CellType
-    outputs: tuple[dict[str, Any], ...] = ()
-    execution_count: int | None = None
-    outputs_not_kept: int = 0
+    kept: Restorable = Restorable()
 
 
 def _change(call: FunctionCall, output: FunctionCallOutput) -> CellChange | None:
@@ -70,9 +69,8 @@ def _change(call: FunctionCall, output: FunctionCallOutput) -> CellChange | None
     cell_type = args.get("cell_type") or done.get("cell_type") or "code"
     to_index = done.get("to_index") if isinstance(done.get("to_index"), int) else None
     kind: wire.CellType = "markdown" if cell_type == "markdown" else "raw" if cell_type == "raw" else "code"
-    outputs, count, not_kept = restorable(output.undo) if op == "deleted" and kind == "code" else ([], None, 0)
     return CellChange(op, cell_id, index, to_index, before, source if op in ("inserted", "replaced") else None, kind,
-                      tuple(outputs), count, not_kept)
+                      restorable(output.undo, kind))
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,7 @@ _RESTORES = {"inserted": "removed", "replaced": "source put back", "deleted": "p
 
 
 def _restores(c: CellChange) -> str:
-    return f"{c.cell_id} ({_RESTORES[c.op]}{' with its outputs' if c.outputs else ''})"
+    return f"{c.cell_id} ({_RESTORES[c.op]}{' with its outputs' if c.kept.outputs else ''})"
 
 
 def undoable(items: Sequence[Item]) -> list[str]:
@@ -199,12 +197,17 @@ async def _inverse(bridge: CellBridge, c: CellChange, sources: dict[str, str]) -
         sources.pop(c.cell_id)
         return f"cell {c.cell_id} (inserted by the turn, removed)"
     if c.op == "deleted" and c.before is not None:
-        reply = await bridge.insert_cell(wire.InsertCellParams(source=c.before, cell_type=c.cell_type, index=c.index,
-                                                               outputs=list(c.outputs), execution_count=c.execution_count))
+        kept = c.kept
+        reply = await bridge.insert_cell(wire.InsertCellParams(
+            source=c.before, cell_type=c.cell_type, index=c.index, outputs=list(kept.outputs),
+            execution_count=kept.execution_count, cell_id=c.cell_id, metadata=kept.metadata, attachments=kept.attachments))
         sources[reply.cell_id] = c.before
-        return f"cell {c.cell_id} (deleted by the turn, put back at index {c.index} as {reply.cell_id}{_with(c)})"
+        under = "" if reply.cell_id == c.cell_id else f" as {reply.cell_id}"  # its id is another cell's now
+        return f"cell {c.cell_id} (deleted by the turn, put back at index {c.index}{under}{_with(c)})"
     if c.op == "replaced" and c.before is not None and now is not None:
-        await bridge.replace_cell(wire.ReplaceCellParams(cell_id=c.cell_id, source=c.before, expected_source=now))
+        await bridge.replace_cell(wire.ReplaceCellParams(cell_id=c.cell_id, source=c.before, expected_source=now,
+                                                         provenance=c.kept.provenance,
+                                                         restore_provenance=c.kept.restores_provenance))
         sources[c.cell_id] = c.before
         return f"cell {c.cell_id} (its source restored)"
     if c.op == "moved" and now is not None:
@@ -215,10 +218,13 @@ async def _inverse(bridge: CellBridge, c: CellChange, sources: dict[str, str]) -
 
 def _with(c: CellChange) -> str:
     """What a deleted cell got back besides its source, as said to the model."""
-    if not c.outputs:
-        return ""
-    cut = f" ({c.outputs_not_kept} of {len(c.outputs)} too large to have been kept, each replaced by a note saying so)"
-    return ", with its outputs" + (cut if c.outputs_not_kept else "")
+    kept, said = c.kept, ""
+    if kept.outputs:
+        cut = f" ({kept.outputs_not_kept} of {len(kept.outputs)} too large to have been kept, each replaced by a note saying so)"
+        said = ", with its outputs" + (cut if kept.outputs_not_kept else "")
+    if kept.not_kept:
+        said += f", without its {' and '.join(kept.not_kept)} (too large to have been kept)"
+    return said
 
 
 async def undo_op(items: Sequence[Item], bridge: CellBridge | None, turn_id: str | None, *, force: bool,

@@ -211,6 +211,14 @@ class InsertCellParams(BridgeMessage):
     untrusted (no ``metadata.trusted``), so HTML is sanitized and no script runs."""
     execution_count: int | None = None
     """A code cell's execution count, with ``outputs``."""
+    cell_id: str | None = None
+    """The id the new cell takes when it is a valid cell id that no cell holds now (an undo puts
+    a deleted cell back under its own id); else it gets a new one."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The new cell's metadata (an undo puts back a deleted cell's); ``trusted`` is never taken,
+    and ``provenance``, when set, wins over its ``nbagent``."""
+    attachments: dict[str, Any] | None = None
+    """A markdown or raw cell's attachments (nbformat), when an undo puts back a deleted cell."""
 
 
 class InsertCellResponse(BridgeMessage):
@@ -227,12 +235,17 @@ class ReplaceCellParams(BridgeMessage):
     """Write only if the cell's live source is exactly this (what the agent last read), else
     answer ``conflict`` and change nothing; ``None`` writes whatever the cell holds. The check
     and the write happen in one step of the front end's event loop, so no keystroke falls between."""
+    restore_provenance: bool = False
+    """An undo: the cell's provenance becomes ``provenance`` exactly, removed when it is ``None``
+    (without it, ``None`` leaves the cell's provenance as it is)."""
 
 
 class ReplaceCellResponse(BridgeMessage):
     cell_id: str
     index: int
     old_source: str = ""
+    old_provenance: Provenance | None = None
+    """The cell's provenance before the write (none, or an earlier call's): its undo puts it back."""
 
 
 class DeleteCellParams(BridgeMessage):
@@ -241,9 +254,10 @@ class DeleteCellParams(BridgeMessage):
     """As in :class:`ReplaceCellParams`."""
     save: bool = True
     max_outputs_chars: int | None = None
-    """The deleted cell's outputs are sent back while their JSON stays within this many
-    characters; each one past it is sent as ``{"output_type": "omitted", "chars": N}``, so a
-    huge output never crosses the comm. ``None``: all of them."""
+    """The deleted cell's metadata, attachments and outputs are sent back, in that order, while
+    their JSON stays within this many characters; metadata or attachments past it are named in
+    ``omitted``, each output past it is sent as ``{"output_type": "omitted", "chars": N}``, so
+    nothing huge crosses the comm. ``None``: all of them."""
 
 
 class DeleteCellResponse(BridgeMessage):
@@ -257,6 +271,12 @@ class DeleteCellResponse(BridgeMessage):
     """The deleted code cell's outputs (nbformat, cut as ``max_outputs_chars`` says): kept for
     undo in the rollout only, never shown to the model."""
     execution_count: int | None = None
+    metadata: dict[str, Any] | None = None
+    """The deleted cell's metadata but ``trusted``, kept for undo like ``outputs``."""
+    attachments: dict[str, Any] | None = None
+    """A deleted markdown or raw cell's attachments, kept for undo like ``outputs``."""
+    omitted: list[Literal["metadata", "attachments"]] = Field(default_factory=list)
+    """What was not sent for being over ``max_outputs_chars``."""
 
 
 class MoveCellParams(BridgeMessage):

@@ -5,7 +5,9 @@ They go through the same router, events and approval engine as MCP tools: readin
 read-only (never asks), writing and running are not (they ask under ``on-request``). Cells
 written carry the call's provenance (``metadata.nbagent = {thread_id, turn_id, call_id}``); a
 cell is said to be the agent's only when that call is one of the reading thread's, since anyone
-can write a cell's metadata.
+can write a cell's metadata. What an undo needs to put a cell back as it was (a replaced cell's
+provenance before, a deleted one's metadata and outputs) goes into the result's ``undo``, which
+only the rollout keeps (``nbagent.checkpoint.outputs``).
 
 Nothing the person typed is lost: the tools remember each cell's source as the model last read
 it (or, for a cell it never read, as its approval panel showed it), and a change to that cell is
@@ -386,9 +388,10 @@ class NotebookTools(ToolProvider):
             reply = await self.bridge.replace_cell(ReplaceCellParams(
                 cell_id=args.cell_id, source=args.source, provenance=_provenance(call), expected_source=expected))
         self._versions[args.cell_id] = args.source
-        return _result(
-            f"Replaced the source of cell {reply.cell_id} (index {reply.index}). Old source:\n{reply.old_source}",
-            {"status": "replaced", **reply.model_dump(mode="json")},
+        return ToolResult(
+            content=[TextBlock(text=f"Replaced the source of cell {reply.cell_id} (index {reply.index}). Old source:\n{reply.old_source}")],
+            structured={"status": "replaced", **reply.model_dump(mode="json", exclude={"old_provenance"})},
+            undo=kept_outputs.kept_provenance(reply.old_provenance),  # its undo puts the badge back as it was
         )
 
     async def _delete_cell(self, args: DeleteCellArgs, call: CallInfo) -> ToolResult:
@@ -400,16 +403,17 @@ class NotebookTools(ToolProvider):
             async with self._unless_changed("delete_cell", args.cell_id) as expected:
                 reply = await self.bridge.delete_cell(
                     DeleteCellParams(cell_id=args.cell_id, expected_source=expected, max_outputs_chars=budget))
-            outputs, chars, dropped = kept_outputs.keep(reply.outputs, budget)
+            undo, chars = kept_outputs.keep_deleted(reply.outputs, reply.execution_count, reply.metadata,
+                                                    reply.attachments, reply.omitted, budget)
         finally:
             self._kept = (call.turn_id, self._kept[1] - budget + chars)
         self._versions.pop(args.cell_id, None)
         text = f"Deleted cell {reply.cell_id} (it was at index {reply.index}), with its outputs. Its source was:\n{reply.old_source}"
         return ToolResult(
             content=[TextBlock(text=text)],
-            structured={"status": "deleted", **reply.model_dump(mode="json", exclude={"outputs", "execution_count"})},
-            undo={"outputs": outputs, "execution_count": reply.execution_count, "outputs_not_kept": dropped}
-            if outputs or reply.execution_count is not None else None,  # for its undo, in the rollout only
+            structured={"status": "deleted", **reply.model_dump(
+                mode="json", exclude={"outputs", "execution_count", "metadata", "attachments", "omitted"})},
+            undo=undo,  # for its undo, in the rollout only
         )
 
     async def _move_cell(self, args: MoveCellArgs, call: CallInfo) -> ToolResult:

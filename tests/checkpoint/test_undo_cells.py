@@ -29,15 +29,22 @@ from tests.checkpoint.test_undo_cli import call, config_for, items, turn, undo_o
 
 class Notebook:
     """The cells of a live document, changed only when a cell still holds ``expected_source``;
-    a code cell's outputs go with it as the extension sends them (past ``max_outputs_chars``,
-    only their size) and come back when an insert carries them."""
+    a write's provenance goes into the cell's ``metadata["nbagent"]``; a deleted cell's metadata
+    (but ``trusted``), attachments and outputs go with it as the extension sends them (within
+    ``max_outputs_chars``) and come back, under its id while no cell holds it, when an insert
+    carries them."""
 
-    def __init__(self, cells: list[tuple[str, str, str]], outputs: dict[str, list[dict[str, Any]]] | None = None) -> None:
-        self.cells = [{"id": i, "cell_type": t, "source": s} for i, t, s in cells]
+    def __init__(self, cells: list[tuple[str, str, str]], outputs: dict[str, list[dict[str, Any]]] | None = None,
+                 extra: dict[str, dict[str, Any]] | None = None) -> None:
+        self.cells = [{"id": i, "cell_type": t, "source": s, "metadata": {}, **(extra or {}).get(i, {})} for i, t, s in cells]
         for cell in self.cells:
             if cell["id"] in (outputs or {}):
                 cell.update(outputs=(outputs or {})[cell["id"]], execution_count=7)
         self.made = 0
+
+    def provenance(self, cell_id: str) -> str | None:
+        """The call the cell's badge names."""
+        return next((c["metadata"].get("nbagent") or {}).get("call_id") for c in self.cells if c["id"] == cell_id)
 
     def cell(self, source: str) -> dict[str, Any]:
         return next(c for c in self.cells if c["source"] == source)
@@ -50,15 +57,23 @@ class Notebook:
         if method == "hello":
             return ok(request, HELLO)
         if method == "read_notebook":
-            return ok(request, {"path": HELLO["path"], "cells": [{**c, "index": n} for n, c in enumerate(self.cells)]})
+            return ok(request, {"path": HELLO["path"], "cells": [
+                {**c, "index": n, "provenance": c["metadata"].get("nbagent")} for n, c in enumerate(self.cells)]})
         if method == "insert_cell":
-            self.made += 1
             index = len(self.cells) if p.get("index") is None else p["index"]
             if not 0 <= index <= len(self.cells):
                 return error(request, "bad_request", f"index {index} is out of range 0..{len(self.cells)}")
-            self.cells.insert(index, {"id": f"new{self.made}", "cell_type": p["cell_type"], "source": p["source"],
-                                      "outputs": p.get("outputs", []), "execution_count": p.get("execution_count")})
-            return ok(request, {"cell_id": f"new{self.made}", "index": index})
+            cell_id = p.get("cell_id")
+            if cell_id is None or any(c["id"] == cell_id for c in self.cells):
+                self.made += 1
+                cell_id = f"new{self.made}"
+            metadata = {k: v for k, v in (p.get("metadata") or {}).items() if k != "trusted"}
+            if p.get("provenance"):
+                metadata["nbagent"] = p["provenance"]
+            self.cells.insert(index, {"id": cell_id, "cell_type": p["cell_type"], "source": p["source"], "metadata": metadata,
+                                      "outputs": p.get("outputs", []), "execution_count": p.get("execution_count"),
+                                      **({"attachments": p["attachments"]} if p.get("attachments") else {})})
+            return ok(request, {"cell_id": cell_id, "index": index})
         index = next((n for n, c in enumerate(self.cells) if c["id"] == p["cell_id"]), None)
         if index is None:
             return error(request, "not_found", f"no cell with id {p['cell_id']!r}")
@@ -66,13 +81,27 @@ class Notebook:
         if p.get("expected_source") is not None and p["expected_source"] != old:
             return error(request, "conflict", f"cell {p['cell_id']} changed")
         if method == "replace_cell":
-            self.cells[index]["source"] = p["source"]
-            return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old})
+            cell = self.cells[index]
+            before = cell["metadata"].get("nbagent")
+            cell["source"] = p["source"]
+            if p.get("provenance") or p.get("restore_provenance"):
+                cell["metadata"]["nbagent"] = p.get("provenance")
+                if cell["metadata"]["nbagent"] is None:
+                    del cell["metadata"]["nbagent"]
+            return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old, "old_provenance": before})
         if method == "delete_cell":
             gone = self.cells.pop(index)
+            left, sent = p.get("max_outputs_chars"), {}
+            for part in ("metadata", "attachments"):
+                value = {k: v for k, v in gone.get(part, {}).items() if k != "trusted"}
+                size = len(json.dumps(value, ensure_ascii=False))
+                if left is not None and size > left:
+                    sent.setdefault("omitted", []).append(part)
+                    continue
+                sent[part], left = value, None if left is None else left - size
             return ok(request, {"cell_id": p["cell_id"], "index": index, "old_source": old, "cell_type": gone["cell_type"],
-                                "outputs": capped(gone.get("outputs", []), p.get("max_outputs_chars")),
-                                "execution_count": gone.get("execution_count")})
+                                "outputs": capped(gone.get("outputs", []), left),
+                                "execution_count": gone.get("execution_count"), **sent})
         if method == "move_cell":
             self.cells.insert(p["to_index"], self.cells.pop(index))
             return ok(request, {"cell_id": p["cell_id"], "from_index": index, "to_index": p["to_index"]})
@@ -134,14 +163,52 @@ async def _changed(notebook: Notebook) -> Turns:
     return turns
 
 
-async def test_undo_puts_every_cell_back_in_order_with_its_type() -> None:
-    notebook = Notebook(BEFORE)
+NOTES = {"metadata": {"tags": ["notes"], "trusted": True}, "attachments": {"fig.png": {"image/png": "iVBORw0KGgo="}}}
+
+
+async def test_undo_puts_every_cell_back_as_it_was_its_id_metadata_and_badge_too() -> None:
+    notebook = Notebook(BEFORE, extra={"b": NOTES})
     turns = await _changed(notebook)
-    assert notebook.view() != BEFORE
+    assert notebook.view() != BEFORE and notebook.provenance("a") == "call_2"
     said = await turns.undo()
-    assert [(t, s) for _, t, s in notebook.view()] == [(t, s) for _, t, s in BEFORE]
-    assert [i for i, _, _ in notebook.view()] == ["a", "new2", "c", "d"]  # the deleted cell comes back as a new one
-    assert len(said) == 4 and "cell b (deleted by the turn, put back at index 2 as new2)" in said
+    assert notebook.view() == BEFORE  # the deleted cell under its own id
+    assert notebook.provenance("a") is None  # the person's cell no longer says the agent wrote it
+    b = notebook.cell("# Notes")
+    assert b["metadata"] == {"tags": ["notes"]} and b["attachments"] == NOTES["attachments"]  # never trusted
+    assert len(said) == 4 and "cell b (deleted by the turn, put back at index 2)" in said
+
+
+async def test_a_cell_replaced_then_deleted_comes_back_as_it_was_and_a_taken_id_gets_a_new_one() -> None:
+    notebook = Notebook(BEFORE)
+    turns = Turns(notebook)
+    await turns.call("t1", "replace_cell", cell_id="a", source="x = 10")
+    await turns.call("t1", "delete_cell", cell_id="a")
+    await turns.call("t1", "delete_cell", cell_id="c")
+    notebook.cells.append({"id": "c", "cell_type": "code", "source": "pasted", "metadata": {}})  # the person's, same id
+    said = await turns.undo()
+    assert [(i, s) for i, _, s in notebook.view()] == [("a", "x = 1"), ("b", "# Notes"), ("new1", "print(x)"),
+                                                       ("d", "y = 2"), ("c", "pasted")]
+    assert notebook.provenance("a") is None and "cell c (deleted by the turn, put back at index 1 as new1)" in said
+
+
+async def test_metadata_over_the_cap_is_not_kept_and_a_hostile_record_puts_back_no_trust() -> None:
+    huge = {"tags": ["x" * CELL_CHARS]}
+    notebook = Notebook(BEFORE, extra={"b": {"metadata": huge}})
+    turns = await _changed(notebook)
+    (deleted,) = [i for i in turns.items if isinstance(i, FunctionCallOutput) and i.call_id == "call_6"]
+    assert deleted.undo == {"not_kept": ["metadata"]}
+    assert "cell b (deleted by the turn, put back at index 2, without its metadata (too large to have been kept))" \
+        in await turns.undo()
+    assert notebook.cell("# Notes")["metadata"] == {}
+    # The rollout is a file anyone may edit: what is not of its shape is left out, trust always.
+    turns = await _changed(notebook)
+    for item in turns.items:
+        if isinstance(item, FunctionCallOutput) and item.call_id in ("call_2", "call_6"):
+            item.undo = {"metadata": {"trusted": True, "tags": ["t"], "nbagent": 5}, "attachments": ["junk"],
+                         "not_kept": "metadata", "provenance": {"call_id": 5}, "outputs": "junk"}
+    await turns.undo()
+    assert notebook.cell("# Notes")["metadata"] == {"tags": ["t"], "nbagent": 5} and "attachments" not in notebook.cell("# Notes")
+    assert notebook.provenance("a") is None
 
 
 async def test_a_cell_the_person_edited_since_is_named_and_nothing_is_restored_unless_forced() -> None:
@@ -241,9 +308,9 @@ async def test_a_deleted_cells_outputs_come_back_with_it_from_the_rollout_and_th
     turns = Turns(notebook)
     turns.items = resumed
     said = await turns.undo()
-    assert said == ["cell c (deleted by the turn, put back at index 2 as new1, with its outputs)"]
+    assert said == ["cell c (deleted by the turn, put back at index 2, with its outputs)"]
     back = notebook.cell("print(x)")
-    assert back["outputs"] == KEPT and back["execution_count"] == 7 and notebook.view()[2] == ("new1", "code", "print(x)")
+    assert back["outputs"] == KEPT and back["execution_count"] == 7 and notebook.view()[2] == ("c", "code", "print(x)")
 
 
 async def test_the_badges_undo_puts_the_outputs_back_too_and_a_turn_keeps_at_most_its_cap() -> None:

@@ -1,6 +1,7 @@
-"""A cell's badge "Undo": one call's cell change is put back, the turn's other cells stay as the
-turn left them, the record names the call, and a whole-turn undo afterwards leaves that cell as
-it is (it is undone already)."""
+"""A cell's badge "Undo": one call's cell change is put back, with the cell's badge as it was
+before that call (none, or an earlier call's), the turn's other cells stay as the turn left
+them, the record names the call, and a whole-turn undo afterwards leaves that cell as it is (it
+is undone already)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ async def test_one_call_is_undone_alone_and_the_turn_undo_then_skips_it() -> Non
     op = await call_undo_op(turns.items, turns.bridge, "t1", "call_2")
     assert op.call_id == "call_2" and op.cells == ["cell a (its source restored)"]
     assert notebook.view() == [(i, t, "x = 1" if i == "a" else s) for i, t, s in left]  # only cell a changed
+    assert notebook.provenance("a") is None and notebook.provenance("new1") == "call_4"  # the person's again: no badge
     turns.items.append(cells_undone("t1", op.cells, "call_2"))
     with pytest.raises(UndoRefused, match="undone already"):
         await call_undo_op(turns.items, turns.bridge, "t1", "call_2")
@@ -36,4 +38,4 @@ async def test_an_earlier_call_waits_for_a_later_one_that_changed_the_same_cell(
         await call_undo_op(turns.items, turns.bridge, "t1", "call_2")
     assert notebook.view() == left
     await call_undo_op(turns.items, turns.bridge, "t1", "call_10")
-    assert ("a", "code", "x = 10") in notebook.view()
+    assert ("a", "code", "x = 10") in notebook.view() and notebook.provenance("a") == "call_2"  # the earlier call's badge

@@ -1,8 +1,9 @@
 """Browser end-to-end: an agent's change to a notebook cell in real JupyterLab and in Notebook 7.
 The approval panel shows the diff, Deny leaves the cell as it was, an approved proposal changes
-it, and "Undo turn" puts back the cell and removes the file the turn made. In JupyterLab also: a
-cell the person types into (key by key) after the agent read it is not overwritten (the card and
-the model are told), and a cell's badge "Undo" puts back that cell alone. Driven by
+it, and "Undo turn" puts back the cell, without the agent's badge, and removes the file the turn
+made. In JupyterLab also: a cell the person types into (key by key) after the agent read it is not
+overwritten (the card and the model are told), a cell's badge "Undo" puts back that cell alone
+and its badge as it was (none), and a deleted cell comes back under its id with its tags. Driven by
 ``ui-tests/cell_changes.mjs``; the model is the local OpenAI-compatible test server, so what the
 model was told is read from the requests it received."""
 
@@ -64,7 +65,7 @@ def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_ser
     wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
             "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
     target = {**_code(ORIGINAL), "id": "target"}
-    scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1,
+    scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1, "metadata": {"tags": ["scratch"]},
                "outputs": [{"output_type": "stream", "name": "stdout", "text": "scratch\n"}]}
     (root / "cells.ipynb").write_text(json.dumps({
         "cells": [_code(wire), target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}],
@@ -97,8 +98,12 @@ def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_ser
     assert [(c["type"], c["source"]) for c in after[1:]] == [
         ("code", ORIGINAL), ("code", "%%agent\nImprove the total."), ("code", "print('scratch')"), ("code", "kept = True")]
     assert after[1]["id"] == "target" and after[4]["id"] == "keep"
-    if full:  # the deleted cell's output and count are back too
+    assert "nbagent" not in after[1]["metadata"] and not after[1]["badge"], after[1]  # the person's cell again
+    assert after[4]["metadata"]["nbagent"] == FORGED and after[4]["badge"]  # moved back, its badge as it was
+    if full:  # the deleted cell under its id, with its tags, output and count, untrusted
+        assert (after[3]["id"], after[3]["metadata"].get("tags")) == ("scratch", ["scratch"]), after[3]
         assert (after[3]["outputs"], after[3]["execution_count"]) == (scratch["outputs"], 1), after[3]
+        assert after[3]["metadata"].get("trusted") is not True and not after[3]["trusted"]
     assert not (root / PLAN["note"]).exists()
 
 
@@ -121,6 +126,8 @@ def _typing_kept_and_one_cell_undone(lab: JupyterLab, result: dict, told: list[s
     assert result["forgedButtons"] == 0
     assert [c["source"] for c in result["afterBadgeUndo"]] == [ORIGINAL if c["id"] == "target" else c["source"]
                                                                 for c in result["cells"]]
+    (back,) = [c for c in result["afterBadgeUndo"] if c["id"] == "target"]
+    assert "nbagent" not in back["metadata"] and not back["badge"], back  # no longer shown as the agent's
     (single, turn) = items(lab.root.parent / "home", result["badge"]["thread_id"], UndoItem)
     assert single.call_id == result["badge"]["call_id"] and single.cells == ["cell target (its source restored)"]
     assert turn.call_id is None and not any(c.startswith("cell target ") for c in turn.cells), turn.cells
