@@ -14,6 +14,8 @@ turn's view registers that cell with :meth:`NotebookBridge.anchor_turn` when the
 Absence of the extension (VS Code, Colab, classic Notebook, nbclient) is detected by the hello
 sent as the comm's open data: JupyterLab without the extension closes an unknown comm at once,
 other front ends stay silent and a short timeout decides. Both results are cached.
+Where a page of the notebook answered before, the same verdict means the notebook is not open in
+a browser tab now, not that the extension is missing: :meth:`NotebookBridge.page_gone` says so.
 
 A page can go without the kernel hearing of it (a reload, a closed tab: the browser drops its
 connection, nobody closes the comm). So the page acknowledges every request at once, and one
@@ -171,6 +173,8 @@ class NotebookBridge:
         take its requests by saying hello on its own."""
         self._absent_since: float | None = None
         self._absent_reason = ""
+        self._seen: float | None = None
+        """When a page last said hello or took a request (the bridge's clock); never: ``None``."""
         self._pending: dict[str, _Pending] = {}
         self._connect_lock: asyncio.Lock | None = None
         self._anchors: dict[str, str] = {}
@@ -188,6 +192,14 @@ class NotebookBridge:
     def hello(self) -> HelloResponse | None:
         """The extension's hello while connected."""
         return self._hello
+
+    def page_gone(self) -> float | None:
+        """Seconds since a page of this notebook last answered, when one did in this kernel and
+        none does now: the extension is there, the notebook is just not open in a browser tab.
+        ``None`` while a page is kept, or when none ever answered (no extension in this front end)."""
+        if self._seen is None or (self._comm is not None and self._hello is not None):
+            return None
+        return max(0.0, self._clock() - self._seen)
 
     async def available(self) -> bool:
         """Whether the extension answers; at most one hello timeout per ``absent_ttl``."""
@@ -214,7 +226,7 @@ class NotebookBridge:
                 self._absent_since = self._clock()
                 self._absent_reason = str(exc)
                 raise BridgeUnavailable("hello", str(exc)) from exc
-            self._absent_since = None
+            self._absent_since, self._seen = None, self._clock()
             if self._comm is None or self._hello is None:  # else a page's own hello came first
                 self._comm, self._hello, self._path = comm, hello, hello.path
             self._listen()
@@ -282,7 +294,7 @@ class NotebookBridge:
             return
         self._wire(comm)
         old, kept = self._comm, self._hello
-        self._comm, self._hello, self._absent_since = comm, hello, None
+        self._comm, self._hello, self._absent_since, self._seen = comm, hello, None, self._clock()
         if old is not None and old is not comm:
             reloaded = bool(hello.tab_id) and kept is not None and kept.tab_id == hello.tab_id
             self._retire(old, close=reloaded, gone="was reloaded" if reloaded else None)
@@ -436,6 +448,7 @@ class NotebookBridge:
                 return
             taken = self._pending.get(ack.ack)
             if taken is not None:
+                self._seen = self._clock()
                 self._settle(taken.loop, taken.ack, True)
             return
         entry = self._pending.pop(reply.id, None)

@@ -26,6 +26,10 @@ result tells the model exactly what happened:
   ``set_next_input`` and appear below the agent cell when it finishes;
 * otherwise the code is shown in the agent cell's output with a note to copy it.
 
+Where the extension is active but no page of the notebook answers now (its tab was closed), a
+write is refused saying just that, and naming the saved file; nothing is shown or queued, since
+no page would show it.
+
 Whether the turn is awaited is the front end's knowledge, not ours: it sets
 :attr:`NotebookTools.waiting` (or uses :meth:`NotebookTools.awaited`) around an awaited turn.
 """
@@ -72,6 +76,7 @@ class BridgeClient(Protocol):
     """What the tools need of ``nbagent.notebook.bridge.NotebookBridge`` (tests pass a fake)."""
 
     async def available(self) -> bool: ...
+    def page_gone(self) -> float | None: ...
     async def read_notebook(self, params: ReadNotebookParams | None = None) -> ReadNotebookResponse: ...
     async def insert_cell(self, params: InsertCellParams) -> InsertCellResponse: ...
     async def replace_cell(self, params: ReplaceCellParams) -> ReplaceCellResponse: ...
@@ -306,6 +311,8 @@ class NotebookTools(ToolProvider):
             return ToolResult.error(f"{spec.name}: bad arguments: {argument_errors(exc)}")
         try:
             present = await self.bridge.available()
+            if not present and spec.name != "read_notebook" and self.bridge.page_gone() is not None:
+                return self._no_page(spec.name)
             handler = getattr(self, f"_{spec.name}" if present else f"_{spec.name}_fallback")
             return await handler(args, call)
         except CellChanged as exc:
@@ -459,19 +466,33 @@ class NotebookTools(ToolProvider):
 
     # -- without the extension ----------------------------------------------------------------
 
+    def _why_not_live(self) -> str:
+        """Why the notebook cannot be reached live: no page open now, or no extension at all."""
+        gone = self.bridge.page_gone()
+        if gone is not None:
+            return (f"no open page of this notebook was seen in the last {gone:.0f} s (the nbagent extension is "
+                    "active, but the notebook is not open in any browser tab now)")
+        return "the nbagent JupyterLab extension is not active in this front end"
+
+    def _no_page(self, tool: str) -> ToolResult:
+        path = self._notebook_file()
+        instead = (" Use run_python to run code in the kernel." if tool == "run_cell" else
+                   f" Or change its saved file {path} instead (nbformat JSON)." if path is not None else "")
+        return ToolResult.error(f"{tool}: nothing was done: {self._why_not_live()}. Ask the person to open the "
+                                f"notebook (nbagent finds its page as soon as it loads), then try again.{instead}")
+
     async def _read_notebook_fallback(self, args: ReadNotebookArgs, call: CallInfo) -> ToolResult:
         path = self._notebook_file()
         if path is None:
             return ToolResult.error(
-                "read_notebook: the nbagent JupyterLab extension is not active in this front end and the "
-                "notebook's file is not known, so the notebook cannot be read. Ask the user, or use "
-                "run_python to inspect variables."
+                f"read_notebook: {self._why_not_live()} and the notebook's file is not known, so the notebook "
+                "cannot be read. Ask the user, or use run_python to inspect variables."
             )
         try:
             notebook = read_notebook_file(path, args.include_outputs, args.max_output_chars)
         except NotebookFileError as exc:
             return ToolResult.error(f"read_notebook: {exc}")
-        note = ("(Read from the saved file because the nbagent JupyterLab extension is not active: "
+        note = (f"(Read from the saved file because {self._why_not_live()}: "
                 "unsaved edits are missing, and cells cannot be written or run by id.)")
         return self._told(notebook, call, note, {"status": "read_from_file"})
 

@@ -125,6 +125,7 @@ async def test_a_silent_front_end_is_absent_after_the_hello_timeout_and_cached()
     sent = len(probe.sent)
     assert not await bridge.available()
     assert len(factory.comms) == 1 and len(probe.sent) == sent  # answered from the cache: nothing sent
+    assert bridge.page_gone() is None  # no page ever answered: no extension, not a closed tab
     with pytest.raises(BridgeUnavailable, match="did not answer within 0.2 s"):
         await bridge.read_notebook()
 

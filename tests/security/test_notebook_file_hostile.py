@@ -31,6 +31,9 @@ class NoExtension:
     async def available(self) -> bool:
         return False
 
+    def page_gone(self) -> None:
+        return None
+
 
 def _cell(**fields: Any) -> dict[str, Any]:
     return {"id": "c1", "cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": [], **fields}

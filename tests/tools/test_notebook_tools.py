@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from nbagent.core.approval import ask_reason
-from nbagent.notebook.bridge import BridgeError
+from nbagent.notebook.bridge import BridgeError, NotebookBridge
+from nbagent.protocol import CallInfo, ToolSpec
 from nbagent.protocol.bridge import (
     CellInfo,
     InsertCellParams,
@@ -22,8 +23,8 @@ from nbagent.protocol.bridge import (
     RunCellParams,
     RunCellResponse,
 )
-from nbagent.protocol import CallInfo, ToolSpec
 from nbagent.tools.notebook import NotebookTools
+from tests.bridge.fakes import GONE, HELLO, FakeFactory, ok
 
 CALL = CallInfo(thread_id="thr_1", turn_id="turn_1", call_id="call_1")
 
@@ -41,6 +42,9 @@ class FakeBridge:
 
     async def available(self) -> bool:
         return self.present
+
+    def page_gone(self) -> None:
+        return None  # no page of the notebook ever answered, or one does now
 
     def _reindex(self) -> None:
         for i, cell in enumerate(self.cells):
@@ -203,3 +207,36 @@ async def test_without_the_extension_read_notebook_falls_back_to_the_saved_file(
     result = await tools.call_tool(spec(tools, "read_notebook"), {}, CALL)
     assert result.structured["status"] == "read_from_file" and result.structured["threads"] == ["thr_9"]
     assert "Read from the saved file" in text(result) and "print(1)" in text(result) and "[stream] 1" in text(result)
+
+
+async def test_after_the_notebooks_tab_closed_writes_say_no_page_was_seen_not_that_the_extension_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page answered in this kernel, then its tab closed: while the bridge keeps its "no page"
+    verdict, a write is refused saying so and naming the saved file, never shown or queued as
+    for a front end without the extension (no page would show either)."""
+    now, closed = [100.0], [False]
+
+    def page(request: dict) -> dict | None:
+        if closed[0]:
+            return None if request["method"] == "hello" else GONE
+        return ok(request, HELLO if request["method"] == "hello" else {"cell_id": "n1", "index": 1})
+
+    saved = tmp_path / "demo.ipynb"
+    saved.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(saved))
+    shell, shown = FakeShell(), []
+    bridge = NotebookBridge(FakeFactory(page), ack_timeout=0.05, hello_timeout=0.05, clock=lambda: now[0])
+    tools = NotebookTools(bridge, shell=shell, display=lambda md, plain: shown.append((md, plain)))
+    insert = spec(tools, "insert_cell")
+    assert not (await tools.call_tool(insert, {"source": "a = 1"}, CALL)).is_error
+    closed[0], now[0] = True, 112.0
+    first = await tools.call_tool(insert, {"source": "b = 2"}, CALL)
+    assert first.is_error and "is not open in a browser tab" in text(first)
+    now[0], tools.waiting = 117.0, True
+    later = await tools.call_tool(insert, {"source": "c = 3"}, CALL)
+    assert later.is_error and "not active" not in text(later), text(later)
+    assert "no open page of this notebook was seen in the last 17 s" in text(later) and str(saved) in text(later)
+    read = await tools.call_tool(spec(tools, "read_notebook"), {}, CALL)
+    assert read.structured["status"] == "read_from_file" and "not active" not in text(read), text(read)
+    assert shown == [] and shell.next_inputs == []
