@@ -350,10 +350,22 @@ class McpConnection:
                     tool, arguments, progress_callback=progress, meta=meta  # type: ignore[arg-type]  # SDK's protocol, TypedDict
                 )
                 return result, control
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED and self._child:
+                await self._exit_recorded(self._child[0])
+            raise
         finally:
             current_call.reset(token)
             self._inflight.discard(control)
         raise TimeoutError(limit)
+
+    async def _exit_recorded(self, child: ChildProcess) -> None:
+        """Wait (at most 2 s) until the exit of a server that cut a call off is recorded, so that
+        what reads the server's state after the call's error sees it down, not still ready."""
+        with anyio.move_on_after(2.0):
+            await child.exited.wait()
+            while self.state == "ready" and not self._closing:
+                await anyio.sleep(0.01)  # ``_watch_exit`` records it once the exit code is known
 
     def needs_legacy(self, exc: BaseException) -> bool:
         """Whether a failure shows a push-style server on a 2026-07-28 connection opened by ``auto``."""
