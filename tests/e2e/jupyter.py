@@ -12,15 +12,37 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 BUILT_EXTENSION = REPO / "nbagent" / "labextension"
+WIRE = (
+    "%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
+    "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))"
+)
+"""A notebook's first cell: loads the agent and waits for its session (its tools printed)."""
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def agent_notebook(notebook: Path, base_url: str, policy: str, cells: list[dict[str, Any]]) -> None:
+    """Write ``notebook``: ``cells`` below a first cell that loads the agent; and its folder's
+    ``nbagent.toml``: the local OpenAI-compatible test server at ``base_url`` (its key from
+    ``NBAGENT_E2E_FAKE_KEY``) under approval ``policy``."""
+    (notebook.parent / "nbagent.toml").write_text(
+        f'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "{policy}"\n\n'
+        f'[model_providers.fake]\nbase_url = "{base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
+    )
+    wire = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": WIRE}
+    notebook.write_text(json.dumps({
+        "cells": [wire, *cells],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
 
 
 class JupyterLab:

@@ -18,7 +18,7 @@ import pytest
 
 from nbagent.protocol import UndoItem
 from tests.checkpoint.test_undo_cli import items
-from tests.e2e.jupyter import JupyterLab
+from tests.e2e.jupyter import JupyterLab, agent_notebook
 from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
 
 __all__ = ["pytestmark"]  # the browser tests' skip conditions
@@ -57,21 +57,12 @@ def _steps(full: bool) -> list[dict]:
 @pytest.mark.parametrize(("ui", "app"), [("lab", "JupyterLab"), ("notebook7", "Jupyter Notebook")])
 def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_server, lab: JupyterLab, ui: str, app: str) -> None:
     full = ui == "lab"
-    root = _folder(lab, f"cell-changes-{ui}")
-    (root / "nbagent.toml").write_text(
-        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
-        f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
-    )
-    wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
-            "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
     target = {**_code(ORIGINAL), "id": "target"}
     scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1, "metadata": {"tags": ["scratch"]},
                "outputs": [{"output_type": "stream", "name": "stdout", "text": "scratch\n"}]}
-    (root / "cells.ipynb").write_text(json.dumps({
-        "cells": [_code(wire), target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }))
+    root = _folder(lab, f"cell-changes-{ui}")
+    agent_notebook(root / "cells.ipynb", openai_server.base_url, "on-request", [
+        target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}])
     openai_server.script(_steps(full))
     artifacts = ARTIFACTS.parent / f"cell-changes-{ui}"
     shutil.rmtree(artifacts, ignore_errors=True)

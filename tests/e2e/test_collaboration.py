@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.jupyter import JupyterLab
+from tests.e2e.jupyter import JupyterLab, agent_notebook
 from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _missing, run_script
 
 pytestmark = [
@@ -41,17 +41,7 @@ def rtc_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
 def test_two_pages_see_the_agents_cell_and_lose_no_typing(openai_server, rtc_lab: JupyterLab) -> None:
     root = rtc_lab.root / "collab"
     root.mkdir()
-    (root / "nbagent.toml").write_text(
-        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "on-request"\n\n'
-        f'[model_providers.fake]\nbase_url = "{openai_server.base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
-    )
-    wire = ("%load_ext nbagent\nfrom nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\n"
-            "print('tools:', ', '.join(sorted(s.name for s in _session.snapshot().tools)))")
-    (root / "collab.ipynb").write_text(json.dumps({
-        "cells": [_code(wire), _code("%%agent\nAdd the answer."), _code(ORIGINAL)],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }))
+    agent_notebook(root / "collab.ipynb", openai_server.base_url, "on-request", [_code("%%agent\nAdd the answer."), _code(ORIGINAL)])
     openai_server.script([
         {"tool_calls": [{"name": "insert_cell", "arguments": {"source": PLAN["inserted"]}}]},
         {"text": PLAN["done"]},
