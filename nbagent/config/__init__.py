@@ -58,6 +58,8 @@ __all__ = [
 SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 PROJECT_FILE = "nbagent.toml"
 USER_FILE = "config.toml"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where a provider with no ``base_url`` sends its requests."""
 
 
 class ModelProviderConfig(_Strict):

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from nbagent.config import Config, ConfigError, provider_key
-from nbagent.models.endpoint import OPENAI_BASE_URL
+from nbagent.config import OPENAI_BASE_URL, Config, ConfigError, provider_key
 from nbagent.models.factory import is_replay
 from nbagent.models.replay import PREFIX
 from nbagent.protocol import ThreadMeta

@@ -9,10 +9,10 @@ from typing import Any
 
 import openai
 
+from nbagent.config import OPENAI_BASE_URL
 from nbagent.models.base import ModelEvent, ModelRequest
 from nbagent.models.retry import ErrorContext, RetryPolicy, stream_with_retry
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 WINDOW_ASK_TIMEOUT = 5.0
 NO_KEY = "not-needed"

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nbagent.config import Config, ConfigError
+from nbagent.config import OPENAI_BASE_URL, Config, ConfigError
 from nbagent.models.base import ModelClient
-from nbagent.models.chat import ChatModel
-from nbagent.models.endpoint import NO_KEY, OPENAI_BASE_URL, Endpoint
 from nbagent.models.replay import PREFIX, ReplayModel
-from nbagent.models.responses import ResponsesModel
-from nbagent.models.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from nbagent.models.endpoint import Endpoint
+    from nbagent.models.retry import RetryPolicy
+
+# The HTTP clients (``endpoint``, ``retry``, ``chat``, ``responses``) are imported when one is
+# made: they pull in the ``openai`` SDK, a third of a second that ``nbagent --help``, ``mcp
+# list``, ``threads`` or a replay run never need.
 
 
 def endpoint_for(config: Config, model: str) -> Endpoint:
     """The server and key of the configured provider; no key is fine only for a custom base_url."""
+    from nbagent.models.endpoint import NO_KEY, Endpoint
+
     provider = config.provider()
     name = config.model_provider
     key_hint = provider.env_key or ("OPENAI_API_KEY" if name == "openai" else f"[model_providers.{name}] env_key")
@@ -59,6 +66,10 @@ def make_model(
         replay = ReplayModel(path, cwd=cwd)
         replay.load()  # a missing or broken script is refused before a turn starts, not in it
         return replay
+    from nbagent.models.chat import ChatModel
+    from nbagent.models.responses import ResponsesModel
+    from nbagent.models.retry import RetryPolicy
+
     provider = config.provider()
     endpoint = endpoint_for(config, model)
     policy = retry or RetryPolicy(max_retries=provider.request_max_retries)

@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from nbagent.config import OPENAI_BASE_URL
 from nbagent.models._wire import INTEGER, OBJECT, STRING, arguments, get_field, not_a_stream, objects, typed
 from nbagent.models.base import (
     Completed,
@@ -21,7 +22,7 @@ from nbagent.models.base import (
     ToolCallDone,
     Usage,
 )
-from nbagent.models.endpoint import OPENAI_BASE_URL, Endpoint, HttpModel
+from nbagent.models.endpoint import Endpoint, HttpModel
 from nbagent.models.retry import RetryPolicy, StreamFailure
 from nbagent.protocol import (
     AssistantMessage,
