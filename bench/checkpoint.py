@@ -8,7 +8,9 @@ are printed side by side with the difference, the ``Undo`` op's time after a che
 turn, and the checkpoint's own work timed alone (snapshot before, compare after), which a
 loaded machine disturbs less than the difference of two whole turns. In a plain folder the very first turn copies every file into the private store; that
 one-time cost is printed apart, and so is the first turn of a new thread on the same workspace
-(its index seeded from the last thread's), the steady turn against the target.
+(its index seeded from the last thread's), the steady turn against the target. Last, a
+checkpoint around a turn (or an outside agent's call) that changes nothing: with the workspace
+watched (no git started) and, beside it, asking git as a workspace with no watcher does.
 
 Target: the checkpoint adds at most 250 ms to the turn, in either kind of workspace.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent import Session
-from nbagent.checkpoint import TurnCheckpoint
+from nbagent.checkpoint import TurnCheckpoint, ghost
 from nbagent.config import Config
 from nbagent.core import tool_call
 from nbagent.protocol import Undo, UndoCompleted
@@ -106,8 +108,28 @@ async def measure(root: Path, kind: str, rounds: int) -> dict[str, float]:
     tool_call.before_change = real
     fresh, _ = await one_turn(ws, home, script(root, rounds + 1), None)  # a new thread on the same workspace
     alone = [await checkpoint_alone(ws, home, n) for n in range(rounds)]
+    watched = await unchanged(ws, home, "thread_quiet_watched", rounds)
+    watch, ghost.watch = ghost.watch, lambda *args: None  # type: ignore[assignment]  # the same, asking git
+    try:
+        asked = await unchanged(ws, home, "thread_quiet_git", rounds)
+    finally:
+        ghost.watch = watch
     return {"first": first, "with": statistics.median(with_cp), "without": statistics.median(without),
-            "undo": statistics.median(undos), "fresh": fresh, "alone": statistics.median(alone)}  # fmt: skip
+            "undo": statistics.median(undos), "fresh": fresh, "alone": statistics.median(alone),
+            "quiet": watched, "quiet git": asked}  # fmt: skip
+
+
+async def unchanged(ws: Path, home: Path, thread: str, rounds: int) -> float:
+    """A checkpoint's work (before and after) for a turn or outside call that changes nothing (ms,
+    median), once a first snapshot of the thread is taken."""
+    took = []
+    for n in range(rounds + 1):
+        checkpoint = TurnCheckpoint(ws, home, thread, f"quiet_{n}")
+        started = time.perf_counter()
+        await checkpoint.before_change()
+        assert await checkpoint.settle() is None
+        took.append((time.perf_counter() - started) * 1000)
+    return statistics.median(took[1:])
 
 
 async def checkpoint_alone(ws: Path, home: Path, n: int) -> float:
@@ -129,14 +151,15 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{FILES:,} files, a turn that rewrites {CHANGED}; medians of {args.rounds} rounds (ms)")
     print(f"{'workspace':<10} {'no checkpoint':>14} {'checkpoint':>11} {'added':>8} {'ratio':>6} {'undo':>7} "
-          f"{'first turn':>11} {'new thread':>11} {'alone':>6}  target: added <= {TARGET_MS:.0f} ms")  # fmt: skip
+          f"{'first turn':>11} {'new thread':>11} {'alone':>6} {'unchanged':>10} {'(git)':>6}  target: added <= {TARGET_MS:.0f} ms")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ("git", "plain"):
             m = asyncio.run(measure(Path(tmp), kind, args.rounds))
             added = m["with"] - m["without"]
             verdict = "OK" if added <= TARGET_MS else "MISSED"
             print(f"{kind:<10} {m['without']:>14.1f} {m['with']:>11.1f} {added:>8.1f} {m['with'] / m['without']:>6.2f} "
-                  f"{m['undo']:>7.1f} {m['first']:>11.1f} {m['fresh']:>11.1f} {m['alone']:>6.1f}  {verdict}")  # fmt: skip
+                  f"{m['undo']:>7.1f} {m['first']:>11.1f} {m['fresh']:>11.1f} {m['alone']:>6.1f} {m['quiet']:>10.2f} "
+                  f"{m['quiet git']:>6.1f}  {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":
