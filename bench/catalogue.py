@@ -222,6 +222,7 @@ def _worker(args: argparse.Namespace) -> None:
 def _catalogue_per_call(n_tools: int, calls: int) -> tuple[float, float]:
     """Seconds per ``router.catalogue()`` on an unchanged catalogue: this checkout, then a
     rebuild-every-call merge (what the router did before memoising) as the baseline."""
+    from nbagent.core.provider import ToolProvider
     from nbagent.core.router import ToolRouter
     from nbagent.mcp.catalog import build_catalog
 
