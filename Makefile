@@ -59,7 +59,7 @@ hub-venv: setup npm-deps $(EXT_BUILT)
 # Static checks of the package, before the suite: ruff, then mypy (configured in pyproject.toml;
 # its cache in .mypy_cache makes a rerun take seconds).
 lint: setup
-	$(BIN)/ruff check nbagent
+	$(BIN)/ruff check nbagent tests bench
 	$(BIN)/mypy nbagent
 
 test: lint test-deps

@@ -62,17 +62,17 @@ def main() -> None:
     print(f"{'items':>8} {'cold ms':>9} {'µs/item':>8} {'cached ms':>10} {'vs 50 ms':>9} {'rebuild ms':>11} {'cached/rebuild':>15}")
     for n in sizes:
         items = thread(n)
-        cold = best(lambda: ContextView().sync(items))
+        cold = best(lambda items=items: ContextView().sync(items))
         view = ContextView()
         request(view, items)
         round_items = thread(10)[1:10]
 
-        def one_round() -> None:
+        def one_round(items: list = items, view: ContextView = view, round_items: list = round_items) -> None:
             items.extend(round_items)
             request(view, items)
 
         cached = best(one_round)
-        rebuild = best(lambda: request(ContextView(), items))
+        rebuild = best(lambda items=items: request(ContextView(), items))
         print(f"{n:>8,} {cold:>9.1f} {cold * 1000 / n:>8.2f} {cached:>10.2f} {cached / TARGET_MS:>9.3f} "
               f"{rebuild:>11.1f} {cached / rebuild:>15.4f}")
 

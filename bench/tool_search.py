@@ -23,8 +23,8 @@ from catalogue import _ident, _words  # noqa: E402  (the same realistic tool tex
 
 from nbagent.core.context import tools_tokens  # noqa: E402
 from nbagent.core.function_tools import FunctionTools  # noqa: E402
-from nbagent.core.router import ToolRouter  # noqa: E402
 from nbagent.core.request_tools import SEARCH_TOOL, RequestTools  # noqa: E402
+from nbagent.core.router import ToolRouter  # noqa: E402
 from nbagent.protocol import FunctionCall, FunctionCallOutput, Item, ToolSpec, UserMessage  # noqa: E402
 
 QUERIES = ("create pull request", "list repository branch", "delete bucket object", "read file content")

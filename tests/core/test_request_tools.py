@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from nbagent.core.function_tools import FunctionTools
-from nbagent.core.request_tools import SEARCH_TOOL, ToolIndex, RequestTools, words
+from nbagent.core.request_tools import SEARCH_TOOL, RequestTools, ToolIndex, words
 from nbagent.protocol import CallInfo, FunctionCall, FunctionCallOutput, ToolSpec, UserMessage
 
 INFO = CallInfo(thread_id="t", turn_id="u", call_id="c")

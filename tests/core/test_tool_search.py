@@ -167,7 +167,7 @@ async def test_python_tools_past_the_cap_are_named_to_the_user_and_found_by_sear
     async with Session(config=config) as session:
         session.subscribe(lambda e: warnings.append(e.msg.message) if e.msg.type == "warning" else None)
         for n in range(5):
-            session.register_tool(lambda: n, name=f"helper_{n}", description="Helps with nothing in particular.")
+            session.register_tool((lambda k: lambda: k)(n), name=f"helper_{n}", description="Helps with nothing in particular.")
         session.register_tool(lambda c: c + 273, name="celsius_to_kelvin", description="Convert Celsius to Kelvin.")
         result = await asyncio.wait_for(session.run("convert 1 celsius"), 60)
         await asyncio.wait_for(session.run("once more"), 60)

@@ -18,7 +18,6 @@ from nbagent.mcp import catalog
 from nbagent.mcp.catalog import CatalogBuilder, build_catalog
 from nbagent.protocol import McpToolsChanged
 from nbagent.schema import definition_hash
-
 from tests.waiting import until
 
 from .conftest import Harness, call_info

@@ -19,7 +19,6 @@ from nbagent.protocol import (
     WarningEvent,
 )
 from nbagent.protocol.elicitation import ElicitOutcome
-
 from tests.waiting import until
 
 from .conftest import Harness, alive, call_info

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 import socket
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 import httpx2

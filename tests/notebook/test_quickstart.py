@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbagent.examples.quickstart import build
 from nbagent import Session
+from nbagent.examples.quickstart import build
 from nbagent.kit.demo import OWNED_MARK, WIDGET_STATE, WORK_DIR, execute, run_demo
 
 REPO = Path(__file__).resolve().parents[2]

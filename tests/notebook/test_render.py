@@ -43,7 +43,7 @@ async def test_deltas_are_coalesced_and_the_final_text_wins():
         v.handle(Event(msg=AgentMessageDelta(item_id="m", delta=f"w{i} ")))
         if i % 400 == 399:  # a pause in the stream: what came is shown once the interval is up
             stream, shown = v.streams["m"], v.streams["m"].updates
-            await until(lambda: stream.updates > shown, f"the update showing delta {i}")
+            await until(lambda stream=stream, shown=shown: stream.updates > shown, f"the update showing delta {i}")
     elapsed = time.monotonic() - started
     stream = v.streams["m"]
     assert stream.updates <= 1 + elapsed / DEFAULT_INTERVAL  # at most one update per interval (20/s)

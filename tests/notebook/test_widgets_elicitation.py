@@ -185,7 +185,7 @@ def test_help_text_never_repeats_the_label_and_a_multi_select_says_how_to_pick_s
         "tags": {"type": "array", "title": "Tags", "description": "Tags", "items": {"enum": ["a", "b"]}, "maxItems": 2},
     }}
     form = ElicitationForm(event(requested_schema=schema), sent.append)
-    rows = {f.name: row for f, row in zip(form.fields, form.body.children[1::2])}
+    rows = {f.name: row for f, row in zip(form.fields, form.body.children[1::2], strict=False)}  # the body has rows after the fields
     help_of = {name: row.children[2].value for name, row in rows.items()}
     assert "Optimizer" not in help_of["optimizer"] and "How many runs" in help_of["runs"]
     assert "Tags" not in help_of["tags"] and "pick several" in help_of["tags"] and "at most 2" in help_of["tags"]

@@ -29,7 +29,6 @@ from nbagent.config import McpServerConfig
 from nbagent.mcp.catalog import Completer, build_catalog
 from nbagent.protocol import ToolSpec
 from nbagent.schema import make_strict, sanitize_schema
-
 from tests.security.test_catalogue_cache import _hostile, _near_copy
 
 HERE = Path(__file__).resolve().parent

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
 from tests.trusting import clean_environ
 
 ROOT = Path(__file__).resolve().parents[2]

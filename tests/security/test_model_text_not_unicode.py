@@ -95,7 +95,7 @@ async def test_a_reply_that_is_not_unicode_text_is_read_as_text_and_the_turn_com
     assert [i.summary for i in items if i.type == "reasoning"] == [f"think {BAD}"]
     assert [i.text for i in items if i.type == "assistant_message"] == [f"hello {BAD} there", f"done {BAD}"]
     ids = [f"call_{BAD}", f"call_{BAD}_2"]
-    assert [(i.call_id, i.name) for i in items if i.type == "function_call"] == list(zip(ids, [f"get{BAD}", "get"]))
+    assert [(i.call_id, i.name) for i in items if i.type == "function_call"] == list(zip(ids, [f"get{BAD}", "get"], strict=True))
     outputs = {i.call_id: i for i in items if i.type == "function_call_output"}
     assert list(outputs) == ids
     assert outputs[ids[0]].is_error and outputs[ids[0]].output.startswith(f"unknown tool 'get{BAD}'")

@@ -118,14 +118,14 @@ def shown(text: str) -> str:
 def test_no_renderer_fetches_anything_the_model_wrote(render) -> None:
     names = list(IMAGES)
     rendered = render([shown(IMAGES[name]) for name in names])
-    loads = {name: fetched(html) for name, html in zip(names, rendered) if fetched(html)}
+    loads = {name: fetched(html) for name, html in zip(names, rendered, strict=True) if fetched(html)}
     assert not loads, loads
 
 
 def test_an_image_becomes_a_link_the_person_can_open() -> None:
     forms = ["inline", "inline with alt and title", "protocol-relative", "reference", "inside a link", "in a list",
              "in a quote", "in a table"]
-    rendered = dict(zip(forms, _marked([shown(IMAGES[f]) for f in forms])))
+    rendered = dict(zip(forms, _marked([shown(IMAGES[f]) for f in forms]), strict=True))
     for form, html in rendered.items():
         assert "attacker.example/?d=SECRET" in html and "<a href=" in html, (form, html)
     assert '🖼 <a href="https://attacker.example/?d=SECRET">image</a>' in rendered["inline"]  # no empty, unclickable link

@@ -60,7 +60,7 @@ def test_any_split_shows_what_the_whole_text_redacted_shows_and_holds_little() -
     for _ in range(500):
         whole = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
         cuts = sorted(rng.sample(range(len(whole) + 1), min(len(whole) + 1, rng.randint(0, 6))))
-        fragments = [whole[a:b] for a, b in zip([0, *cuts], [*cuts, len(whole)])]
+        fragments = [whole[a:b] for a, b in zip([0, *cuts], [*cuts, len(whole)], strict=True)]
         text, shown = StreamRedactor(), ""
         for fragment in fragments:
             shown += text.feed(fragment, redactor)

@@ -13,8 +13,8 @@ from nbagent import Session
 from nbagent.core.request_tools import DESCRIPTION_CHARS, MAX_RESULTS, SEARCH_TOOL, RequestTools
 from nbagent.protocol import CallInfo
 from tests.core.test_openai_session import sent_outputs
-from tests.core.test_tool_search import call, config_for
 from tests.core.test_request_tools import CATALOGUE, catalogue_of, many
+from tests.core.test_tool_search import call, config_for
 
 ENTRY = re.compile(r"^\d+\. mcp__many__\w+ \(MCP server 'many'\): \"[^\"\\]*(?:\\.[^\"\\]*)*\"$")
 

@@ -41,9 +41,9 @@ REFUSED = {  # call id -> (the model's arguments as it sent them, what the model
 
 def _session(tmp_path: Path, *responses: dict[str, Any]) -> tuple[Config, Path]:
     """A replay model and the ``takes_any`` server under ``on-request`` (its ``put`` asks)."""
-    (script := tmp_path / "script.json").write_text(json.dumps({"responses": list(responses)}))
+    (replay := tmp_path / "script.json").write_text(json.dumps({"responses": list(responses)}))
     record = tmp_path / "record.jsonl"
-    config = Config(model=f"replay:{script}", approval_policy="on-request", home=str(tmp_path / "home"),
+    config = Config(model=f"replay:{replay}", approval_policy="on-request", home=str(tmp_path / "home"),
                     mcp_servers={"any": server_cfg("takes_any.py", record)})  # fmt: skip
     return config, record
 

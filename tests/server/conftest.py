@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+
 from tests.trusting import TRUSTED
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-
 from _record import record
+from mcp.server.mcpserver import MCPServer
 
 mcp = MCPServer("crashy")
 

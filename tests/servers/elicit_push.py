@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 
 import anyio
+from _record import record
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
-
-from _record import record
 
 mcp = MCPServer("elicit-push", instructions="Push-style elicitation test server.")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
+from _record import record
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
 from pydantic import BaseModel, Field
-
-from _record import record
 
 mcp = MCPServer("elicit-resolve", instructions="Resolve/Elicit test server.")
 

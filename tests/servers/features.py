@@ -8,11 +8,10 @@ import json
 import os
 
 import anyio
+from _record import record
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
-
-from _record import record
 
 mcp = MCPServer("features", instructions="Feature test server. Prefer read_note for reading.")
 

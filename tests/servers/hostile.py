@@ -13,10 +13,9 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from _record import record
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-
-from _record import record
 
 PAGE = 3
 CYCLE = {

@@ -9,9 +9,8 @@ import os
 import sys
 
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
-
 from _record import record
+from mcp.server.mcpserver import Context, MCPServer
 
 mcp = MCPServer("http-test", instructions="HTTP test server.")
 

@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 import uvicorn
+from _record import record
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -29,14 +29,13 @@ from mcp.server.auth.provider import (
     RefreshToken,
     construct_redirect_uri,
 )
+from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-
-from _record import record
 
 PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 0
 BASE = f"http://127.0.0.1:{PORT}"

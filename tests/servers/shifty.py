@@ -13,11 +13,11 @@ the tool is removed after its first call instead of changed.
 from __future__ import annotations
 
 import os
+
 import anyio
+from _record import record
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import Tool, ToolAnnotations
-
-from _record import record
 
 V1 = ("Sweep one folder's temporary files.", ToolAnnotations(read_only_hint=False, destructive_hint=False))
 V2 = (

@@ -19,9 +19,8 @@ def main() -> None:
         sys.exit(2)
 
     import anyio
-    from mcp.server.mcpserver import MCPServer
-
     from _record import record
+    from mcp.server.mcpserver import MCPServer
 
     mcp = MCPServer("slow-start")
 

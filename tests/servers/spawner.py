@@ -14,9 +14,8 @@ import sys
 import threading
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-
 from _record import record
+from mcp.server.mcpserver import MCPServer
 
 mcp = MCPServer("spawner")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from _record import record
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-
-from _record import record
 
 mcp = MCPServer("takes_any")
 

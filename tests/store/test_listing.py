@@ -125,7 +125,7 @@ def test_a_hostile_scan_record_never_hides_a_rollout(store: ThreadStore) -> None
     with sqlite3.connect(store.home / "state.sqlite") as conn:
         conn.execute("DROP TABLE scanned")
         forged = (str(store.threads_dir).replace("'", "''"), st.st_dev, st.st_ino, st.st_mtime_ns)
-        conn.execute("CREATE VIEW scanned AS SELECT '%s' AS dir, %d AS dev, %d AS ino, %d AS mtime_ns" % forged)
+        conn.execute("CREATE VIEW scanned AS SELECT '{}' AS dir, {} AS dev, {} AS ino, {} AS mtime_ns".format(*forged))
     _thread(ThreadStore(store.home / "x"), "thread_new", 3000.0)
     (store.home / "x" / "threads" / "thread_new.jsonl").rename(store.threads_dir / "thread_new.jsonl")
     assert _ids(ThreadStore(store.home)) == ["thread_0", "thread_1", "thread_2", "thread_new"]

@@ -8,8 +8,8 @@ import json
 import os
 
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import BaseModel
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("recorder")
 
