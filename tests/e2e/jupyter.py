@@ -29,6 +29,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def code_cell(source: str) -> dict[str, Any]:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+
+
 def agent_notebook(notebook: Path, base_url: str, policy: str, cells: list[dict[str, Any]]) -> None:
     """Write ``notebook``: ``cells`` below a first cell that loads the agent; and its folder's
     ``nbagent.toml``: the local OpenAI-compatible test server at ``base_url`` (its key from
@@ -37,9 +41,8 @@ def agent_notebook(notebook: Path, base_url: str, policy: str, cells: list[dict[
         f'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "{policy}"\n\n'
         f'[model_providers.fake]\nbase_url = "{base_url}"\nenv_key = "NBAGENT_E2E_FAKE_KEY"\n'
     )
-    wire = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": WIRE}
     notebook.write_text(json.dumps({
-        "cells": [wire, *cells],
+        "cells": [code_cell(WIRE), *cells],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from jupyter_client import BlockingKernelClient
 
-from tests.e2e.jupyter import JupyterLab, agent_notebook
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
+from tests.e2e.jupyter import JupyterLab, agent_notebook, code_cell
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _folder, _told, pytestmark, run_script
 from tests.waiting import wait_for
 
 __all__ = ["pytestmark"]  # the browser tests' skip conditions
@@ -51,7 +51,7 @@ def test_after_a_reload_the_next_write_is_prompt_and_with_no_page_left_it_fails_
     tmp_path: Path, openai_server, lab: JupyterLab
 ) -> None:
     agent_notebook(_folder(lab, "reload") / "reload.ipynb", openai_server.base_url, "full-auto", [
-        _code(PLAN["turn1"]), _code(PLAN["turn2"]), {**_code(PLAN["forged"]), "metadata": {"nbagent": FORGED}}])
+        code_cell(PLAN["turn1"]), code_cell(PLAN["turn2"]), {**code_cell(PLAN["forged"]), "metadata": {"nbagent": FORGED}}])
     openai_server.script(_turn(PLAN["first"], "First done.") + _turn(PLAN["second"], "Second done.")
                          + _turn("third = 3", "Third not written.") + _turn("fourth = 4", "Fourth not written."))
     artifacts = ARTIFACTS.parent / "reload"

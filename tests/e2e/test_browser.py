@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.jupyter import BUILT_EXTENSION, REPO, JupyterLab
+from tests.e2e.jupyter import BUILT_EXTENSION, REPO, JupyterLab, code_cell
 
 UI_TESTS = REPO / "ui-tests"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -55,10 +55,6 @@ def _folder(lab: JupyterLab, name: str) -> Path:
     folder = lab.root / name
     folder.mkdir()
     return folder
-
-
-def _code(source: str) -> dict:
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
 
 
 def run_script(script: str, env: dict[str, str], lab: JupyterLab, *, timeout: float) -> dict:
@@ -107,10 +103,10 @@ def _write_fixture(root: Path, work: Path) -> dict[str, Path]:
     notebook = root / "e2e.ipynb"
     notebook.write_text(json.dumps({
         "cells": [
-            _code("%load_ext nbagent"),
-            _code(wire),
-            _code(f"%%agent -m replay:{turn1} --policy on-request\nWrite the note, then add a cell that computes the answer."),
-            _code(f"%%agent -m replay:{turn2} --policy on-request\nAdd another cell."),
+            code_cell("%load_ext nbagent"),
+            code_cell(wire),
+            code_cell(f"%%agent -m replay:{turn1} --policy on-request\nWrite the note, then add a cell that computes the answer."),
+            code_cell(f"%%agent -m replay:{turn2} --policy on-request\nAdd another cell."),
         ],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
@@ -160,7 +156,7 @@ print("BRIDGE", _hello.app, _nb.path, len(_nb.cells), _new.index)"""
 def test_the_extension_serves_the_bridge_in_notebook_7(lab: JupyterLab) -> None:
     notebook = _folder(lab, "nb7") / "nb7.ipynb"
     notebook.write_text(json.dumps({
-        "cells": [_code(NB7_CELL)],
+        "cells": [code_cell(NB7_CELL)],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }))
@@ -220,8 +216,8 @@ def _typing_fixture(root: Path, work: Path, openai_server: object) -> dict[str, 
         '[mcp_servers.demo.tools.log_experiment]\napproval_mode = "approve"\n'
     )
     wire = "from nbagent.notebook.extension import get_agent\n_session = await get_agent().ready()\nprint('tools:', len(_session.snapshot().tools))"
-    cells = [_code("%load_ext nbagent"), _code(wire)]
-    cells += [_code(f"{t['source']}\nWrite a note, then log an experiment ({t['mode']}).") for t in TYPING_TURNS]
+    cells = [code_cell("%load_ext nbagent"), code_cell(wire)]
+    cells += [code_cell(f"{t['source']}\nWrite a note, then log an experiment ({t['mode']}).") for t in TYPING_TURNS]
     notebook = root / "typing.ipynb"
     notebook.write_text(json.dumps({
         "cells": cells,

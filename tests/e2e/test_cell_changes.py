@@ -18,8 +18,8 @@ import pytest
 
 from nbagent.protocol import UndoItem
 from tests.checkpoint.test_undo_cli import items
-from tests.e2e.jupyter import JupyterLab, agent_notebook
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _folder, _told, pytestmark, run_script
+from tests.e2e.jupyter import JupyterLab, agent_notebook, code_cell
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _folder, _told, pytestmark, run_script
 
 __all__ = ["pytestmark"]  # the browser tests' skip conditions
 
@@ -57,12 +57,12 @@ def _steps(full: bool) -> list[dict]:
 @pytest.mark.parametrize(("ui", "app"), [("lab", "JupyterLab"), ("notebook7", "Jupyter Notebook")])
 def test_a_change_is_shown_denied_approved_and_undone(tmp_path: Path, openai_server, lab: JupyterLab, ui: str, app: str) -> None:
     full = ui == "lab"
-    target = {**_code(ORIGINAL), "id": "target"}
-    scratch = {**_code("print('scratch')"), "id": "scratch", "execution_count": 1, "metadata": {"tags": ["scratch"]},
+    target = {**code_cell(ORIGINAL), "id": "target"}
+    scratch = {**code_cell("print('scratch')"), "id": "scratch", "execution_count": 1, "metadata": {"tags": ["scratch"]},
                "outputs": [{"output_type": "stream", "name": "stdout", "text": "scratch\n"}]}
     root = _folder(lab, f"cell-changes-{ui}")
     agent_notebook(root / "cells.ipynb", openai_server.base_url, "on-request", [
-        target, _code("%%agent\nImprove the total."), scratch, {**_code("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}])
+        target, code_cell("%%agent\nImprove the total."), scratch, {**code_cell("kept = True"), "id": "keep", "metadata": {"nbagent": FORGED}}])
     openai_server.script(_steps(full))
     artifacts = ARTIFACTS.parent / f"cell-changes-{ui}"
     shutil.rmtree(artifacts, ignore_errors=True)

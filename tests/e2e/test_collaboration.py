@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.jupyter import JupyterLab, agent_notebook
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _code, _missing, run_script
+from tests.e2e.jupyter import JupyterLab, agent_notebook, code_cell
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, _missing, run_script
 
 pytestmark = [
     pytest.mark.timeout(420),
@@ -41,7 +41,7 @@ def rtc_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
 def test_two_pages_see_the_agents_cell_and_lose_no_typing(openai_server, rtc_lab: JupyterLab) -> None:
     root = rtc_lab.root / "collab"
     root.mkdir()
-    agent_notebook(root / "collab.ipynb", openai_server.base_url, "on-request", [_code("%%agent\nAdd the answer."), _code(ORIGINAL)])
+    agent_notebook(root / "collab.ipynb", openai_server.base_url, "on-request", [code_cell("%%agent\nAdd the answer."), code_cell(ORIGINAL)])
     openai_server.script([
         {"tool_calls": [{"name": "insert_cell", "arguments": {"source": PLAN["inserted"]}}]},
         {"text": PLAN["done"]},
