@@ -1,5 +1,6 @@
 // A page reload and a closed tab never stall the agent, run by tests/e2e/test_bridge_reload.py.
-// A turn writes a cell; the person saves and reloads the page; the next turn's write shows up in
+// A turn writes a cell; the person saves and reloads the page; without a hover, the reloaded
+// page's badges say what the kernel confirms; the next turn's write shows up in
 // the reloaded page within a bound well under the kernel's 30 s reply timeout. Then the active
 // cell (its toolbar shown) keeps its provenance badge and "Undo" clickable, and the tooltip of a
 // cell whose metadata names a call this kernel never made does not claim nbagent wrote it.
@@ -40,10 +41,23 @@ await runInBrowser(ARTIFACTS, 'reload', async (page, result) => {
   await inPanel(page, (app, panel) => panel.context.save());
   await shot(page, 'before-reload');
 
-  // 1. F5: the next turn's write lands in the reloaded page without waiting out a timeout.
+  // 1. F5, the pointer away from every cell: each badge says what the kernel confirms, unhovered.
+  await page.mouse.move(0, 0);
   await page.reload({ timeout: TIMEOUT });
   log('reloaded');
   await ready(page);
+  await waitFor(page, 'the kernel\'s word on every badge, unhovered', (app, panel) => {
+    const claims = [...panel.node.querySelectorAll('.jp-Cell > .nbagent-badge')].map(b => b.dataset.nbagentClaim);
+    return claims.length === 2 && !claims.includes('unasked');
+  }, null, PLAN.bound_ms);
+  result.loaded = await inPanel(page, (app, panel) => panel.content.widgets
+    .map(c => ({ source: c.model.sharedModel.getSource(), badge: c.node.querySelector(':scope > .nbagent-badge') }))
+    .filter(c => c.badge)
+    .map(c => ({ source: c.source, claim: c.badge.dataset.nbagentClaim, title: c.badge.title })));
+  log('badges after reload', result.loaded);
+  await shot(page, 'badges-after-reload');
+
+  // 2. The next turn's write lands in the reloaded page without waiting out a timeout.
   await runNotebookCell(page, NOTEBOOK, await indexOf(page, PLAN.turn2));
   const started = Date.now();
   await cellWith(page, PLAN.second);
@@ -51,7 +65,7 @@ await runInBrowser(ARTIFACTS, 'reload', async (page, result) => {
   log('written after reload', { ms: result.secondAfterMs });
   await shot(page, 'written-after-reload');
 
-  // 2. The written cell, active (its toolbar shown): the badge and its "Undo" stay clickable.
+  // 3. The written cell, active (its toolbar shown): the badge and its "Undo" stay clickable.
   const written = page.locator('.jp-Notebook .jp-Cell').nth(await indexOf(page, PLAN.second));
   await written.locator('.jp-InputArea-editor').click();
   await written.locator('.jp-cell-toolbar').first().waitFor({ state: 'visible', timeout: TIMEOUT });
@@ -65,7 +79,7 @@ await runInBrowser(ARTIFACTS, 'reload', async (page, result) => {
   await waitFor(page, 'the written cell undone', (app, panel, s) =>
     !panel.content.model.sharedModel.cells.some(c => c.getSource().startsWith(s)), PLAN.second);
 
-  // 3. A cell whose metadata names a call this kernel never made.
+  // 4. A cell whose metadata names a call this kernel never made.
   const forged = page.locator('.jp-Notebook .jp-Cell').nth(await indexOf(page, PLAN.forged));
   result.forgedTitleBefore = await forged.getAttribute('title');
   await forged.hover();

@@ -14,6 +14,10 @@ export const COMM_TARGET = 'nbagent.bridge';
  * latest. Whoever sent the notebook wrote them, and each one offered costs a look-up. */
 export const MAX_NOTEBOOK_THREADS = 100;
 
+/** How many badged cells one `check_cells` asks about: the first ones when the page loads, the
+ * rest when the pointer enters them. */
+export const MAX_CHECKED_CELLS = 500;
+
 export type BridgeMethod =
   | 'hello'
   | 'read_notebook'
@@ -23,7 +27,7 @@ export type BridgeMethod =
   | 'move_cell'
   | 'run_cell';
 
-export type PageMethod = 'check_cell' | 'undo_cell';
+export type PageMethod = 'check_cell' | 'check_cells' | 'undo_cell';
 
 export type CellType = 'code' | 'markdown' | 'raw';
 
@@ -77,6 +81,8 @@ export interface PageReply extends BridgeMessage {
   page_id: string;
   ok: boolean;
   message: string;
+  /** `check_cells`: for each cell asked, in order, whether this kernel made that call. */
+  confirmed?: boolean[] | null;
 }
 
 /** Undo the one cell change an agent call made (the badge's "Undo"). */
@@ -84,6 +90,11 @@ export interface UndoCellParams extends BridgeMessage {
   thread_id: string;
   turn_id: string;
   call_id: string;
+}
+
+/** `check_cell` for every badge the page shows on load (at most `MAX_CHECKED_CELLS`). */
+export interface CheckCellsParams extends BridgeMessage {
+  cells: Provenance[];
 }
 
 /** Sent as the comm's open data. */

@@ -10,7 +10,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { COMM_TARGET, Provenance } from './bridge_protocol';
+import { COMM_TARGET, MAX_CHECKED_CELLS, Provenance } from './bridge_protocol';
 import { INotebookHost, METADATA_KEY, NotebookBridgeModel, readProvenance, THREAD_ID, wellFormedThreadIds } from './model';
 
 // The bundler inlines package.json; declared here so the typings need no @types/node.
@@ -132,8 +132,21 @@ function undoButton(bridge: NotebookBridgeModel, provenance: Provenance): HTMLBu
   return button;
 }
 
-/** Ask the kernel, when the pointer first enters an agent cell, whether it made that call (in its
- * own rollout, not undone); only then is "Undo" added to the badge. */
+/** Draw what the kernel said of the call that wrote `cell` (if the cell still names it) and, when
+ * the kernel made it, add "Undo" to the badge. A refused cell is asked again on the next hover. */
+function settle(cell: Cell, bridge: NotebookBridgeModel, call_id: string, confirmed: boolean): void {
+  const now = readProvenance(cell.model.getMetadata(METADATA_KEY));
+  if (now?.call_id === call_id) {
+    claim(cell, now, confirmed ? 'confirmed' : 'refused');
+    if (confirmed && !cell.node.querySelector(`.${UNDO_CELL_CLASS}`)) {
+      badgeOf(cell).appendChild(undoButton(bridge, now));
+    }
+  }
+  cell.node.dataset.nbagentOffer = confirmed ? 'offered' : 'refused';
+}
+
+/** Ask the kernel, when the pointer first enters an agent cell the page has not asked about yet,
+ * whether it made that call (in its own rollout, not undone); only then is "Undo" added. */
 function offerUndo(cell: Cell, bridge: NotebookBridgeModel): void {
   if (cell.node.dataset.nbagentOffer) {
     return;
@@ -147,14 +160,43 @@ function offerUndo(cell: Cell, bridge: NotebookBridgeModel): void {
     cell.node.dataset.nbagentOffer = 'asking';
     const { thread_id, turn_id, call_id } = provenance;
     const reply = await bridge.askKernel('check_cell', { thread_id, turn_id, call_id }, 10000);
-    const now = readProvenance(cell.model.getMetadata(METADATA_KEY));
-    if (now?.call_id === call_id) {
-      claim(cell, now, reply.ok ? 'confirmed' : 'refused');
+    settle(cell, bridge, call_id, reply.ok);
+  });
+}
+
+/** Longest id of a badge the page asks about in `check_cells`; real ids are far shorter, and a
+ * forged one is asked about only on hover, so forged metadata cannot swell the request. */
+const MAX_CHECKED_ID_CHARS = 200;
+
+/** Once a kernel talks to this page, ask it in one request about the badges not asked about yet
+ * (the first `MAX_CHECKED_CELLS`), so an opened or reloaded notebook shows at once which badges
+ * the kernel confirms. The rest, and all of them when no answer comes (a kernel busy, or one
+ * that predates `check_cells`), are asked on hover. */
+async function confirmAgentCells(panel: NotebookPanel, bridge: NotebookBridgeModel): Promise<void> {
+  const asked: { cell: Cell; provenance: Provenance }[] = [];
+  for (const cell of panel.content.widgets) {
+    const provenance = readProvenance(cell.model.getMetadata(METADATA_KEY));
+    const ids = provenance ? [provenance.thread_id, provenance.turn_id, provenance.call_id] : [];
+    if (provenance && cell.node.dataset.nbagentOffer === 'watching' && ids.every(id => id.length <= MAX_CHECKED_ID_CHARS)) {
+      asked.push({ cell, provenance });
+      if (asked.length === MAX_CHECKED_CELLS) {
+        break;
+      }
     }
-    if (reply.ok && now?.call_id === call_id && !cell.node.querySelector(`.${UNDO_CELL_CLASS}`)) {
-      badgeOf(cell).appendChild(undoButton(bridge, now));
+  }
+  if (asked.length === 0) {
+    return;
+  }
+  asked.forEach(({ cell }) => (cell.node.dataset.nbagentOffer = 'asking'));
+  const cells = asked.map(({ provenance: { thread_id, turn_id, call_id } }) => ({ thread_id, turn_id, call_id }));
+  const reply = await bridge.askKernel('check_cells', { cells }, 10000);
+  const confirmed = reply.confirmed;
+  asked.forEach(({ cell, provenance }, i) => {
+    if (Array.isArray(confirmed) && confirmed.length === asked.length) {
+      settle(cell, bridge, provenance.call_id, confirmed[i] === true);
+    } else {
+      cell.node.dataset.nbagentOffer = 'watching';
     }
-    cell.node.dataset.nbagentOffer = reply.ok ? 'offered' : 'refused'; // refused: asked again next time
   });
 }
 
@@ -246,6 +288,13 @@ function watchPanel(app: JupyterFrontEnd, panel: NotebookPanel, settings: Bridge
       void announce(kernel, bridge);
     }
   };
+  bridge.onAttach = () =>
+    void panel.context.ready.then(() => {
+      if (!panel.isDisposed) {
+        markAgentCells(panel, bridge);
+        void confirmAgentCells(panel, bridge);
+      }
+    });
   register(panel.sessionContext.session?.kernel);
   panel.sessionContext.kernelChanged.connect((_, change) => register(change.newValue));
 

@@ -78,6 +78,10 @@ export class NotebookBridgeModel {
     readonly version: string
   ) {}
 
+  /** Called once a kernel's comm serves this page (its hello, or this page's own): the page
+   * may ask the kernel things from then on. */
+  onAttach: (() => void) | null = null;
+
   private comm: Kernel.IComm | null = null;
   private asked = 0;
   private readonly answers = new Map<string, (reply: PageReply) => void>();
@@ -103,9 +107,15 @@ export class NotebookBridgeModel {
     });
   }
 
-  /** Serve the requests of one kernel comm: the open data is the hello. A comm this page
-   * opened itself (`announce`) has no open message. */
+  /** A comm the kernel opened to this page: its open data is the kernel's hello. */
   attach(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg | null): void {
+    this.serve(comm, openMsg);
+    this.onAttach?.();
+  }
+
+  /** Serve the requests of one kernel comm, and take the kernel's answers to this page's own.
+   * A comm this page opened itself (`announce`) has no open message. */
+  private serve(comm: Kernel.IComm, openMsg: KernelMessage.ICommOpenMsg | null): void {
     this.comm = comm;
     const respond = async (data: unknown) => {
       const answer = data as PageReply;
@@ -136,8 +146,9 @@ export class NotebookBridgeModel {
   /** Say hello on a comm of this page's own: the kernel sends its requests here from now on
    * (after a reload its comm to the page before would lead nowhere). */
   announce(comm: Kernel.IComm): void {
-    this.attach(comm, null);
+    this.serve(comm, null);
     comm.open(this.hello() as any);
+    this.onAttach?.();
   }
 
   /** One request in, one reply out; never throws. */

@@ -34,7 +34,7 @@ from nbagent.protocol import (
     UndoCompleted,
     WarningEvent,
 )
-from nbagent.protocol.bridge import PageRequest, UndoCellParams
+from nbagent.protocol.bridge import CheckCellsParams, PageReply, PageRequest, UndoCellParams
 from nbagent.protocol.ops import OUTSIDE_ENTRY
 
 if TYPE_CHECKING:
@@ -256,24 +256,35 @@ class KernelAgent:
 
         self.spawn(job())
 
-    async def page_request(self, request: PageRequest) -> tuple[bool, str]:
-        """A badge's "Undo" clicked in the page (``check_cell``: whether to show it): its thread
-        must be this one; the call is looked up in the rollout, never taken from the page on trust."""
+    async def page_request(self, request: PageRequest) -> PageReply:
+        """A badge's "Undo" clicked in the page (``check_cell``: whether to show it; ``check_cells``:
+        the badges a page shows as it loads): its thread must be this one; the call is looked up
+        in the rollout, never taken from the page on trust."""
         from nbagent.checkpoint import UndoRefused
-        from nbagent.checkpoint.cells import check_call
+        from nbagent.checkpoint.cells import cell_calls, check_call
 
         session = await self.ready()
+        thread = session.snapshot().thread_id
+
+        def reply(ok: bool, message: str, confirmed: list[bool] | None = None) -> PageReply:
+            return PageReply(page_id=request.page_id, ok=ok, message=message, confirmed=confirmed)
+
+        if request.method == "check_cells":
+            asked = CheckCellsParams.model_validate(request.params).cells
+            live = {(c.turn_id, c.call_id) for c in cell_calls(session.snapshot().items)}  # what check_call passes
+            confirmed = [c.thread_id == thread and (c.turn_id, c.call_id) in live for c in asked]
+            return reply(True, f"{sum(confirmed)} of {len(asked)} confirmed", confirmed)
         params = UndoCellParams.model_validate(request.params)
-        if params.thread_id != session.snapshot().thread_id:
-            return False, f"nothing undone: the cell was written in thread {params.thread_id[:80]!r}, not this kernel's"
+        if params.thread_id != thread:
+            return reply(False, f"nothing undone: the cell was written in thread {params.thread_id[:80]!r}, not this kernel's")
         if request.method == "check_cell":
             try:
                 check_call(session.snapshot().items, params.turn_id, params.call_id)
             except UndoRefused as exc:
-                return False, str(exc)
-            return True, "can be undone"
+                return reply(False, str(exc))
+            return reply(True, "can be undone")
         done = await self.undo_turn(session, params.turn_id, call_id=params.call_id)
-        return done.success, done.message
+        return reply(done.success, done.message)
 
     async def undo_turn(self, session: Session, turn_id: str | None, force: bool = False,
                         call_id: str | None = None) -> UndoCompleted:

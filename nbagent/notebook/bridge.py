@@ -69,8 +69,8 @@ from nbagent.protocol.bridge import (
 )
 
 R = TypeVar("R", bound=BridgeMessage)
-PageHandler = Callable[[PageRequest], Awaitable[tuple[bool, str]]]
-"""Answers what a person clicked in the page: ``(done, message)``."""
+PageHandler = Callable[[PageRequest], Awaitable[PageReply]]
+"""Answers what a person clicked in the page, and what a page that loaded asks of its badges."""
 
 
 class CommLike(Protocol):
@@ -468,14 +468,15 @@ class NotebookBridge:
 
     async def _answer_page(self, comm: CommLike, request: PageRequest) -> None:
         if self._page_handler is None:
-            done, said = False, "nbagent is not running an agent in this kernel (run %load_ext nbagent)"
+            reply = PageReply(page_id=request.page_id, ok=False,
+                              message="nbagent is not running an agent in this kernel (run %load_ext nbagent)")
         else:
             try:
-                done, said = await self._page_handler(request)
+                reply = await self._page_handler(request)
             except Exception as exc:  # boundary: said to the page, never raised into the comm handler
-                done, said = False, f"{request.method} failed: {exc}"
+                reply = PageReply(page_id=request.page_id, ok=False, message=f"{request.method} failed: {exc}")
         try:
-            comm.send(PageReply(page_id=request.page_id, ok=done, message=said).model_dump())
+            comm.send(reply.model_dump(exclude_none=True))
         except Exception:  # noqa: BLE001 - the page went meanwhile: nobody is left to tell
             pass
 

@@ -33,7 +33,12 @@ MAX_NOTEBOOK_THREADS = 100
 """How many of the thread ids in a notebook's ``metadata.nbagent.threads`` are considered: the
 latest. Whoever sent the notebook wrote them, and each one offered costs a look-up in the store."""
 
-PageMethod = Literal["check_cell", "undo_cell"]
+MAX_CHECKED_CELLS = 500
+"""How many badged cells one ``check_cells`` asks about: the page asks for the first ones when it
+loads and the rest when the pointer enters them, so a notebook of forged badges cannot make the
+kernel look up more than this at once."""
+
+PageMethod = Literal["check_cell", "check_cells", "undo_cell"]
 BridgeMethod = Literal["hello", "read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell", "run_cell"]
 CellType = Literal["code", "markdown", "raw"]
 
@@ -112,6 +117,8 @@ class PageReply(BridgeMessage):
     page_id: str
     ok: bool
     message: str
+    confirmed: list[bool] | None = None
+    """``check_cells``: for each cell asked, in order, whether this kernel made that call."""
 
 
 class UndoCellParams(BridgeMessage):
@@ -121,6 +128,14 @@ class UndoCellParams(BridgeMessage):
     thread_id: str
     turn_id: str
     call_id: str
+
+
+class CheckCellsParams(BridgeMessage):
+    """``check_cells``: ``check_cell`` for the badges of a notebook the page just showed, so each
+    is drawn confirmed or not without a hover; an older kernel leaves it unanswered and the page
+    asks on hover instead, which needs no protocol version bump."""
+
+    cells: list[Provenance] = Field(max_length=MAX_CHECKED_CELLS)
 
 
 # -- payloads -----------------------------------------------------------------------------------

@@ -39,6 +39,9 @@ def test_the_constants_and_method_names_match() -> None:
     assert f"BRIDGE_PROTOCOL_VERSION = {bridge_protocol.BRIDGE_PROTOCOL_VERSION};" in text
     assert f"COMM_TARGET = '{bridge_protocol.COMM_TARGET}';" in text
     assert f"MAX_NOTEBOOK_THREADS = {bridge_protocol.MAX_NOTEBOOK_THREADS};" in text
+    assert f"MAX_CHECKED_CELLS = {bridge_protocol.MAX_CHECKED_CELLS};" in text
+    pages = re.search(r"export type PageMethod =(.*?);", text, re.S)
+    assert pages is not None and re.findall(r"'(\w+)'", pages.group(1)) == list(typing.get_args(bridge_protocol.PageMethod))
     block = re.search(r"export type BridgeMethod =(.*?);", text, re.S)
     assert block is not None
     assert re.findall(r"'(\w+)'", block.group(1)) == list(typing.get_args(bridge_protocol.BridgeMethod))

@@ -1,5 +1,6 @@
-"""Browser end-to-end: a page reload or a closed tab never stalls the agent, and the active
-cell's toolbar leaves the provenance badge and its Undo clickable. Real JupyterLab, kernel and
+"""Browser end-to-end: a page reload or a closed tab never stalls the agent, the reloaded page
+draws each provenance badge as the kernel confirms it without a hover, and the active cell's
+toolbar leaves the badge and its Undo clickable. Real JupyterLab, kernel and
 extension in headless Chromium (``ui-tests/reload.mjs``); the model is the local
 OpenAI-compatible test server, so what it was told is read from the requests it received.
 
@@ -59,6 +60,11 @@ def test_after_a_reload_the_next_write_is_prompt_and_with_no_page_left_it_fails_
                NBAGENT_E2E_PLAN=json.dumps(PLAN), NBAGENT_E2E_ARTIFACTS=str(artifacts), CHROMIUM=CHROMIUM)
     result = run_script("reload.mjs", env, lab, timeout=300)
 
+    # Reloaded, with no hover: the agent's cell is drawn confirmed, the forged one refused.
+    assert [(c["source"], c["claim"]) for c in result["loaded"]] == [(PLAN["first"], "confirmed"), (PLAN["forged"], "refused")]
+    first, forged = (c["title"] for c in result["loaded"])
+    assert first.startswith("Written by nbagent in this kernel"), first
+    assert forged.startswith("Not confirmed: ") and "call_forged" in forged, forged
     # The write after the reload was found within the bound (the script waits at most BOUND_MS).
     assert result["secondAfterMs"] < BOUND_MS
     assert result["confirmedTitle"].startswith("Written by nbagent in this kernel"), result["confirmedTitle"]
