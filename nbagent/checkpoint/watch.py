@@ -30,7 +30,8 @@ least recently used beyond this is closed, and its snapshots ask git again."""
 
 
 class ChangeWatch:
-    """The folders under ``top`` (but those ``skip`` says no to), watched; a counter that moves on every event, read with ``generation()``."""
+    """The folders under ``top`` (but those ``skip`` says no to), watched; a counter that moves
+    on every event, read with ``generation()``."""
 
     def __init__(self, top: Path, skip: Callable[[Path], bool]) -> None:
         from inotify_simple import INotify, flags  # Linux only: the caller falls back to git
@@ -69,6 +70,8 @@ class ChangeWatch:
                 if not wait:
                     return None
                 try:
+                    self._inotify.close()
+                    self._inotify = self._new()
                     self._watch_all()
                 except OSError:  # grew past what can be watched: every snapshot asks git now
                     self._broken = True
@@ -85,10 +88,9 @@ class ChangeWatch:
             self._inotify.close()
 
     def _watch_all(self) -> None:
-        """Watch every folder anew, each before it is read, so what is created in it meanwhile is
-        an event; ``OSError`` when there are too many or the user's watches run out."""
-        self._inotify.close()
-        self._inotify = self._new()
+        """Watch every folder with the (new) inotify instance, each before it is read, so what is
+        created in it meanwhile is an event; ``OSError`` when there are too many or the user's
+        watches run out."""
         pending, folders = [self._top], 0
         while pending:
             folder = pending.pop()
