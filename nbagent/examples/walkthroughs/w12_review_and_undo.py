@@ -64,13 +64,14 @@ before = hashlib.sha256(ORIGINAL["calc/core.py"].encode()).hexdigest()
 claim(asked.changes[0].old_hash == before, "the diff was made against the file as it was when approval was asked",
       otherwise="the change's old_hash is not the hash of the file on disk")'''
 
-APPLIED = r'''resolved = of_type("approval_resolved")[0]
+APPLIED = r'''from nbagent.patch import line_counts
+
+resolved = of_type("approval_resolved")[0]
 print(f"approval: {resolved.decision} by {resolved.by}")
 end = of_type("patch_apply_end")[0]
 print(f"patch_apply_end: success={end.success}, stdout={end.stdout!r}")
 for change in end.changes:
-    added = sum(l.startswith("+") and not l.startswith("+++") for l in change.unified_diff.splitlines())
-    removed = sum(l.startswith("-") and not l.startswith("---") for l in change.unified_diff.splitlines())
+    added, removed = line_counts(change.unified_diff)   # the same count the card's header shows
     print(f"  {change.kind} {change.path}: +{added} -{removed}")
 print()
 claim(end.success and pytest_exit() == 0, "the patch is on disk and the test is green",
