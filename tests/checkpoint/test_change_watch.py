@@ -145,3 +145,18 @@ def test_a_process_watches_few_workspaces_and_one_no_longer_watched_still_sees_c
         Turns(tmp_path / name, tmp_path / "home").run()
     assert inotify_instances() - before <= 2
     assert changed(turns.run(lambda ws: (ws / "a.txt").write_text("after\n"))) == ["a.txt"]
+
+
+def test_a_folder_linking_back_to_the_workspace_is_not_walked_into(tmp_path: Path, git_log: Path) -> None:
+    """A workspace someone else made may hold links that loop (``sub/back -> ..``): the watcher
+    does not follow them, so it neither walks forever nor gives up and leaves every quiet turn
+    to git."""
+    turns = workspace(tmp_path, git=False)
+    (turns.ws / "sub" / "back").symlink_to("..", target_is_directory=True)
+    (turns.ws / "up").symlink_to(turns.ws, target_is_directory=True)
+    turns.run()
+    turns.run()
+    started = len(git_log.read_text().splitlines())
+    assert turns.run() is None
+    assert len(git_log.read_text().splitlines()) == started
+    assert changed(turns.run(lambda ws: (ws / "sub" / "c.txt").write_text("changed\n"))) == ["sub/c.txt"]
