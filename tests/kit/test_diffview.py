@@ -31,7 +31,23 @@ def test_a_replaced_cell_is_its_source_diffed_and_says_its_outputs_are_kept() ->
 def test_an_inserted_cell_is_every_line_added() -> None:
     change = inserted("a\nb", "markdown")
     assert change.kind == "add" and change.path == "new markdown cell"
-    assert [line.kind for line in diff_lines(change.unified_diff)] == ["head", "head", "hunk", "add", "add", "note"]
+    assert [line.kind for line in diff_lines(change.unified_diff)] == ["head", "head", "hunk", "add", "add"]
+
+
+def test_a_cell_source_without_a_final_newline_is_not_marked_as_lacking_one() -> None:
+    cell = CELL.model_copy(update={"source": "x = 1\nprint(x)"})
+    change = replaced(cell, "x = 2\nprint(x)")
+    assert "No newline" not in change.unified_diff
+    assert change.unified_diff.endswith("-x = 1\n+x = 2\n print(x)\n")  # the unchanged last line is context
+    assert replaced(cell, "x = 1\nprint(y)").unified_diff.endswith("-print(x)\n+print(y)\n")
+
+
+def test_a_final_newline_added_or_removed_is_marked() -> None:
+    cell = CELL.model_copy(update={"source": "x = 1\nprint(x)"})
+    added = replaced(cell, "x = 1\nprint(x)\n").unified_diff
+    assert added.endswith("-print(x)\n\\ No newline at end of file\n+print(x)\n")
+    removed = replaced(CELL, "x = 1\nprint(x)").unified_diff
+    assert removed.endswith("-print(x)\n+print(x)\n\\ No newline at end of file\n")
 
 
 def test_an_unchanged_source_says_so() -> None:
