@@ -14,10 +14,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    OnErrorOmit,
+    StrictInt,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from nbagent.protocol.bridge import Provenance
 
@@ -121,43 +131,59 @@ def kept_provenance(provenance: Provenance | None) -> dict[str, Any]:
     return {"provenance": before if before is not None and _size(before) <= PROVENANCE_CHARS else None}
 
 
-@dataclass(frozen=True)
-class Restorable:
-    """What an undo puts back besides a cell's source, as read back from a call's ``undo``
-    record in the rollout (which anyone may edit): what is not of its shape is left out."""
+def _or(default: Any) -> WrapValidator:
+    """A field read as ``default`` when its value is not of its shape: the rest of the record
+    still puts the cell back."""
 
-    outputs: tuple[dict[str, Any], ...] = ()
-    execution_count: int | None = None
-    outputs_not_kept: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attachments: dict[str, Any] | None = None
-    not_kept: tuple[str, ...] = ()
-    provenance: Provenance | None = None
+    def wrap(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            return default
+
+    return WrapValidator(wrap)
+
+
+def _output(value: dict[Any, Any]) -> dict[str, Any]:
+    if (out := _normal(value)) is None:
+        raise ValueError("not an nbformat output")
+    return out
+
+
+_Output = Annotated[dict[Any, Any], AfterValidator(_output)]
+"""An nbformat output, its multiline strings joined; anything else is left out of a list."""
+
+
+class Restorable(BaseModel):
+    """What an undo puts back besides a cell's source, as read back from a call's ``undo``
+    record in the rollout (which anyone may edit): a field not of its shape is read as its
+    default, an item not of its shape is left out, and no record makes the undo fail."""
+
+    model_config = ConfigDict(frozen=True)
+
+    outputs: Annotated[tuple[OnErrorOmit[_Output], ...], _or(())] = ()
+    execution_count: Annotated[Annotated[StrictInt, Field(ge=0)] | None, _or(None)] = None
+    outputs_not_kept: Annotated[Annotated[StrictInt, Field(ge=1)], _or(0)] = 0
+    metadata: Annotated[dict[Any, Any], _or({}), AfterValidator(untrusted)] = {}
+    attachments: Annotated[dict[Any, Any] | None, _or(None)] = None
+    not_kept: Annotated[tuple[OnErrorOmit[Literal["metadata", "attachments"]], ...], _or(())] = ()
+    provenance: Annotated[Provenance | None, _or(None)] = None
     restores_provenance: bool = False
     """A replace's record names the provenance before (an older one does not: left as it is)."""
 
-
-def _count(value: Any, least: int = 0) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= least else None
+    @model_validator(mode="before")
+    @classmethod
+    def _names_provenance(cls, record: Any) -> Any:
+        return {**record, "restores_provenance": "provenance" in record} if isinstance(record, dict) else record
 
 
 def restorable(kept: Any, cell_type: str) -> Restorable:
-    """``kept``, a call's ``undo`` record, as an undo of a ``cell_type`` cell puts it back."""
-    kept = kept if isinstance(kept, dict) else {}
-    outputs = kept.get("outputs") if cell_type == "code" else None
-    attachments = kept.get("attachments") if cell_type != "code" else None
-    not_kept = kept.get("not_kept") if isinstance(kept.get("not_kept"), list) else []
+    """``kept``, a call's ``undo`` record, as an undo of a ``cell_type`` cell puts it back: a code
+    cell's outputs and execution count, another's attachments."""
     try:
-        provenance = Provenance.model_validate(kept["provenance"]) if kept.get("provenance") is not None else None
-    except ValidationError:
-        provenance = None
-    return Restorable(
-        outputs=tuple(o for o in (_normal(o) for o in outputs) if o is not None) if isinstance(outputs, list) else (),
-        execution_count=_count(kept.get("execution_count")) if cell_type == "code" else None,
-        outputs_not_kept=_count(kept.get("outputs_not_kept"), 1) or 0,
-        metadata=untrusted(kept.get("metadata")),
-        attachments=attachments if isinstance(attachments, dict) else None,
-        not_kept=tuple(n for n in not_kept if n in ("metadata", "attachments")),
-        provenance=provenance,
-        restores_provenance="provenance" in kept,
-    )
+        record = Restorable.model_validate(kept)
+    except ValidationError:  # no record, or not an object
+        return Restorable()
+    if cell_type == "code":
+        return record.model_copy(update={"attachments": None})
+    return record.model_copy(update={"outputs": (), "execution_count": None})
