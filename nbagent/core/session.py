@@ -118,6 +118,7 @@ class Session:
         self._functions = FunctionTools()
         self._router.add(self._functions)
         self._store = ThreadStore(self._config.home_path)
+        self._checkpoints = Checkpoints(self._cwd, str(self._store.home))  # per session: every outside call is a turn
         self._thread = ThreadState(
             self._store, self._config, self._bus, cwd=self._cwd, notebook_path=notebook_path,
             busy=lambda: self._running, announce=self._configured,
@@ -449,10 +450,8 @@ class Session:
         return instructions(self._config, docs, sandbox, capped=self._request_tools.capped(self._router.catalogue()),
                             servers=self._mcp.instructions(), redact=lambda text: self._thread.redactor().text(text))
 
-    def _turn(
-        self, turn_id: str, model: ModelClient | None, model_name: str, policy: Policy, entry: Entry,
-        interactive: bool | None, ask_timeout: float | None = None,
-    ) -> TurnContext:
+    def _turn(self, turn_id: str, model: ModelClient | None, model_name: str, policy: Policy, entry: Entry,
+              interactive: bool | None, ask_timeout: float | None = None) -> TurnContext:
         """The narrow view of this session one turn (or one outside call) runs in; ``interactive``
         ``None`` follows ``self._interactive`` as it changes."""
         read: list[tuple[ProjectDocs, str]] = []
@@ -467,7 +466,7 @@ class Session:
             asks=self._approvals, thread=self._thread, bus=self._bus, settings=TurnSettings.of(self._config, ask_timeout),
             instructions=instructions, servers_ready=self._servers.ready,
             preamble=self._turn_context, request_tools=self._request_tools, meter=self._meter,
-            checkpoints=Checkpoints(self._cwd, str(self._config.home_path)),
+            checkpoints=self._checkpoints,
             stop_reason=lambda: self._interrupt_reason, cancel_asks=self._cancel_asks, entry=entry,
             interactive=lambda: self._interactive if interactive is None else interactive,
             state=TurnState(budget=ContextBudget.of(self._config, model_name) if model is not None else ContextBudget()),
