@@ -12,14 +12,13 @@ answers, only names, decisions and timings.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import time
 import weakref
-from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
+
+from pydantic_core import to_json
 
 from nbagent.store.rollout import write_whole
 
@@ -29,16 +28,11 @@ REOPEN_AFTER_SEC = 1.0
 """How long the day's file is written through one descriptor before it is opened again by name."""
 
 
-def _encoder() -> Callable[[Any], str]:
-    """One encoder for every line. ``JSONEncoder.encode`` makes its C encoder anew per call (half
-    of a line's cost), so the C encoder is made once here, as ``encode`` would make it."""
-    if c_make_encoder is None:  # a Python without the C accelerator
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-    made = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
-    return lambda value: "".join(made(value, 0))
-
-
-_encode = _encoder()
+def _encode(record: dict[str, Any]) -> bytes:
+    """One compact UTF-8 JSON line, as ``json.dumps(separators=(",", ":"), ensure_ascii=False,
+    default=str)`` writes it for a line's values (names, ids, numbers, lists of names), at a
+    third of its cost: pydantic's encoder, in Rust, already loaded."""
+    return to_json(record, fallback=str)
 
 
 class AuditLog:
@@ -68,7 +62,7 @@ class AuditLog:
         """Append ``records`` as lines in one write (a call's decision and result together). The
         folder is made (0700) when the file cannot be opened for want of it, not per line."""
         at = time.time() if at is None else at
-        line = "".join([_encode(r) + "\n" for r in records]).encode("utf-8")
+        line = b"".join([_encode(r) + b"\n" for r in records])
         path = self._path(at)
         fd = self._fd_for(path)
         try:

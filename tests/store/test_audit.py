@@ -59,3 +59,18 @@ def test_a_days_file_removed_while_written_is_made_again_and_the_next_day_has_it
     assert [json.loads(line)["event"] for line in log.path_for(day).read_text().splitlines()] == ["second"]
     assert [json.loads(line)["event"] for line in log.path_for(day + 86_400).read_text().splitlines()] == ["next day"]
     assert log.path_for(day + 86_400).name == "2025-12-06.jsonl"
+
+
+def test_a_line_is_the_compact_json_an_administrators_tools_read(tmp_path: Path) -> None:
+    """Each line is what ``json.dumps`` writes compactly: text other than ASCII as it is, control
+    characters escaped, times and durations as Python spells them, one record a line."""
+    log = AuditLog(tmp_path / "audit")
+    at = 1_764_892_800.123456
+    records = [
+        {"event": "codex.tool_result", "at": at, "user": "ünï", "uid": 0, "reason": 'a "quote"\n\t\x01\u2028 😀',
+         "definition_hash": None, "success": True, "duration_ms": round(12.34567, 3), "fields": ["b", "a"]},
+        {"event": "codex.tool_decision", "at": at, "duration_ms": 0.0, "big": 1e16, "n": 2**70},
+    ]
+    log.write_many(records, at)
+    expected = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
+    assert log.path_for(at).read_bytes() == expected.encode()
