@@ -272,7 +272,7 @@ class Session:
         except Exception as exc:  # its own kind kept (a ConfigError stays one), the op named
             exc.add_note(f"while doing the op {op.type!r}")
             raise
-        return redacted(Event.wrap(msg), self._thread.redactor()).msg
+        return redacted(msg, self._thread.redactor())
 
     async def _ending(self, op: Op, ends: Callable[[Event], bool]) -> EventMsg:
         """Submit ``op`` and wait for the first event ``ends`` picks, as subscribers see it."""
