@@ -5,7 +5,8 @@ server's ``list_notes`` under ``full-auto``. A profile hook inside the kernel re
 frames (outermost first) at four moments that exist in any version of the code:
 
 1. the cell hands its turn to the session (``Session.submit`` or ``Session.start``);
-2. the turn calls the MCP SDK's ``call_tool`` (the ``tools/call`` request);
+2. the turn sends the ``tools/call`` request (the MCP SDK's ``call_tool``, or on a stdio
+   connection nbagent's own, ``mcp/direct.py``);
 3. the panel takes the call's end (the first nbagent ``notebook/`` frame holding a
    ``ToolCallEnd``, as deep as it goes, then the first ipywidgets call under it);
 4. the rollout writer is handed the call's output line (``store/rollout.py``).
@@ -62,7 +63,7 @@ def _see(frame):
     f, n = frame.f_code.co_filename, frame.f_code.co_name
     if f.endswith("nbagent/core/session.py") and n in ("submit", "start") and "cell" not in _legs:
         _legs["cell"] = _nb(frame)
-    elif n == "call_tool" and "/mcp/client/" in f and "call" not in _legs:
+    elif n == "call_tool" and ("/mcp/client/" in f or f.endswith("nbagent/mcp/direct.py")) and "call" not in _legs:
         _legs["call"] = _nb(frame)
     elif f.startswith(_root) and "/notebook/" in f and _holds(frame, "ToolCallEnd"):
         stack = _nb(frame)

@@ -27,6 +27,7 @@ from nbagent._version import __version__
 from nbagent.config import Config, McpServerConfig
 from nbagent.deliver import deliver
 from nbagent.mcp.deadline import CallControl, current_call, paused
+from nbagent.mcp.direct import DirectCalls
 from nbagent.mcp.errors import McpStartupError, McpUnavailable, why_ended
 from nbagent.mcp.listing import ToolHints, ToolList, paginate
 from nbagent.mcp.sandboxed import exited_hint
@@ -99,6 +100,8 @@ class McpConnection:
         self._on_tools_changed = on_tools_changed
         self._stderr = StderrLog(log_dir / f"{name}.log")
         self._client: Client | None = None
+        self._direct: DirectCalls | None = None
+        """The ``tools/call`` lane of a stdio connection (:mod:`nbagent.mcp.direct`)."""
         self._child: list[ChildProcess] = []
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -216,6 +219,9 @@ class McpConnection:
                     oauth_config=self.oauth_config, sign_in=self.sign_in, waiting=self._waiting_on_person,
                 )  # fmt: skip
                 transport = ToolHints(self.name, self._warn).wrap(self.wire.tap(opened))
+                if self.cfg.transport == "stdio":  # over HTTP a request also needs the SDK's headers
+                    self._direct = DirectCalls(lambda: self._client.protocol_version if self._client else None)
+                    transport = self._direct.wrap(transport)
                 client = Client(
                     transport,
                     mode=self.mode,
@@ -346,9 +352,12 @@ class McpConnection:
         token = current_call.set((self, control))
         try:
             with control.scope:
-                result = await client.call_tool(
-                    tool, arguments, progress_callback=progress, meta=meta  # type: ignore[arg-type]  # SDK's protocol, TypedDict
-                )
+                if self._direct is not None:
+                    result = await self._call_direct(self._direct, client, tool, arguments, meta, progress)
+                else:
+                    result = await client.call_tool(
+                        tool, arguments, progress_callback=progress, meta=meta  # type: ignore[arg-type]  # SDK's protocol, TypedDict
+                    )
                 return result, control
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED and self._child:
@@ -358,6 +367,32 @@ class McpConnection:
             current_call.reset(token)
             self._inflight.discard(control)
         raise TimeoutError(limit)
+
+    async def _call_direct(
+        self,
+        lane: DirectCalls,
+        client: Client,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any] | None,
+        progress: ProgressFn,
+    ) -> types.CallToolResult:
+        """What ``Client.call_tool`` does on a stdio connection, each round on the direct lane."""
+        result = await lane.call_tool(tool, arguments, meta, progress)
+        if isinstance(result, types.InputRequiredResult):
+
+            async def again(
+                responses: types.InputResponses | None, state: str | None
+            ) -> types.CallToolResult | types.InputRequiredResult:
+                return await lane.call_tool(
+                    tool, arguments, meta, progress, input_responses=responses, request_state=state
+                )
+
+            # The SDK's own driver asks through the same callbacks a legacy server's requests use.
+            result = await client._drive_input_required(result, again)  # noqa: SLF001
+        if not result.is_error:
+            await self._tools.check_output(tool, result)
+        return result
 
     async def _exit_recorded(self, child: ChildProcess) -> None:
         """Wait (at most 2 s) until the exit of a server that cut a call off is recorded, so that

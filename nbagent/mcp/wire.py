@@ -21,11 +21,12 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import anyio
 from pydantic import BaseModel, Field
 
 from nbagent.config import Config, McpServerConfig
@@ -100,19 +101,25 @@ class WireTap:
 
 
 Watch = Callable[[Any], Any]
-"""Sees one message and returns the one to pass on: the same, or one put in its place."""
+"""Sees one message and returns the one to pass on: the same, one put in its place, or (on the
+read side) ``None`` to take it out of the stream."""
 
 
 def watched(
-    transport: AbstractAsyncContextManager[Any], *, received: Watch, sent: Watch
+    transport: AbstractAsyncContextManager[Any],
+    *,
+    received: Watch,
+    sent: Watch,
+    ended: Callable[[], None] | None = None,
 ) -> AbstractAsyncContextManager[Any]:
     """``transport`` with each message it yields passed through ``received`` and each one sent
-    through ``sent`` (the wire tap records them; ``ToolHints`` reads the tool listings)."""
+    through ``sent`` (the wire tap records them; ``ToolHints`` reads the tool listings; the direct
+    ``tools/call`` lane takes its replies), and ``ended`` told when the read side ends."""
 
     @asynccontextmanager
     async def streams() -> AsyncIterator[tuple[Any, Any]]:
         async with transport as (read, write):
-            yield _Read(read, received), _Write(write, sent)
+            yield _Read(read, received, ended), _Write(write, sent)
 
     return streams()
 
@@ -120,17 +127,27 @@ def watched(
 class _Read:
     """The transport's read stream, passing each message it yields through ``see``."""
 
-    def __init__(self, inner: Any, see: Watch) -> None:
-        self._inner, self._see = inner, see
+    def __init__(self, inner: Any, see: Watch, ended: Callable[[], None] | None) -> None:
+        self._inner, self._see, self._ended = inner, see, ended
 
     async def receive(self) -> Any:
-        return self._see(await self._inner.receive())
+        return await self._next(self._inner.receive)
 
     def __aiter__(self) -> _Read:
         return self
 
     async def __anext__(self) -> Any:
-        return self._see(await self._inner.__anext__())
+        return await self._next(self._inner.__anext__)
+
+    async def _next(self, read: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            while (item := self._see(await read())) is None:
+                pass  # taken out: read the next
+        except (anyio.EndOfStream, anyio.ClosedResourceError, StopAsyncIteration):
+            if self._ended is not None:
+                self._ended()
+            raise
+        return item
 
     async def __aenter__(self) -> _Read:
         await self._inner.__aenter__()
