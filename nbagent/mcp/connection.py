@@ -22,6 +22,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from nbagent._version import __version__
 from nbagent.config import Config, McpServerConfig
@@ -214,14 +215,15 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 # The tap records what arrived; the SDK reads it with hints that are not booleans dropped.
+                lane = self._direct = DirectCalls(self._protocol) if self.cfg.transport == "stdio" else None
                 opened = open_transport(
                     self.name, self.cfg, stack, stderr=self._stderr, child=self._child, emit=self._emit,
                     oauth_config=self.oauth_config, sign_in=self.sign_in, waiting=self._waiting_on_person,
+                    read_hook=self._read if lane else None,
                 )  # fmt: skip
-                transport = ToolHints(self.name, self._warn).wrap(self.wire.tap(opened))
-                if self.cfg.transport == "stdio":  # over HTTP a request also needs the SDK's headers
-                    self._direct = DirectCalls(lambda: self._client.protocol_version if self._client else None)
-                    transport = self._direct.wrap(transport)
+                transport = ToolHints(self.name, self._warn).wrap(self.wire.tap(opened, reads=lane is None))
+                if lane is not None:  # over HTTP a request also needs the SDK's headers
+                    transport = lane.wrap(transport)
                 client = Client(
                     transport,
                     mode=self.mode,
@@ -274,6 +276,15 @@ class McpConnection:
             self._client = None
             for child in self._child:
                 child.sweep()
+
+    def _protocol(self) -> str | None:
+        return self._client.protocol_version if self._client is not None else None
+
+    def _read(self, message: SessionMessage | Exception) -> bool:
+        """A stdio server's message as it is read: on the wire record in order, and the direct
+        lane's own reply or progress taken there (``True``)."""
+        self.wire.note("received", message)
+        return self._direct is not None and self._direct.take(message)
 
     def _why_ended(self, exc: BaseException) -> str:
         """Why the owner task ended; an error the server or its transport wrote may quote a

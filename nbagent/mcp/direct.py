@@ -66,7 +66,8 @@ class _Pending:
 
 
 class DirectCalls:
-    """The ``tools/call`` lane of one connection; :meth:`wrap` its transport before the SDK's
+    """The ``tools/call`` lane of one stdio connection: its transport shows the lane every
+    message as it is read (:meth:`take`), and is wrapped (:meth:`wrap`) before the SDK's
     ``Client`` is made on it."""
 
     def __init__(self, version: Callable[[], str | None]) -> None:
@@ -81,7 +82,7 @@ class DirectCalls:
     def wrap(self, transport: AbstractAsyncContextManager[Any]) -> AbstractAsyncContextManager[Any]:
         @asynccontextmanager
         async def streams() -> AsyncIterator[tuple[Any, Any]]:
-            async with watched(transport, received=self._received, sent=self._sent, ended=self._close) as (read, write):
+            async with watched(transport, sent=self._sent, ended=self._close) as (read, write):
                 self._write = write
                 try:
                     yield read, write
@@ -164,35 +165,36 @@ class DirectCalls:
             self._stamp = {key: meta[key] for key in STAMP_KEYS if key in meta}
         return item
 
-    def _received(self, item: Any) -> Any:
-        """``None`` for this lane's own replies and progress (the SDK never sees them), else ``item``."""
+    def take(self, item: SessionMessage | Exception) -> bool:
+        """Whether ``item``, just read, is this lane's: a reply or progress of one of its calls,
+        which then goes no further (the SDK never sees it)."""
         if not self._pending or not isinstance(item, SessionMessage):
-            return item
+            return False
         message = item.message
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             pending = self._pending.get(message.id) if isinstance(message.id, str) else None
             if pending is None or pending.reply.is_set():
-                return item
+                return False
             pending.message = message
             pending.reply.set()
-            return None
+            return True
         if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/progress":
             params = message.params or {}
             token = params.get("progressToken")
             pending = self._pending.get(token) if isinstance(token, str) else None
             if pending is None:
-                return item
+                return False
             if pending.on_progress is not None and _number(progress := params.get("progress")):
                 total, text = params.get("total"), params.get("message")
                 update = pending.on_progress(
                     float(progress), float(total) if _number(total) else None, text if isinstance(text, str) else None
                 )
-                # A task, as the SDK's: a slow front end never holds up the read loop.
+                # A task, as the SDK's: a slow front end never holds up the reading.
                 task = asyncio.get_running_loop().create_task(_logged(update))
                 self._updates.add(task)
                 task.add_done_callback(self._updates.discard)
-            return None
-        return item
+            return True
+        return False
 
     def _close(self) -> None:
         """The transport is gone: every call still waiting fails as the SDK's would."""

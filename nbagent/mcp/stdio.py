@@ -268,12 +268,15 @@ async def stdio_transport(
     child: list[ChildProcess],
     launcher: bool = True,
     policy: sandbox.SandboxPolicy | None = None,
+    read_hook: Callable[[SessionMessage | Exception], bool] | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn the server in its own session (process group), in ``policy``'s sandbox, and yield
     the message streams.
 
     ``child`` receives the :class:`ChildProcess` as soon as the spawn succeeds, so the owner can
-    kill what it started even if everything after the spawn fails.
+    kill what it started even if everything after the spawn fails. ``read_hook`` sees every
+    message in the order it was read, in the reading task; one it returns ``True`` for goes no
+    further (a reply the direct ``tools/call`` lane waits for: no hand-over to the SDK's task).
     """
     tag = proctree.new_tag()
     env = {**env, proctree.MARKER_VAR: tag}
@@ -296,9 +299,9 @@ async def stdio_transport(
                     if b"\n" not in chunk:
                         buffer += chunk
                         if len(buffer) > MAX_LINE_BYTES:
-                            await read_send.send(
-                                ValueError(f"the server sent over {MAX_LINE_BYTES} bytes without a newline; disconnected")
-                            )
+                            cut = ValueError(f"the server sent over {MAX_LINE_BYTES} bytes without a newline; disconnected")
+                            if read_hook is None or not read_hook(cut):
+                                await read_send.send(cut)
                             return
                         continue
                     *lines, rest = chunk.split(b"\n")
@@ -306,7 +309,9 @@ async def stdio_transport(
                     buffer = bytearray(rest)
                     for line in lines:
                         if line.strip():
-                            await _deliver(read_send, _parse(line))
+                            message = _parse(line)
+                            if read_hook is None or not read_hook(message):
+                                await _deliver(read_send, message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass
         finally:

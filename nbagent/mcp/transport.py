@@ -9,6 +9,8 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, Asyn
 from pathlib import Path
 from typing import Any
 
+from mcp.shared.message import SessionMessage
+
 from nbagent import sandbox
 from nbagent.config import Config, McpServerConfig
 from nbagent.mcp.env import missing_env_vars, server_env
@@ -30,9 +32,11 @@ def open_transport(
     oauth_config: Config | None,
     sign_in: bool,
     waiting: Callable[[], AbstractContextManager[None]],
+    read_hook: Callable[[SessionMessage | Exception], bool] | None = None,
 ) -> AbstractAsyncContextManager[Any]:
     """The transport for ``cfg``; what it must close later is pushed onto ``stack``. A stdio
-    child is appended to ``child``; ``waiting`` pauses deadlines while a person signs in."""
+    child is appended to ``child``, and its messages are shown to ``read_hook`` as they are read
+    (``stdio_transport``); ``waiting`` pauses deadlines while a person signs in."""
     if cfg.transport == "stdio":
         assert cfg.command is not None
         missing = missing_env_vars(cfg)
@@ -47,7 +51,7 @@ def open_transport(
         errlog = stderr.open()
         return stdio_transport(
             cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=errlog, child=child,
-            launcher=cfg.env_clear_parent, policy=policy,
+            launcher=cfg.env_clear_parent, policy=policy, read_hook=read_hook,
         )  # fmt: skip
     headers = http_headers(name, cfg, emit)
     assert cfg.url is not None

@@ -77,9 +77,10 @@ class WireTap:
         self._seq += 1
         self._log.append((self._seq, time.time(), direction, message))
 
-    def tap(self, transport: AbstractAsyncContextManager[Any]) -> AbstractAsyncContextManager[Any]:
-        """``transport`` with both of its streams recorded here."""
-        return watched(transport, received=self._received, sent=self._sent)
+    def tap(self, transport: AbstractAsyncContextManager[Any], *, reads: bool = True) -> AbstractAsyncContextManager[Any]:
+        """``transport`` with both of its streams recorded here; with ``reads=False`` only what
+        is sent (a stdio transport notes what it reads itself, in the order it read it)."""
+        return watched(transport, received=self._received if reads else _same, sent=self._sent)
 
     def _received(self, item: Any) -> Any:
         self.note("received", item)
@@ -101,20 +102,23 @@ class WireTap:
 
 
 Watch = Callable[[Any], Any]
-"""Sees one message and returns the one to pass on: the same, one put in its place, or (on the
-read side) ``None`` to take it out of the stream."""
+"""Sees one message and returns the one to pass on: the same, or one put in its place."""
+
+
+def _same(item: Any) -> Any:
+    return item
 
 
 def watched(
     transport: AbstractAsyncContextManager[Any],
     *,
-    received: Watch,
-    sent: Watch,
+    received: Watch = _same,
+    sent: Watch = _same,
     ended: Callable[[], None] | None = None,
 ) -> AbstractAsyncContextManager[Any]:
     """``transport`` with each message it yields passed through ``received`` and each one sent
     through ``sent`` (the wire tap records them; ``ToolHints`` reads the tool listings; the direct
-    ``tools/call`` lane takes its replies), and ``ended`` told when the read side ends."""
+    ``tools/call`` lane keeps the SDK's stamp), and ``ended`` told when the read side ends."""
 
     @asynccontextmanager
     async def streams() -> AsyncIterator[tuple[Any, Any]]:
@@ -141,13 +145,12 @@ class _Read:
 
     async def _next(self, read: Callable[[], Awaitable[Any]]) -> Any:
         try:
-            while (item := self._see(await read())) is None:
-                pass  # taken out: read the next
+            item = await read()
         except (anyio.EndOfStream, anyio.ClosedResourceError, StopAsyncIteration):
             if self._ended is not None:
                 self._ended()
             raise
-        return item
+        return self._see(item)
 
     async def __aenter__(self) -> _Read:
         await self._inner.__aenter__()

@@ -74,3 +74,14 @@ async def test_replies_no_call_asked_for_are_dropped(harness: Harness) -> None:
         assert not result.is_error and _text(result) == f"n{n}"
     assert seen == [] and manager.status()["twice"].state == "ready"
     assert len(records(harness.record)) == 3
+
+
+
+async def test_the_wire_record_keeps_the_order_messages_were_read_in(harness: Harness) -> None:
+    """A log line and the reply read at once: the SDK gets the log, the lane takes the reply,
+    and ``inspect wire`` still shows them in the order the server sent them."""
+    manager = await harness.start({"twice": harness.cfg("replies_twice.py")})
+    await manager.call_tool(_spec(manager, "say"), {"text": "hi"}, call_info("c1"))
+    received = [m for m in manager.wire("twice") if m.direction == "received"]
+    log = next(i for i, m in enumerate(received) if m.method == "notifications/message")
+    assert received[log + 1].kind == "response" and received[log + 1].message["result"]["content"][0]["text"] == "hi"

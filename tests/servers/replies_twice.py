@@ -1,5 +1,5 @@
-"""A raw stdio MCP server (no SDK) that answers every ``tools/call`` and then sends what no call
-asked for: the same reply again, a reply to an id no one used, a reply to the id the client's
+"""A raw stdio MCP server (no SDK) that logs a line and answers every ``tools/call`` in one
+write, and then sends what no call asked for: the same reply again, a reply to an id no one used, a reply to the id the client's
 next call will get, and progress for a token no call holds. A client must drop all four, give
 each call its own answer, and keep serving.
 """
@@ -37,7 +37,10 @@ for line in sys.stdin:
         record("say", id=request_id)
         text = message["params"]["arguments"].get("text", "")
         reply = {"jsonrpc": "2.0", "id": request_id, "result": answer(text)}
-        send(reply)
+        lines = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": f"saying {text}"}},
+                 reply]
+        sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))  # one write: read as one chunk
+        sys.stdout.flush()
         send(reply)
         send({"jsonrpc": "2.0", "id": "call-999", "result": answer("forged")})
         # Its best guess at the next call's id: the number in this one, plus one.
