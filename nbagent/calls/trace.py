@@ -4,7 +4,7 @@ in a tracing backend, and a fresh span per call, whatever tool source runs it.""
 from __future__ import annotations
 
 import hashlib
-import random
+import os
 import re
 
 _TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
@@ -18,11 +18,12 @@ def trace_id_for_turn(turn_id: str) -> str:
 
 
 def _random_hex(bits: int) -> str:
-    """Non-zero random ids, as OpenTelemetry's SDK makes them: unique, not secret, so without the
-    system call ``secrets`` makes for each (one per tool call)."""
-    while not (n := random.getrandbits(bits)):
+    """Non-zero random ids, as OpenTelemetry's SDK makes them: unique, not secret. One
+    ``os.urandom`` each: in a tool call it costs less than the ``random`` module's large state
+    (read cold, once a call)."""
+    while not (raw := os.urandom(bits // 8)).strip(b"\0"):
         pass
-    return f"{n:0{bits // 4}x}"
+    return raw.hex()
 
 
 def new_traceparent(trace_id: str | None = None) -> str:
@@ -31,6 +32,12 @@ def new_traceparent(trace_id: str | None = None) -> str:
         trace_id = _random_hex(128)
     elif not _TRACE_ID_RE.fullmatch(trace_id) or not trace_id.strip("0"):
         raise ValueError(f"trace id must be 32 lowercase hex digits, not all zero: {trace_id!r}")
+    return span_of(trace_id)
+
+
+def span_of(trace_id: str) -> str:
+    """A fresh span on a trace id already known to be valid (``trace_id_for_turn``'s), as
+    ``new_traceparent`` makes one without checking the id again: a turn's every call has one."""
     return f"00-{trace_id}-{_random_hex(64)}-01"
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent.calls.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP, unsendable
 from nbagent.calls.events import events_to
-from nbagent.calls.trace import new_traceparent
+from nbagent.calls.trace import span_of
 from nbagent.core.approval import ESCALATE, JUSTIFICATION, SANDBOX_DENIAL, SANDBOX_USED, escalation
 from nbagent.core.checkpoints import before_change
 from nbagent.core.provider import ToolProvider
@@ -198,7 +198,7 @@ async def _run(turn: TurnContext, call: FunctionCall, resolved: _Resolved, argum
     yields a result."""
     spec = resolved.spec
     info = CallInfo(
-        thread_id=turn.thread.id, turn_id=turn.turn_id, call_id=call.call_id, traceparent=new_traceparent(turn.trace_id)
+        thread_id=turn.thread.id, turn_id=turn.turn_id, call_id=call.call_id, traceparent=span_of(turn.trace_id)
     )
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nbagent.calls.trace import new_traceparent, trace_id_for_turn
+from nbagent.calls.trace import new_traceparent, span_of, trace_id_for_turn
 from nbagent.mcp.meta import call_meta, is_reserved_meta_key
 from nbagent.protocol.tools import CallInfo
 
@@ -79,6 +79,14 @@ def test_new_traceparent() -> None:
     for bad in ("0" * 32, "XYZ", "4BF92F3577B34DA6A3CE929D0E0E4736"):
         with pytest.raises(ValueError):
             new_traceparent(bad)
+
+
+def test_a_turns_span_is_new_each_call_and_never_all_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    tid = trace_id_for_turn("turn_1")
+    assert span_of(tid).startswith(f"00-{tid}-") and TP.fullmatch(span_of(tid)) and span_of(tid) != span_of(tid)
+    draws = iter([bytes(8), bytes(7) + b"\x01"])
+    monkeypatch.setattr("nbagent.calls.trace.os.urandom", lambda n: next(draws))
+    assert span_of(tid) == f"00-{tid}-0000000000000001-01"  # an all-zero span id is invalid: drawn again
 
 
 def test_trace_id_for_turn_is_stable_and_valid() -> None:
