@@ -7,7 +7,7 @@ alone builds the envelope, so a payload never changes after it is made (both are
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, model_serializer, model_validator
 
@@ -460,6 +460,8 @@ EventMsg = Annotated[
 ]
 
 _ENVELOPE = ("seq", "thread_id", "turn_id", "at")
+_PAYLOADS = frozenset(get_args(get_args(EventMsg)[0]))
+"""Every payload type: an instance of one needs no validation to be an event's ``msg``."""
 
 
 class Event(ProtocolModel):
@@ -482,10 +484,19 @@ class Event(ProtocolModel):
 
     @classmethod
     def wrap(cls, msg: EventMsg, *, seq: int = 0, thread_id: str = "", turn_id: str | None = None) -> Event:
-        """The envelope of an already valid payload. The payload is not validated again (a model
-        instance passes as it is); plain ``__init__`` is cheaper here than ``model_construct``,
-        whose field walk is Python, and the bus emits several events per tool call."""
-        return cls(seq=seq, thread_id=thread_id, turn_id=turn_id, at=now(), msg=msg)
+        """The envelope of an already valid payload, made as ``model_construct`` makes a model but
+        without its walk over the fields (Python, dearer than validating): the bus emits several
+        events per tool call, and the envelope's values are its own. Anything but an instance of
+        a payload type is validated as ``Event(...)`` validates it."""
+        if cls is not Event or type(msg) not in _PAYLOADS:
+            return cls(seq=seq, thread_id=thread_id, turn_id=turn_id, at=now(), msg=msg)
+        values = {"seq": seq, "thread_id": thread_id, "turn_id": turn_id, "at": now(), "msg": msg}
+        event = object.__new__(cls)
+        object.__setattr__(event, "__dict__", values)
+        object.__setattr__(event, "__pydantic_fields_set__", set(values))
+        object.__setattr__(event, "__pydantic_extra__", None)
+        object.__setattr__(event, "__pydantic_private__", None)
+        return event
 
     @model_validator(mode="before")
     @classmethod
@@ -500,4 +511,3 @@ class Event(ProtocolModel):
         data = handler(self)
         msg = data.pop("msg")
         return {**data, **msg}
-

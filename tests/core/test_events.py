@@ -20,6 +20,7 @@ from nbagent.protocol import (
     Interrupt,
     TurnFailed,
     UserTurn,
+    WarningEvent,
 )
 from nbagent.secrets import DELTA_TYPES
 from tests.core.test_openai_session import config_for
@@ -167,3 +168,14 @@ async def test_the_bus_never_changes_a_payload(home: Path, script) -> None:
     wire = [e.model_dump(mode="json") for e in events]
     assert all({"seq", "thread_id", "turn_id", "at", "type"} <= w.keys() and "msg" not in w for w in wire)
     assert [Event.model_validate(w) for w in wire] == events
+
+
+def test_the_bus_envelope_is_the_one_validation_makes_and_anything_else_is_validated() -> None:
+    msg = WarningEvent(message="w")
+    made = Event.wrap(msg, seq=2, thread_id="t", turn_id="u")
+    assert made == Event(seq=2, thread_id="t", turn_id="u", at=made.at, msg=msg)
+    assert made.model_fields_set == {"seq", "thread_id", "turn_id", "at", "msg"}
+    assert made.model_copy(update={"seq": 3}).seq == 3 and made.seq == 2
+    assert Event.wrap({"type": "warning", "message": "w"}).msg == msg  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        Event.wrap(UserTurn(prompt="an op, not an event"))  # type: ignore[arg-type]
