@@ -18,6 +18,7 @@ writes made by another machine to a network filesystem (NFS, SMB), which raise n
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +38,7 @@ class ChangeWatch:
         from inotify_simple import INotify, flags  # Linux only: the caller falls back to git
 
         self._top, self._skip = top, skip
-        self._new = lambda: INotify(nonblocking=True)
+        self._INotify = INotify
         self._mask = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.MOVED_TO
                       | flags.DELETE_SELF | flags.MOVE_SELF | flags.DONT_FOLLOW | flags.ONLYDIR | flags.EXCL_UNLINK)  # fmt: skip
         self._restructure = flags.ISDIR | flags.Q_OVERFLOW | flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF
@@ -45,7 +46,7 @@ class ChangeWatch:
         self._lock = threading.Lock()
         self._count = 0
         self._broken = self._stale = False
-        self._inotify = self._new()
+        self._new()
         try:
             self._watch_all()
         except OSError:
@@ -62,7 +63,7 @@ class ChangeWatch:
             if self._broken:
                 self._count += 1
                 return self._count
-            events = self._inotify.read(timeout=0)
+            events = self._inotify.read(timeout=0) if self._queued.poll(0) else ()
             if events:
                 self._count += 1
                 self._stale = self._stale or any(event.mask & self._restructure for event in events)
@@ -71,7 +72,7 @@ class ChangeWatch:
                     return None
                 try:
                     self._inotify.close()
-                    self._inotify = self._new()
+                    self._new()
                     self._watch_all()
                 except OSError:  # grew past what can be watched: every snapshot asks git now
                     self._broken = True
@@ -79,6 +80,13 @@ class ChangeWatch:
             return self._count
         finally:
             self._lock.release()
+
+    def _new(self) -> None:
+        """A new inotify instance, and the poll that says whether it has events queued (dearer to
+        ask by reading, as ``INotify.read`` does, on every check of a quiet workspace)."""
+        self._inotify = self._INotify(nonblocking=True)
+        self._queued = select.poll()
+        self._queued.register(self._inotify.fileno(), select.POLLIN)
 
     def close(self) -> None:
         """Stop watching (its watches count against the user's limit): from now on every
