@@ -126,21 +126,23 @@ class AuditTrail:
                             **_identity(call), reason=call.get("reason"))
 
     def _ended(self, event: Event, msg: ToolCallEnd) -> None:
+        """The call's result line, after the line of the policy's approval when it ran unasked.
+        Both are made from one head (every call ends with them: no record is merged twice)."""
         call = self._calls.pop(msg.call_id, None) or {"tool": msg.tool}
         asked = msg.call_id in self._asked
         if asked:
             self._asked.discard(msg.call_id)
         identity = _identity(call)
-        policy = self._policy_of(event)
-        records = []
+        head = self._record(event, TOOL_RESULT, self._policy_of(event), call_id=msg.call_id)
+        result = {**head, **identity, "status": msg.status, "success": msg.status == "completed" and not msg.is_error,
+                  "duration_ms": round(msg.duration_ms, 3)}
         if not asked and call.get("parsed") and identity["definition_hash"] is not None and msg.status != "denied":
             # ran with no ask: the policy and the tool's approval mode let it
-            records.append(self._record(event, TOOL_DECISION, policy, call_id=msg.call_id, decision="approve",
-                                        by="policy", **identity, reason=call.get("reason")))
-        records.append(self._record(event, TOOL_RESULT, policy, call_id=msg.call_id, **identity, status=msg.status,
-                                    success=msg.status == "completed" and not msg.is_error,
-                                    duration_ms=round(msg.duration_ms, 3)))
-        self._append(records, event.at)
+            head["event"] = TOOL_DECISION
+            self._append([{**head, "decision": "approve", "by": "policy", **identity, "reason": call.get("reason")}, result],
+                         event.at)
+        else:
+            self._append([result], event.at)
 
     def _write(self, event: Event, name: str, **fields: Any) -> None:
         self._append([self._record(event, name, self._policy_of(event), **fields)], event.at)
