@@ -261,11 +261,11 @@ class Session:
         see it, redacted). What stops it is raised with a note naming the op: ``OpFailed`` when
         the op cannot be done now, ``OpRejected`` for an answer turned down, or the error itself
         (a ``ConfigError`` when no model is configured)."""
-        if (ends := ending_event(op)) is not None:
-            return await self._ending(op, ends)
         handler = HANDLERS.get(type(op))
-        if handler is None:
-            raise TypeError(f"not an op: {op!r}")
+        if handler is None:  # a turn, an answer, an interrupt or shutdown: ended by an event
+            if (ends := ending_event(op)) is None:
+                raise TypeError(f"not an op: {op!r}")
+            return await self._ending(op, ends)
         try:
             answer = handler(self, op)
             msg = await answer if inspect.isawaitable(answer) else answer
