@@ -95,6 +95,8 @@ async def test_a_submitted_op_that_fails_is_an_error_event_naming_it(home: Path,
         assert "while doing the op 'compact'" in raised.value.__notes__
         with pytest.raises(OpFailed, match="no such turn"):
             await session.perform(Interrupt())
+        with pytest.raises(TypeError, match="not an op: 'compact'"):
+            await session.perform("compact")  # type: ignore[arg-type]
 
 
 async def test_an_answer_for_no_waiting_ask_is_rejected_saying_why(home: Path, tmp_path: Path) -> None:
