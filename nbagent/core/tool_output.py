@@ -92,8 +92,10 @@ def truncate_utf8(text: str, max_bytes: int, tail_fraction: float = 0.2) -> str:
 
 def to_model_output(result: ToolResult, max_bytes: int) -> str:
     """What the model reads for ``result``, at most ``max_bytes`` UTF-8 bytes."""
-    content = result.content
-    if len(content) == 1 and result.structured is None and type(block := content[0]) is TextBlock:
-        text = block.text  # most results: one text block, rendered as itself
+    content, structured = result.content, result.structured
+    if len(content) == 1 and type(block := content[0]) is TextBlock and (
+        structured is None or (type(structured) is dict and len(structured) == 1 and block.text in structured.values())
+    ):  # most results: one text block, alone or with a value that only wraps it, rendered as itself
+        text = block.text
         return text if len(text) * 4 <= max_bytes else truncate_utf8(text, max_bytes)
     return truncate_utf8(render_for_model(result), max_bytes)

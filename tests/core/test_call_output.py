@@ -17,10 +17,14 @@ texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts, st.integers(min_value=-50, max_value=900), st.booleans())
-def test_one_text_block_reads_as_the_general_rendering(text: str, slack: int, error: bool) -> None:
+@given(texts, st.integers(min_value=-50, max_value=900), st.booleans(), st.sampled_from(["none", "wraps", "other", "two"]))
+def test_one_text_block_reads_as_the_general_rendering(text: str, slack: int, error: bool, value: str) -> None:
+    """Alone, or beside a structured value: one that only wraps the text (``{"result": text}``, an
+    SDK server's plain return value), one that does not, one of two keys."""
     cap = max(0, len(text) + slack)  # around the text's length, where bytes and characters differ
-    result = ToolResult(content=[TextBlock(text=text)], is_error=error)
+    structured = {"none": None, "wraps": {"result": text}, "other": {"result": text + "!"},
+                  "two": {"result": text, "n": 1}}[value]
+    result = ToolResult(content=[TextBlock(text=text)], is_error=error, structured=structured)
     out = to_model_output(result, cap)
     assert out == truncate_utf8(render_for_model(result), cap)
     assert len(out.encode()) <= cap
