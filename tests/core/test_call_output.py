@@ -17,7 +17,8 @@ texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts, st.integers(min_value=-50, max_value=900), st.booleans(), st.sampled_from(["none", "wraps", "other", "two"]))
+@given(texts, st.integers(min_value=-50, max_value=900), st.booleans(),
+       st.sampled_from(["none", "wraps", "other", "two"]))
 def test_one_text_block_reads_as_the_general_rendering(text: str, slack: int, error: bool, value: str) -> None:
     """Alone, or beside a structured value: one that only wraps the text (``{"result": text}``, an
     SDK server's plain return value), one that does not, one of two keys."""
