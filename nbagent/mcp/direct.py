@@ -38,10 +38,10 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nbagent.mcp.wire import watched
+from nbagent.protocol.tools import ProgressFn
 
 logger = logging.getLogger(__name__)
 
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Reply = types.JSONRPCResponse | types.JSONRPCError
 
 STAMP_KEYS = (
@@ -159,9 +159,13 @@ class DirectCalls:
                 await self._write.send(SessionMessage(notification))
 
     def _sent(self, item: Any) -> Any:
-        """Keep the SDK's stamp, from the requests it sends."""
+        """Keep the SDK's stamp, from the requests it sends (not the lane's own)."""
         message = item.message if isinstance(item, SessionMessage) else None
-        if isinstance(message, types.JSONRPCRequest) and isinstance(meta := (message.params or {}).get("_meta"), dict):
+        if (
+            isinstance(message, types.JSONRPCRequest)
+            and message.method != "tools/call"
+            and isinstance(meta := (message.params or {}).get("_meta"), dict)
+        ):
             self._stamp = {key: meta[key] for key in STAMP_KEYS if key in meta}
         return item
 
