@@ -78,11 +78,14 @@ class DirectCalls:
         self._write: Any = None
         self._stamp: dict[str, Any] = {}
         self._updates: set[asyncio.Task[None]] = set()
+        self._handed = 0
+        """Messages the stdio reader handed on to the SDK; ``_seen``: those the SDK has read."""
+        self._seen = 0
 
     def wrap(self, transport: AbstractAsyncContextManager[Any]) -> AbstractAsyncContextManager[Any]:
         @asynccontextmanager
         async def streams() -> AsyncIterator[tuple[Any, Any]]:
-            async with watched(transport, sent=self._sent, ended=self._close) as (read, write):
+            async with watched(transport, received=self._received, sent=self._sent, ended=self._close) as (read, write):
                 self._write = write
                 try:
                     yield read, write
@@ -170,8 +173,23 @@ class DirectCalls:
         return item
 
     def take(self, item: SessionMessage | Exception) -> bool:
-        """Whether ``item``, just read, is this lane's: a reply or progress of one of its calls,
-        which then goes no further (the SDK never sees it)."""
+        """Whether ``item``, just read, was this lane's and is taken now: a reply or progress of
+        one of its calls, which then goes no further. Only while the SDK has taken everything
+        read before it: a message read earlier (a ``tools/list_changed`` sent just before the
+        reply) must reach the SDK's handlers before the call returns, as it would have through
+        the SDK's own call, so until then the lane's messages queue behind it (:meth:`_received`)."""
+        if self._handed == self._seen and self._own(item):
+            return True
+        self._handed += 1
+        return False
+
+    def _received(self, item: Any) -> Any:
+        """What the SDK reads next: ``None`` (taken) for this lane's own."""
+        self._seen += 1
+        return None if self._own(item) else item
+
+    def _own(self, item: SessionMessage | Exception) -> bool:
+        """Whether ``item`` is a reply or progress of one of this lane's calls (then handled)."""
         if not self._pending or not isinstance(item, SessionMessage):
             return False
         message = item.message

@@ -102,7 +102,8 @@ class WireTap:
 
 
 Watch = Callable[[Any], Any]
-"""Sees one message and returns the one to pass on: the same, or one put in its place."""
+"""Sees one message and returns the one to pass on: the same, one put in its place, or (on the
+read side) ``None`` to take it out of the stream."""
 
 
 def _same(item: Any) -> Any:
@@ -145,12 +146,13 @@ class _Read:
 
     async def _next(self, read: Callable[[], Awaitable[Any]]) -> Any:
         try:
-            item = await read()
+            while (item := self._see(await read())) is None:
+                pass  # taken out: read the next
         except (anyio.EndOfStream, anyio.ClosedResourceError, StopAsyncIteration):
             if self._ended is not None:
                 self._ended()
             raise
-        return self._see(item)
+        return item
 
     async def __aenter__(self) -> _Read:
         await self._inner.__aenter__()

@@ -3,7 +3,7 @@ what the SDK's request machinery did for a call, the lane does too."""
 
 from __future__ import annotations
 
-from nbagent.protocol import TextBlock, ToolSpec
+from nbagent.protocol import McpLog, TextBlock, ToolSpec
 from nbagent.protocol.elicitation import ElicitOutcome
 from tests.waiting import until
 
@@ -85,3 +85,13 @@ async def test_the_wire_record_keeps_the_order_messages_were_read_in(harness: Ha
     received = [m for m in manager.wire("twice") if m.direction == "received"]
     log = next(i for i, m in enumerate(received) if m.method == "notifications/message")
     assert received[log + 1].kind == "response" and received[log + 1].message["result"]["content"][0]["text"] == "hi"
+
+
+async def test_what_the_server_sent_before_its_reply_is_handled_before_the_call_returns(harness: Harness) -> None:
+    """The server logs, then answers, in one write: the log reaches nbagent before the call's
+    result does, as through the SDK's own call (a ``tools/list_changed`` sent the same way must
+    be known before the next call is approved)."""
+    manager = await harness.start({"twice": harness.cfg("replies_twice.py")})
+    for n in range(5):
+        await manager.call_tool(_spec(manager, "say"), {"text": f"n{n}"}, call_info(f"c{n}"))
+        assert f"saying n{n}" in [e.data for e in harness.of(McpLog)], n
