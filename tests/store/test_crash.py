@@ -141,7 +141,10 @@ def test_sigkill_mid_turn_loses_no_confirmed_item(tmp_path: Path, mode: str, kil
     ids = got["ids"]
     assert set(confirmed) <= set(ids), "a confirmed item is missing after the crash"
     assert ids[: len(confirmed)] == confirmed  # same order; possibly more, appended after our last read
-    assert got["warnings"] == []  # SIGKILL does not tear a line written with one write()
+    # SIGKILL can stop the one write() in progress between two pages of the file (Linux checks
+    # for a fatal signal there), leaving part of a line no one was told was written: the reader
+    # skips that last line, and every confirmed item is whole.
+    assert len(got["warnings"]) <= 1 and all("skipped torn last line" in w for w in got["warnings"]), got["warnings"]
     assert got["calls_without_output"] == []  # valid after repair
     assert got["n_after_repair"] == got["n_items"] + len(got["repairs"])
     for r in got["repairs"]:
