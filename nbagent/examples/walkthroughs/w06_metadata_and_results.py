@@ -173,12 +173,13 @@ is projected from."""),
     ("markdown", """### `_meta` as the server receives it
 
 Two calls of `whoami` in the same model round. nbagent wrote the thread, the turn and the call id
-under its own `nbagent/` prefix, and a W3C `traceparent`. The rest came from the MCP client
-library: the `io.modelcontextprotocol/` envelope the 2026-07-28 protocol puts on every request (a
-prefix nbagent never writes), and the `progressToken`. nbagent's `call_meta` proposes the call id
-as the token, but the library owns progress routing for its requests: it mints its own token and
-hands each progress notification to the callback nbagent gave that call — so the progress still
-lands on the right card."""),
+under its own `nbagent/` prefix, and a W3C `traceparent`. The rest belongs to the protocol: the
+`io.modelcontextprotocol/` envelope the 2026-07-28 protocol puts on every request (the MCP client
+library's stamp, which a stdio connection copies onto the `tools/call` it sends itself; nbagent
+never writes that prefix of its own), and the `progressToken`. nbagent's `call_meta` proposes the
+call id as the token, but the request's own id is the token, as the library does for its
+requests (`call-N-` and a random tail): the connection hands each progress notification with that
+token to the callback of that call — so the progress still lands on the right card."""),
     ("code", META),
     ("code", TRACE),
     ("markdown", """Both calls sit on one trace (one per turn) with a span each. A new turn is a new trace:"""),
