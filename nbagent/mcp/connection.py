@@ -107,6 +107,8 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._close = anyio.Event()
+        self._down = anyio.Event()
+        """Set once the connection reads as failed or closing: what a call its server cut off waits for."""
         self._tools = ToolList(name, cfg.startup_timeout_sec, self._warn, self._relisted)
         self._closing = False
         self._serving = False
@@ -189,6 +191,7 @@ class McpConnection:
         """Signal the owner task, wait (bounded), cancel it if needed, then kill what is left."""
         self._closing = True
         self._close.set()
+        self._down.set()
         task = self._task
         if not self._serving:
             for child in self._child:
@@ -299,6 +302,7 @@ class McpConnection:
         self.state = "failed"
         self.generation += 1
         self.error = message
+        self._down.set()
         self._tools.ended()
         self._emit(McpStartupUpdate(server=self.name, status="failed", error=message, stderr_tail=self.stderr_tail()))
 
@@ -372,7 +376,7 @@ class McpConnection:
                 return result, control
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED and self._child:
-                await self._exit_recorded(self._child[0])
+                await self._exit_recorded()
             raise
         finally:
             current_call.reset(token)
@@ -405,13 +409,11 @@ class McpConnection:
             await self._tools.check_output(tool, result)
         return result
 
-    async def _exit_recorded(self, child: ChildProcess) -> None:
+    async def _exit_recorded(self) -> None:
         """Wait (at most 2 s) until the exit of a server that cut a call off is recorded, so that
         what reads the server's state after the call's error sees it down, not still ready."""
         with anyio.move_on_after(2.0):
-            await child.exited.wait()
-            while self.state == "ready" and not self._closing:
-                await anyio.sleep(0.01)  # ``_watch_exit`` records it once the exit code is known
+            await self._down.wait()  # ``_watch_exit`` records it once the exit code is known
 
     def needs_legacy(self, exc: BaseException) -> bool:
         """Whether a failure shows a push-style server on a 2026-07-28 connection opened by ``auto``."""
