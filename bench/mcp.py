@@ -13,6 +13,8 @@ rollout on disk) and, when
 ``MCPServerStdio.call_tool``), ``pydantic-ai`` (``MCPToolset.direct_call_tool``) and
 ``fastmcp`` (``Client.call_tool``). ``--only ... nbagent-mcp`` adds the connection manager's call
 alone (transport, ``_meta``, result wrapping), to show which layer the cost beyond the SDK's is in;
+``nbagent-unsandboxed`` is ``nbagent`` with its server outside the OS sandbox (every other contender
+runs it so), to show what the sandbox costs a call;
 ``--only ... floor`` adds the least a client can do (one JSON line out, one in, the result
 validated as ``CallToolResult``), to show how much of any client's cost is the server and the pipes.
 
@@ -51,7 +53,7 @@ HERE = Path(__file__).resolve().parent
 SERVER = HERE.parent / "tests" / "servers" / "echo.py"
 PEERS_PYTHON = HERE.parent / ".venv" / "peers" / "bin" / "python"
 OURS = ("sdk", "nbagent")
-EXTRA = ("nbagent-mcp", "floor")
+EXTRA = ("nbagent-unsandboxed", "nbagent-mcp", "floor")
 """Run only when named in ``--only``."""
 PEERS = ("agents", "pydantic-ai", "fastmcp")
 WARMUP = 50
@@ -74,7 +76,7 @@ async def sdk(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None
         await run(lambda: client.call_tool("echo", {"text": TEXT}))
 
 
-async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
+async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]], sandbox: str | None = None) -> None:
     from nbagent import Session
     from nbagent.config import Config, McpServerConfig
     from nbagent.protocol import CallTool, ListMcpTools
@@ -82,7 +84,7 @@ async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
     # A workspace of its own beside the home, as a user has: a call's checkpoint snapshots it.
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as workspace:
         config = Config(home=home, approval_policy="full-auto")
-        servers = {"echo": McpServerConfig(command=server[0], args=server[1:])}
+        servers = {"echo": McpServerConfig(command=server[0], args=server[1:], sandbox_mode=sandbox)}
         async with Session(config=config, mcp_servers=servers, cwd=workspace) as session:
             await session.perform(ListMcpTools())
 
@@ -92,6 +94,12 @@ async def nbagent(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
                 return output
 
             await run(call)
+
+
+async def nbagent_unsandboxed(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
+    """``nbagent`` with the server outside the OS sandbox, as every other contender runs it: the
+    client's cost alone, without what a sandboxed server spends on each call itself."""
+    await nbagent(server, run, sandbox="danger-full-access")
 
 
 async def nbagent_mcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> None:
@@ -189,7 +197,8 @@ async def fastmcp(server: list[str], run: Callable[[Call], Awaitable[None]]) -> 
 
 
 CONTENDERS = {
-    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "nbagent-mcp": nbagent_mcp, "floor": floor,
+    "sdk": sdk, "nbagent": nbagent, "nbagent-base": nbagent, "nbagent-unsandboxed": nbagent_unsandboxed,
+    "nbagent-mcp": nbagent_mcp, "floor": floor,
     "agents": agents, "pydantic-ai": pydantic_ai, "fastmcp": fastmcp,
 }
 
